@@ -1,0 +1,54 @@
+# regcheck. Two set-up commands on a fresh machine with only Go:
+#   make demo   the seed incident reproduced on a real registry, and diagnosed
+#   make test   every test, the end-to-end ones against real binaries included
+#
+# The registry, etcd and kube-apiserver binaries the tests run are built once
+# into $(REGCHECK_BIN), outside the clone, keyed by version.
+
+GO          ?= go
+REGCHECK_BIN ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/regcheck/bin
+export REGCHECK_BIN
+TEST_FLAGS  ?= -count=1 -timeout 30m
+PKGS        := ./...
+
+.PHONY: all build test unit integration demo bench lint bins bins-registry clean
+
+all: build
+
+build:
+	$(GO) build -o bin/regcheck ./cmd/regcheck
+
+# The registry binaries (docker/distribution v2.8.3, distribution v3.1.2).
+bins-registry:
+	hack/build-bins.sh registry
+
+# All test binaries: the registries plus etcd and kube-apiserver.
+bins:
+	hack/build-bins.sh all
+
+# Every test: unit tests and the end-to-end tests against real registries and
+# a real API server.
+test: bins
+	$(GO) vet -tags integration $(PKGS)
+	$(GO) test -tags integration $(TEST_FLAGS) $(PKGS)
+
+# The fast loop: unit tests only.
+unit:
+	$(GO) test $(TEST_FLAGS) $(PKGS)
+
+integration: bins
+	$(GO) test -tags integration $(TEST_FLAGS) ./integration/
+
+demo: build bins-registry
+	$(GO) run ./hack/demo -regcheck bin/regcheck
+
+# Benchmarks print their figures; none of them asserts a time.
+bench: bins-registry
+	$(GO) test -tags integration -run '^$$' -bench . -benchmem -benchtime 3x $(PKGS)
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet -tags integration $(PKGS)
+
+clean:
+	rm -rf bin

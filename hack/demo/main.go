@@ -1,0 +1,109 @@
+// Command demo reproduces the seed incident on a real docker/distribution
+// 2.8.3 registry and lets regcheck diagnose it: it starts the registry on
+// 127.0.0.1, pushes images shaped like the seed's (a buildx index with an
+// attestation, multi-platform indexes, a manifest list, single images), runs
+// the registry's own `garbage-collect --delete-untagged`, and runs
+// `regcheck scan -f examples/manifests`. It stops what it started.
+//
+// usage: go run ./hack/demo -regcheck bin/regcheck [-addr 127.0.0.1:5055] [-manifests examples/manifests] [-- regcheck flags]
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/regcheck/regcheck/internal/fixture"
+	"github.com/regcheck/regcheck/internal/testregistry"
+)
+
+func main() {
+	regcheck := flag.String("regcheck", "bin/regcheck", "the regcheck binary to run")
+	addr := flag.String("addr", "127.0.0.1:5055", "address of the demo registry (the example manifests name it)")
+	manifests := flag.String("manifests", "examples/manifests", "manifests folder to scan")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, *regcheck, *addr, *manifests, flag.Args()); err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		os.Exit(1)
+	}
+}
+
+func step(format string, args ...any) { fmt.Printf("\n==> "+format+"\n", args...) }
+
+func run(ctx context.Context, regcheck, addr, manifests string, extra []string) error {
+	bin, err := testregistry.Binary(testregistry.V2)
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "regcheck-demo-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+
+	step("starting docker/distribution v2.8.3 on %s (storage in %s)", addr, dir)
+	reg, err := testregistry.Start(ctx, bin, dir, addr)
+	if err != nil {
+		return fmt.Errorf("%w\n(is something else listening on %s? pass -addr, and edit the example manifests to match)", err, addr)
+	}
+	defer reg.Stop()
+
+	step("pushing images the way CI pushes them (a buildx index with an attestation child, …)")
+	imgs, err := fixture.Push(ctx, reg.Host(), "demo/")
+	if err != nil {
+		return err
+	}
+	for _, im := range imgs {
+		kind := "image"
+		if len(im.Children) > 0 {
+			kind = fmt.Sprintf("index, %d children", len(im.Children))
+		}
+		fmt.Printf("    %-40s %s (%s)\n", im.Ref, im.Digest.String()[:19], kind)
+	}
+
+	step("running the registry's own garbage collector: registry garbage-collect --delete-untagged=true")
+	if err := reg.Stop(); err != nil {
+		return err
+	}
+	start := time.Now()
+	out, err := reg.GC(ctx, true, false)
+	if err != nil {
+		return err
+	}
+	summary := "done"
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "eligible for deletion") && strings.Contains(line, "marked") {
+			summary = strings.TrimSpace(line) // "N blobs marked, N blobs and N manifests eligible for deletion"
+		}
+	}
+	fmt.Printf("    %s (%s)\n    every tag still lists and every index still resolves\n", summary, time.Since(start).Round(time.Millisecond))
+	if err := reg.Restart(ctx); err != nil {
+		return err
+	}
+
+	args := append([]string{"scan", "-f", manifests}, extra...)
+	step("regcheck %s", strings.Join(args, " "))
+	cmd := exec.CommandContext(ctx, regcheck, args...)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	err = cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		fmt.Println("\nregcheck exited 0: nothing broken.")
+	case errors.As(err, &ee):
+		fmt.Printf("\nregcheck exited %d (1 = an image at or above --fail-on, as expected here).\n", ee.ExitCode())
+	default:
+		return fmt.Errorf("running %s: %w", regcheck, err)
+	}
+	step("stopping the registry and removing its storage")
+	return nil
+}

@@ -1,0 +1,118 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes are a contract with scripts and CI.
+const (
+	ExitClean      = 0 // nothing at or above --fail-on
+	ExitFindings   = 1 // a finding at or above --fail-on
+	ExitUsage      = 2 // bad flags, arguments or configuration
+	ExitIncomplete = 3 // could not check everything; nothing at or above --fail-on found
+)
+
+// Streams are where a command reads and writes: results to Out, logs to Err.
+type Streams struct {
+	In  io.Reader
+	Out io.Writer
+	Err io.Writer
+}
+
+// exitError carries an exit code out of a command; its message, if any, is
+// printed once by Run.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+// usageError marks err as the user's to fix: exit code 2.
+func usageError(err error) error { return &exitError{code: ExitUsage, err: err} }
+
+// Version is set at build time with -ldflags "-X ...cli.Version=v1.2.3".
+var Version = "dev"
+
+// globals are the flags every command shares.
+type globals struct {
+	logLevel string
+	logger   *slog.Logger
+}
+
+// Run runs regcheck with args (without the program name) and returns the
+// exit code. It prints an error once, to s.Err.
+func Run(ctx context.Context, s Streams, args []string) int {
+	g := &globals{}
+	root := &cobra.Command{
+		Use:   "regcheck",
+		Short: "Check that every image your pods use will still pull, with the same bits",
+		Long: `regcheck answers one question for people who run Kubernetes: if this pod
+restarts tonight, will it come back, and with the same bits?
+
+It walks each image from its tag through the index and every child manifest
+down to the config and layer blobs, and reports what a node could no longer
+pull. It is read-only against registries and clusters.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			var lvl slog.Level
+			if err := lvl.UnmarshalText([]byte(g.logLevel)); err != nil {
+				return usageError(fmt.Errorf("--log-level %q: want debug, info, warn or error", g.logLevel))
+			}
+			g.logger = slog.New(slog.NewTextHandler(s.Err, &slog.HandlerOptions{Level: lvl}))
+			return nil
+		},
+	}
+	root.SetIn(s.In)
+	root.SetOut(s.Out)
+	root.SetErr(s.Err)
+	root.SetArgs(args)
+	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "warn", "log level on stderr: debug, info, warn or error")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+	root.AddCommand(newScanCmd(s, g), newVersionCmd(s))
+
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitClean
+	}
+	code := ExitUsage // cobra's own errors (unknown command, bad flag) are usage errors
+	var ee *exitError
+	if errors.As(err, &ee) {
+		code = ee.code
+		if ee.err == nil {
+			return code
+		}
+	} else if ctx.Err() != nil {
+		code = ExitIncomplete
+	}
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "regcheck") {
+		msg = "regcheck: " + msg
+	}
+	fmt.Fprintln(s.Err, msg)
+	return code
+}
+
+func newVersionCmd(s Streams) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print regcheck's version",
+		Args:  cobra.NoArgs,
+		Run:   func(*cobra.Command, []string) { fmt.Fprintln(s.Out, Version) },
+	}
+}

@@ -1,0 +1,148 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/regcheck/regcheck/report"
+	"github.com/regcheck/regcheck/scan"
+	"github.com/spf13/cobra"
+)
+
+type scanFlags struct {
+	inputs
+	output      string
+	failOn      string
+	concurrency int
+	timeout     time.Duration
+	platforms   []string
+	insecure    []string
+}
+
+func newScanCmd(s Streams, g *globals) *cobra.Command {
+	f := &scanFlags{}
+	cmd := &cobra.Command{
+		Use:   "scan [IMAGE...]",
+		Short: "Walk images down to their blobs and report what a node could no longer pull",
+		Long: `Scan resolves each image reference and walks it the way a node pulls it: the tag,
+the manifest or index, every child manifest, and the config and layer blobs of
+each. It reports every image as ok, at-risk, unknown or broken.
+
+A registry fault (401, 403, 429, 5xx, a timeout) proves nothing about an image:
+such an image is unknown, never broken.
+
+Exit codes: 0 clean; 1 a finding at or above --fail-on; 2 usage or
+configuration error; 3 incomplete (some images or inputs could not be checked,
+nothing at or above --fail-on found).`,
+		Example: `  regcheck scan nginx:1.27 ghcr.io/org/app@sha256:…
+  regcheck scan -f k8s/ -f extra/deploy.yaml
+  kubectl get pods -A -o jsonpath='{..image}' | tr ' ' '\n' | regcheck scan --images-from -
+  regcheck scan -f k8s/ -o json --platform linux/amd64`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f.args = args
+			return runScan(cmd, s, g, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringArrayVarP(&f.filenames, "filename", "f", nil, "Kubernetes YAML file or folder to read image references from (repeatable; folders are read recursively)")
+	fl.StringVar(&f.imagesFrom, "images-from", "", "file with one image reference per line (# comments; - for stdin)")
+	fl.StringVarP(&f.output, "output", "o", "table", "output format: "+strings.Join(report.Formats(), ", "))
+	fl.StringVar(&f.failOn, "fail-on", "broken", "exit 1 when a finding is at least this bad: broken, high, at-risk, info or never")
+	fl.IntVar(&f.concurrency, "concurrency", 8, "registry requests in flight at once")
+	fl.DurationVar(&f.timeout, "timeout", 30*time.Second, "timeout of each registry request")
+	fl.StringArrayVar(&f.platforms, "platform", nil, "only require index children for this os/arch[/variant] (repeatable; default: every child)")
+	fl.StringArrayVar(&f.insecure, "insecure-registry", nil, "allow plain HTTP and unverified TLS for this host[:port] only (repeatable)")
+	return cmd
+}
+
+func runScan(cmd *cobra.Command, s Streams, g *globals, f *scanFlags) error {
+	threshold, err := parseFailOn(f.failOn)
+	if err != nil {
+		return usageError(err)
+	}
+	renderer, err := report.For(f.output)
+	if err != nil {
+		return usageError(err)
+	}
+	if len(f.args) == 0 && f.imagesFrom == "" && len(f.filenames) == 0 {
+		return usageError(errors.New("nothing to scan: give image references, --images-from or -f"))
+	}
+	targets, problems := f.targets(s.In)
+	incomplete := false
+	for _, p := range problems {
+		var n notice
+		if errors.As(p, &n) {
+			g.logger.Warn(p.Error())
+			continue
+		}
+		g.logger.Error("input skipped", "err", p)
+		incomplete = true
+	}
+	if len(targets) == 0 {
+		if incomplete {
+			return &exitError{code: ExitIncomplete, err: errors.New("no image references could be read")}
+		}
+		return usageError(errors.New("no image references found in the inputs"))
+	}
+
+	scanner, err := scan.New(
+		scan.WithConcurrency(f.concurrency),
+		scan.WithTimeout(f.timeout),
+		scan.WithPlatforms(f.platforms...),
+		scan.WithInsecureRegistries(f.insecure...),
+		scan.WithLogger(g.logger),
+		scan.WithUserAgent("regcheck/"+Version),
+	)
+	if err != nil {
+		return usageError(err)
+	}
+	res, err := scanner.Run(cmd.Context(), targets)
+	if err != nil {
+		return &exitError{code: ExitIncomplete, err: err}
+	}
+	if err := renderer.Render(s.Out, res); err != nil {
+		return fmt.Errorf("writing the report: %w", err)
+	}
+	return exitFor(res, threshold, incomplete)
+}
+
+// failNever is a threshold no finding reaches.
+const failNever = scan.Severity(1 << 10)
+
+// parseFailOn reads --fail-on: a verdict name (broken, at-risk) or a severity.
+func parseFailOn(s string) (scan.Severity, error) {
+	switch s {
+	case "broken":
+		return scan.SeverityCritical, nil
+	case "at-risk":
+		return scan.SeverityWarning, nil
+	case "never":
+		return failNever, nil
+	}
+	sev, err := scan.ParseSeverity(s)
+	if err != nil {
+		return 0, fmt.Errorf("--fail-on %q: want broken, high, at-risk, info or never", s)
+	}
+	return sev, nil
+}
+
+// exitFor applies the exit-code contract to a result: 1 when a finding (not a
+// fault) is at or above threshold, else 3 when anything was left unchecked.
+func exitFor(res *scan.Result, threshold scan.Severity, incomplete bool) error {
+	for _, im := range res.Images {
+		for _, fd := range im.Findings {
+			if !fd.Code.Fault() && fd.Severity >= threshold {
+				return &exitError{code: ExitFindings}
+			}
+		}
+		if im.Verdict == scan.Unknown {
+			incomplete = true
+		}
+	}
+	if incomplete {
+		return &exitError{code: ExitIncomplete}
+	}
+	return nil
+}

@@ -1,0 +1,290 @@
+package pin
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/distribution/reference"
+	"github.com/opencontainers/go-digest"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/regcheck/regcheck/manifest"
+)
+
+// Change is one edit Rewrite made, or would have made but could not (see
+// Skipped).
+type Change struct {
+	File                  string
+	Line                  int // 1-based line of the edited value
+	Kind, Namespace, Name string
+	Container             string
+	// Field is "image" for a reference (for a kustomization, the images
+	// entry's effective reference, whose digest: was set) or
+	// "imagePullPolicy".
+	Field    string
+	Old, New string
+	// Skipped says why the edit was not made, for a value reached through a
+	// YAML alias or written in a form Rewrite does not edit (block scalar,
+	// escapes, a value split over lines). Empty when the edit was made.
+	Skipped string
+}
+
+// String formats c as "file:line: field old -> new", with the reason when
+// the edit was not made.
+func (c Change) String() string {
+	s := fmt.Sprintf("%s:%d: %s %s -> %s", c.File, c.Line, c.Field, c.Old, c.New)
+	if c.Skipped != "" {
+		s += " (not edited: " + c.Skipped + ")"
+	}
+	return s
+}
+
+// Lookup returns the digest to pin img to ("sha256:…"), or ok=false to
+// leave img as it is. Rewrite calls it once per reference it would pin,
+// in file order: callers cache.
+type Lookup func(img manifest.Image) (digest string, ok bool, err error)
+
+const skippedAlias = "reached through a YAML alias"
+
+// errInternal marks a rewrite that failed its own check; the file must be
+// left as it is (and the bug reported).
+var errInternal = errors.New("internal error, file left as is")
+
+// Rewrite returns data with every unpinned image reference pinned to the
+// digest lookup gives, and the changes made. Only the bytes of each
+// reference (and of imagePullPolicy values, see WithPullPolicy) change; a
+// kustomization images entry gets its digest: value replaced or a digest:
+// line added after newTag. Everything else is kept byte for byte.
+//
+// A reference keeps its spelling and tag: "nginx:1.25" becomes
+// "nginx:1.25@sha256:…". A reference with neither tag nor digest gets the
+// tag it was resolved with made explicit: "nginx" becomes
+// "nginx:latest@sha256:…", so the pin stays readable and tools that update
+// tags can follow it. A kustomization entry only gains a digest: (its
+// newTag stays as written, none is added). Invalid references and
+// non-string values (image: 0) are left alone (see Check).
+//
+// On error (the file does not parse, is a Helm template, or a lookup
+// fails) Rewrite returns nil and no changes: the file must be left as it
+// is. Errors name the file and, where known, the line.
+func Rewrite(name string, data []byte, lookup Lookup, opts ...Option) ([]byte, []Change, error) {
+	o, err := makeOptions(opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	out, changes, _, err := rewrite(name, data, lookup, o)
+	return out, changes, err
+}
+
+// rewrite is Rewrite, also returning the edits for tests.
+func rewrite(name string, data []byte, lookup Lookup, o options) ([]byte, []Change, []edit, error) {
+	sites, err := manifest.Sites(name, data)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	t := newText(data)
+	var (
+		edits   []edit
+		changes []Change
+		errs    []error
+		want    = make([]manifest.Image, len(sites)) // each site after the edits
+	)
+	for i, s := range sites {
+		want[i] = s.Image
+		if !wants(s.Ref, o.update) || s.Entry == nil && s.Value.Tag != "!!str" {
+			continue // invalid, or not a string (image: 0): left for Check to report
+		}
+		d, ok, err := lookup(s.Image)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s:%d: looking up %s: %w", name, s.Line, s.Ref, err))
+			continue
+		}
+		if !ok {
+			continue
+		}
+		if _, err := digest.Parse(d); err != nil {
+			errs = append(errs, fmt.Errorf("%s:%d: lookup of %s gave digest %q: %w", name, s.Line, s.Ref, d, err))
+			continue
+		}
+		c := Change{
+			File: name, Line: s.Line, Kind: s.Kind, Namespace: s.Namespace, Name: s.Name,
+			Container: s.Container, Field: "image", Old: s.Ref,
+		}
+		var e []edit
+		if s.Entry != nil {
+			c.New, e, err = kustomizeEdit(t, s, d)
+		} else {
+			c.New = withDigest(s.Ref, d)
+			e, err = valueEdit(t, s.Value, c.New)
+		}
+		if c.New == c.Old {
+			continue
+		}
+		if s.Alias {
+			c.Skipped = skippedAlias
+		} else if err != nil {
+			c.Skipped = err.Error()
+		}
+		changes = append(changes, c)
+		if c.Skipped != "" {
+			continue
+		}
+		edits = append(edits, e...)
+		want[i].Ref = c.New
+		if o.pullPolicy != "" && s.Image.PullPolicy == "Always" {
+			pc := c
+			pc.Field, pc.Old, pc.New = "imagePullPolicy", "Always", o.pullPolicy
+			if s.PullPolicy == nil {
+				pc.Skipped = skippedAlias
+			} else {
+				pc.Line = s.PullPolicy.Line
+				e, err := valueEdit(t, s.PullPolicy, o.pullPolicy)
+				if err != nil {
+					pc.Skipped = err.Error()
+				}
+				edits = append(edits, e...)
+				if err == nil {
+					want[i].PullPolicy = o.pullPolicy
+				}
+			}
+			changes = append(changes, pc)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, nil, nil, errors.Join(errs...)
+	}
+	if len(edits) == 0 {
+		return data, changes, nil, nil
+	}
+	slices.SortFunc(edits, func(a, b edit) int { return cmp.Compare(a.start, b.start) })
+	out, err := apply(data, edits)
+	if err == nil {
+		err = selfCheck(name, out, want)
+	}
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("%s: %w: %w", name, errInternal, err)
+	}
+	return out, changes, edits, nil
+}
+
+// wants reports whether ref should be looked up: a valid reference that is
+// not pinned yet, or is pinned and update is set.
+func wants(ref string, update bool) bool {
+	named, err := reference.ParseNormalizedNamed(ref)
+	if err != nil {
+		return false
+	}
+	_, pinned := named.(reference.Digested)
+	return !pinned || update
+}
+
+// withDigest returns ref, as written, pinned to d.
+func withDigest(ref, d string) string {
+	name, _, hadDigest := strings.Cut(ref, "@")
+	if !hadDigest && !hasTag(name) {
+		name += ":latest"
+	}
+	return name + "@" + d
+}
+
+func hasTag(name string) bool {
+	return strings.LastIndexByte(name, ':') > strings.LastIndexByte(name, '/')
+}
+
+// valueEdit replaces the value of scalar n with s, keeping its quotes.
+func valueEdit(t *text, n *yaml.Node, s string) ([]edit, error) {
+	sp, err := t.scalar(n)
+	if err != nil {
+		return nil, err
+	}
+	return []edit{{sp.start, sp.end, s}}, nil
+}
+
+// kustomizeEdit sets the digest of a kustomization images entry: it
+// replaces the digest: value, or adds a digest: key after newTag (else
+// after newName or name) in the entry's style and indentation.
+func kustomizeEdit(t *text, s manifest.Site, d string) (string, []edit, error) {
+	ref, _, _ := strings.Cut(s.Ref, "@")
+	newRef := ref + "@" + d
+	// Place the new key after newTag, else after name or newName,
+	// whichever comes last.
+	var after, afterKey *yaml.Node // afterKey: the key of after
+	for i := 0; i+1 < len(s.Entry.Content); i += 2 {
+		k, v := s.Entry.Content[i], s.Entry.Content[i+1]
+		switch {
+		case k.Value == "digest":
+			e, err := valueEdit(t, v, d)
+			return newRef, e, err
+		case k.Value == "newTag",
+			(k.Value == "name" || k.Value == "newName") && (afterKey == nil || afterKey.Value != "newTag"):
+			after, afterKey = v, k
+		}
+	}
+	if after == nil {
+		return newRef, nil, errStyle
+	}
+	sp, err := t.scalar(after)
+	if err != nil {
+		return newRef, nil, err
+	}
+	if s.Entry.Style&yaml.FlowStyle != 0 {
+		return newRef, []edit{{sp.end + closeQuote(t, after), sp.end + closeQuote(t, after), ", digest: " + d}}, nil
+	}
+	end, br := t.lineEnd(sp.end)
+	indent := strings.Repeat(" ", s.Entry.Column-1) // where the entry's keys start
+	return newRef, []edit{{end, end, br + indent + "digest: " + d}}, nil
+}
+
+// closeQuote is 1 when n is quoted: its closing quote follows its value.
+func closeQuote(t *text, n *yaml.Node) int {
+	if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0 {
+		return 1
+	}
+	return 0
+}
+
+// selfCheck parses the result again and makes sure it holds exactly the
+// images expected, in the same places.
+func selfCheck(name string, out []byte, want []manifest.Image) error {
+	got, err := manifest.Parse(name, out)
+	if err != nil {
+		return fmt.Errorf("result does not parse: %w", err)
+	}
+	if len(got) != len(want) {
+		return fmt.Errorf("result has %d images, want %d", len(got), len(want))
+	}
+	for i, w := range want {
+		g := got[i]
+		g.Line, g.Column, w.Line, w.Column = 0, 0, 0, 0 // an added digest: line moves what follows
+		if g != w {
+			return fmt.Errorf("found %+v, want %+v", g, w)
+		}
+	}
+	return nil
+}
+
+// Pinned reports whether ref is a valid reference with a digest.
+func Pinned(ref string) bool {
+	named, err := reference.ParseNormalizedNamed(ref)
+	if err != nil {
+		return false
+	}
+	_, ok := named.(reference.Digested)
+	return ok
+}
+
+// Check returns the images that are not pinned to a digest (including
+// invalid references, which cannot be), for a --check mode that fails
+// when a manifest would change.
+func Check(images []manifest.Image) []manifest.Image {
+	var out []manifest.Image
+	for _, img := range images {
+		if !Pinned(img.Ref) {
+			out = append(out, img)
+		}
+	}
+	return out
+}

@@ -1,0 +1,60 @@
+package report
+
+import (
+	"encoding/json"
+	"io"
+
+	"github.com/regcheck/regcheck/scan"
+)
+
+// SchemaVersion is the version of the JSON document JSON writes. It changes
+// only when a field is removed or changes meaning; fields may be added.
+const SchemaVersion = "regcheck.scan/v1"
+
+// Document is the JSON form of a scan, as documented in docs/json.md.
+type Document struct {
+	SchemaVersion string        `json:"schemaVersion"`
+	Images        []*scan.Image `json:"images"`
+	Summary       Summary       `json:"summary"`
+}
+
+// Summary counts images by verdict and requests by kind.
+type Summary struct {
+	Images     int                  `json:"images"`
+	Verdicts   map[scan.Verdict]int `json:"verdicts"`
+	Findings   map[scan.Code]int    `json:"findings"`
+	Requests   map[string]int       `json:"requests"`
+	RequestLog []scan.RequestCount  `json:"requestsByHost"`
+	DurationMS int64                `json:"durationMs"`
+}
+
+// NewDocument builds the JSON document of a result: images worst first.
+func NewDocument(r *scan.Result) Document {
+	s := Summary{
+		Images:     len(r.Images),
+		Verdicts:   r.Count(),
+		Findings:   map[scan.Code]int{},
+		Requests:   map[string]int{},
+		RequestLog: r.Requests,
+		DurationMS: r.Duration.Milliseconds(),
+	}
+	for _, im := range r.Images {
+		for _, f := range im.Findings {
+			s.Findings[f.Code]++
+		}
+	}
+	for _, c := range r.Requests {
+		s.Requests[c.Kind] += c.Count
+	}
+	if s.RequestLog == nil {
+		s.RequestLog = []scan.RequestCount{}
+	}
+	return Document{SchemaVersion: SchemaVersion, Images: r.Sorted(), Summary: s}
+}
+
+// JSON writes the result as an indented Document.
+func JSON(w io.Writer, r *scan.Result) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(NewDocument(r))
+}

@@ -1,0 +1,97 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/regcheck/regcheck/scan"
+)
+
+// Table writes one row per image, worst first, then each image's findings
+// and what to do about them, then a summary line.
+func Table(w io.Writer, r *scan.Result) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "VERDICT\tIMAGE\tDIGEST\tUSED BY")
+	for _, im := range r.Sorted() {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", im.Verdict, im.Reference, short(im.Digest), uses(im.Uses))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, im := range r.Sorted() {
+		if len(im.Findings) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s  %s\n", strings.ToUpper(string(im.Verdict)), im.Reference)
+		for _, f := range im.Findings {
+			fmt.Fprintf(w, "  %-8s %-20s %s\n", f.Severity, f.Code, f.Message)
+			if f.Advice != "" {
+				fmt.Fprintf(w, "  %-8s %-20s → %s\n", "", "", f.Advice)
+			}
+		}
+		for _, u := range im.Uses {
+			if s := useString(u); s != "" {
+				fmt.Fprintf(w, "  used by  %s\n", s)
+			}
+		}
+	}
+	c := r.Count()
+	requests := 0
+	for _, rc := range r.Requests {
+		requests += rc.Count
+	}
+	_, err := fmt.Fprintf(w, "\n%d images: %d broken, %d unknown, %d at-risk, %d ok (%d requests in %s)\n",
+		len(r.Images), c[scan.Broken], c[scan.Unknown], c[scan.AtRisk], c[scan.OK], requests, r.Duration.Round(1e6))
+	return err
+}
+
+// short abbreviates a digest for the table, "-" when there is none.
+func short(d string) string {
+	if d == "" {
+		return "-"
+	}
+	return scan.ShortDigest(d)
+}
+
+func uses(us []scan.Use) string {
+	if len(us) == 0 {
+		return "-"
+	}
+	s := useString(us[0])
+	if s == "" {
+		s = us[0].Source
+	}
+	if len(us) > 1 {
+		s += fmt.Sprintf(" (+%d)", len(us)-1)
+	}
+	return s
+}
+
+// useString names a use the way kubectl users read it: file:line, then
+// kind namespace/name container.
+func useString(u scan.Use) string {
+	var parts []string
+	if u.File != "" {
+		loc := u.File
+		if u.Line > 0 {
+			loc += fmt.Sprintf(":%d", u.Line)
+		}
+		parts = append(parts, loc)
+	}
+	if u.Kind != "" || u.Name != "" {
+		obj := u.Name
+		if u.Namespace != "" {
+			obj = u.Namespace + "/" + u.Name
+		}
+		parts = append(parts, strings.TrimSpace(u.Kind+" "+obj))
+	}
+	if u.Container != "" {
+		parts = append(parts, "container "+u.Container)
+	}
+	if u.Node != "" {
+		parts = append(parts, "on "+u.Node)
+	}
+	return strings.Join(parts, " ")
+}

@@ -1,0 +1,216 @@
+package scan
+
+import "fmt"
+
+// Severity orders findings. Only cmd turns a severity into an exit code.
+type Severity int
+
+// Severities, lowest first.
+const (
+	SeverityInfo     Severity = iota // worth knowing; the image is fine
+	SeverityWarning                  // the image pulls, but something around it is fragile
+	SeverityHigh                     // the next pull or restart is likely to run other bits, or fail
+	SeverityCritical                 // a node cannot pull the image: it is broken
+)
+
+var severityNames = []string{"info", "warning", "high", "critical"}
+
+func (s Severity) String() string {
+	if s < 0 || int(s) >= len(severityNames) {
+		return fmt.Sprintf("severity(%d)", int(s))
+	}
+	return severityNames[s]
+}
+
+// ParseSeverity reads a severity name.
+func ParseSeverity(s string) (Severity, error) {
+	for i, n := range severityNames {
+		if n == s {
+			return Severity(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown severity %q (want info, warning, high or critical)", s)
+}
+
+// MarshalText writes the severity's name.
+func (s Severity) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText reads a severity's name.
+func (s *Severity) UnmarshalText(b []byte) error {
+	v, err := ParseSeverity(string(b))
+	*s = v
+	return err
+}
+
+// Code names a kind of finding. The set is fixed: reports and users match on it.
+type Code string
+
+// Findings about the image itself.
+const (
+	TagMissing         Code = "tag-missing"         // the tag does not exist
+	ManifestMissing    Code = "manifest-missing"    // a digest (pinned, or the tag's target) does not exist
+	ChildMissing       Code = "child-missing"       // an index child is gone: the GC-orphan case
+	AttestationMissing Code = "attestation-missing" // only attestation children are gone; the image still runs
+	BlobMissing        Code = "blob-missing"        // a config or layer blob is gone
+	DigestMismatch     Code = "digest-mismatch"     // the bytes served do not hash to the digest asked for
+	InvalidReference   Code = "invalid-reference"   // the reference cannot be parsed
+	ForeignLayer       Code = "foreign-layer"       // a non-distributable layer, not checked
+	UnsupportedMedia   Code = "unsupported-media-type"
+)
+
+// Faults: the registry could not be asked. They prove nothing about the image.
+const (
+	Unauthorized  Code = "unauthorized"
+	Forbidden     Code = "forbidden"
+	RateLimited   Code = "rate-limited"
+	RegistryFault Code = "registry-error"
+	Unreachable   Code = "unreachable"
+)
+
+// codeInfo is the fixed vocabulary: each code's severity and whether it is a fault.
+var codeInfo = map[Code]struct {
+	severity Severity
+	fault    bool
+}{
+	TagMissing:         {SeverityCritical, false},
+	ManifestMissing:    {SeverityCritical, false},
+	ChildMissing:       {SeverityCritical, false},
+	BlobMissing:        {SeverityCritical, false},
+	DigestMismatch:     {SeverityCritical, false},
+	InvalidReference:   {SeverityCritical, false},
+	AttestationMissing: {SeverityWarning, false},
+	UnsupportedMedia:   {SeverityWarning, false},
+	ForeignLayer:       {SeverityInfo, false},
+	Unauthorized:       {SeverityWarning, true},
+	Forbidden:          {SeverityWarning, true},
+	RateLimited:        {SeverityWarning, true},
+	RegistryFault:      {SeverityWarning, true},
+	Unreachable:        {SeverityWarning, true},
+}
+
+// RegisterCode adds a code to the vocabulary, for packages that compute
+// findings of their own on top of a scan (cluster drift, for one). It panics
+// on a code already known, as registering twice is a programming error.
+func RegisterCode(c Code, s Severity, fault bool) {
+	if _, ok := codeInfo[c]; ok {
+		panic("scan: code registered twice: " + string(c))
+	}
+	codeInfo[c] = struct {
+		severity Severity
+		fault    bool
+	}{s, fault}
+}
+
+// Severity returns the code's default severity.
+func (c Code) Severity() Severity { return codeInfo[c].severity }
+
+// Fault reports whether the code is a fault (the registry could not answer)
+// rather than a fact about the image.
+func (c Code) Fault() bool { return codeInfo[c].fault }
+
+// Finding is one thing found about an image.
+type Finding struct {
+	Code     Code     `json:"code"`
+	Severity Severity `json:"severity"`
+	// Message says what is wrong, naming digests.
+	Message string `json:"message"`
+	// Advice says what to do about it.
+	Advice string `json:"advice,omitempty"`
+	// Digest is the manifest or blob concerned, if any.
+	Digest string `json:"digest,omitempty"`
+	// Platform is the index child's platform (os/arch[/variant]), if any.
+	Platform string `json:"platform,omitempty"`
+}
+
+func newFinding(c Code, digest, platform, format string, args ...any) Finding {
+	return Finding{Code: c, Severity: c.Severity(), Digest: digest, Platform: platform, Message: fmt.Sprintf(format, args...), Advice: advice(c, platform, digest)}
+}
+
+// NewFinding makes a finding with the code's severity, for packages that add
+// findings to a scan's images.
+func NewFinding(c Code, digest, platform, message, advice string) Finding {
+	return Finding{Code: c, Severity: c.Severity(), Digest: digest, Platform: platform, Message: message, Advice: advice}
+}
+
+func advice(c Code, platform, digest string) string {
+	switch c {
+	case TagMissing:
+		return "push the tag again, or point the workload at a tag that exists"
+	case ManifestMissing:
+		return "the digest is gone from the registry: rebuild and push, then pin the workload to the new digest"
+	case ChildMissing:
+		return fmt.Sprintf("rebuild and push; the tag resolves but its %s manifest %s is gone", platform, ShortDigest(digest))
+	case BlobMissing:
+		return "rebuild and push; the manifest resolves but a blob it needs is gone"
+	case AttestationMissing:
+		return "the image still runs; rebuild and push to restore its attestation (provenance and SBOM checks will fail until then)"
+	case DigestMismatch:
+		return "the registry serves bytes that do not match the digest: check for a proxy or a corrupt store, and rebuild"
+	case InvalidReference:
+		return "fix the image reference in the manifest"
+	case Unauthorized:
+		return "give regcheck credentials for this registry (docker login, or --pull-secrets in a cluster)"
+	case Forbidden:
+		return "the credentials used cannot pull this repository"
+	case RateLimited:
+		return "the registry rate-limited the check: run again later or with credentials"
+	case RegistryFault, Unreachable:
+		return "the registry could not be checked: run again when it answers"
+	}
+	return ""
+}
+
+// Verdict is what a scan concludes about one image.
+type Verdict string
+
+// Verdicts, from best to worst for ordering purposes in Rank.
+const (
+	OK      Verdict = "ok"      // every manifest and blob a node needs is there
+	AtRisk  Verdict = "at-risk" // it pulls today, but something makes the next pull fragile or different
+	Unknown Verdict = "unknown" // the registry could not be asked everything; nothing broken was found
+	Broken  Verdict = "broken"  // a node cannot pull it
+)
+
+// Rank orders verdicts for reports: broken first, ok last.
+func (v Verdict) Rank() int {
+	switch v {
+	case Broken:
+		return 0
+	case Unknown:
+		return 1
+	case AtRisk:
+		return 2
+	}
+	return 3
+}
+
+// verdict derives an image's verdict from its findings: any critical finding
+// is broken; else any fault is unknown; else any warning or worse is at-risk.
+func verdict(fs []Finding) Verdict {
+	v := OK
+	for _, f := range fs {
+		switch {
+		case f.Severity >= SeverityCritical && !f.Code.Fault():
+			return Broken
+		case f.Code.Fault():
+			v = Unknown
+		case f.Severity >= SeverityWarning && v == OK:
+			v = AtRisk
+		}
+	}
+	return v
+}
+
+// UpdateVerdict recomputes the image's verdict from its findings, for callers that
+// add findings after a scan.
+func (im *Image) UpdateVerdict() { im.Verdict = verdict(im.Findings) }
+
+// ShortDigest abbreviates a digest to the 12 hex digits people recognize
+// ("sha256:0123456789ab"). Other strings are returned as they are.
+func ShortDigest(d string) string {
+	const n = len("sha256:") + 12
+	if len(d) > n {
+		return d[:n]
+	}
+	return d
+}

@@ -1,0 +1,154 @@
+package scan
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+)
+
+// Option configures a scan.
+type Option func(*options) error
+
+type options struct {
+	transport   http.RoundTripper
+	keychain    authn.Keychain
+	concurrency int
+	timeout     time.Duration
+	attempts    int
+	backoff     time.Duration
+	maxBackoff  time.Duration
+	platforms   []v1.Platform
+	insecure    map[string]bool
+	logger      *slog.Logger
+	userAgent   string
+}
+
+// makeOptions holds every default in one place, applies opts, and rejects
+// bad values.
+func makeOptions(opts ...Option) (*options, error) {
+	o := &options{
+		keychain:    authn.DefaultKeychain,
+		concurrency: 8,
+		timeout:     30 * time.Second,
+		attempts:    4,
+		backoff:     200 * time.Millisecond,
+		maxBackoff:  10 * time.Second,
+		insecure:    map[string]bool{},
+		logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
+		userAgent:   "regcheck",
+	}
+	var errs []error
+	for _, opt := range opts {
+		if err := opt(o); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return o, errors.Join(errs...)
+}
+
+// WithTransport sends requests through t instead of a clone of
+// http.DefaultTransport. TLS settings, --insecure-registry's included, are
+// then t's to make. Retries and request counting still wrap it.
+func WithTransport(t http.RoundTripper) Option {
+	return func(o *options) error { o.transport = t; return nil }
+}
+
+// WithKeychain resolves registry credentials from k. The default is
+// authn.DefaultKeychain (the Docker config and its credential helpers).
+func WithKeychain(k authn.Keychain) Option {
+	return func(o *options) error {
+		if k == nil {
+			return errors.New("scan.WithKeychain: nil keychain")
+		}
+		o.keychain = k
+		return nil
+	}
+}
+
+// WithConcurrency bounds the registry requests in flight at once. The default is 8.
+func WithConcurrency(n int) Option {
+	return func(o *options) error {
+		if n < 1 {
+			return fmt.Errorf("concurrency must be at least 1, got %d", n)
+		}
+		o.concurrency = n
+		return nil
+	}
+}
+
+// WithTimeout bounds each request, retries apart. The default is 30s.
+func WithTimeout(d time.Duration) Option {
+	return func(o *options) error {
+		if d <= 0 {
+			return fmt.Errorf("timeout must be positive, got %s", d)
+		}
+		o.timeout = d
+		return nil
+	}
+}
+
+// WithRetry sets the most tries per request (default 4) and the first
+// backoff (default 200ms; it doubles each retry, with jitter, capped at 10s
+// or the registry's Retry-After).
+func WithRetry(attempts int, backoff time.Duration) Option {
+	return func(o *options) error {
+		if attempts < 1 || backoff <= 0 {
+			return fmt.Errorf("retry needs at least 1 attempt and a positive backoff, got %d and %s", attempts, backoff)
+		}
+		o.attempts, o.backoff = attempts, backoff
+		return nil
+	}
+}
+
+// WithPlatforms limits which index children are required to the given
+// platforms ("linux/amd64", "linux/arm/v7"). By default every child is.
+func WithPlatforms(platforms ...string) Option {
+	return func(o *options) error {
+		for _, s := range platforms {
+			p, err := v1.ParsePlatform(s)
+			if err != nil || p.OS == "" || p.Architecture == "" {
+				return fmt.Errorf("platform %q: want os/arch[/variant]", s)
+			}
+			o.platforms = append(o.platforms, *p)
+		}
+		return nil
+	}
+}
+
+// WithInsecureRegistries allows plain HTTP and unverified TLS for the named
+// hosts (host or host:port) only. Loopback hosts may use plain HTTP anyway.
+func WithInsecureRegistries(hosts ...string) Option {
+	return func(o *options) error {
+		for _, h := range hosts {
+			h = strings.TrimSpace(h)
+			if h == "" || strings.Contains(h, "/") {
+				return fmt.Errorf("insecure registry %q: want host or host:port", h)
+			}
+			o.insecure[h] = true
+		}
+		return nil
+	}
+}
+
+// WithLogger logs requests' retries and faults to l. By default a scan is silent.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) error {
+		if l == nil {
+			return errors.New("scan.WithLogger: nil logger")
+		}
+		o.logger = l
+		return nil
+	}
+}
+
+// WithUserAgent sets the User-Agent of every request. The default is "regcheck".
+func WithUserAgent(ua string) Option {
+	return func(o *options) error { o.userAgent = ua; return nil }
+}

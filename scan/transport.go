@@ -1,0 +1,147 @@
+package scan
+
+import (
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	"github.com/regcheck/regcheck/scan/internal/retry"
+)
+
+// RequestCount is how many requests of one kind went to one host and came
+// back with one status ("error" when no response came back).
+type RequestCount struct {
+	Host   string `json:"host"`
+	Kind   string `json:"kind"` // ping, token, manifest-head, manifest-get, blob-head, other
+	Status string `json:"status"`
+	Count  int    `json:"count"`
+}
+
+// counter is the innermost transport layer: it counts every request that
+// goes on the wire, retries included.
+type counter struct {
+	next http.RoundTripper
+	mu   sync.Mutex
+	n    map[RequestCount]int
+}
+
+var _ http.RoundTripper = (*counter)(nil)
+
+func (c *counter) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := c.next.RoundTrip(req)
+	status := "error"
+	if err == nil {
+		status = strconv.Itoa(resp.StatusCode)
+	}
+	k := RequestCount{Host: req.URL.Host, Kind: requestKind(req), Status: status}
+	c.mu.Lock()
+	c.n[k]++
+	c.mu.Unlock()
+	return resp, err
+}
+
+func (c *counter) counts() []RequestCount {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]RequestCount, 0, len(c.n))
+	for k, n := range c.n {
+		k.Count = n
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Host != b.Host {
+			return a.Host < b.Host
+		}
+		if a.Kind != b.Kind {
+			return a.Kind < b.Kind
+		}
+		return a.Status < b.Status
+	})
+	return out
+}
+
+// requestKind names a registry request from its method and path.
+func requestKind(req *http.Request) string {
+	p := req.URL.Path
+	switch {
+	case p == "/v2/" || p == "/v2":
+		return "ping"
+	case strings.HasPrefix(p, "/v2/") && strings.Contains(p, "/manifests/"):
+		if req.Method == http.MethodHead {
+			return "manifest-head"
+		}
+		return "manifest-get"
+	case strings.HasPrefix(p, "/v2/") && strings.Contains(p, "/blobs/"):
+		return "blob-head"
+	case strings.HasPrefix(p, "/v2/") && strings.HasSuffix(p, "/tags/list"):
+		return "tags-list"
+	case !strings.HasPrefix(p, "/v2/"):
+		return "token"
+	}
+	return "other"
+}
+
+// plainHTTPGuard refuses plain-HTTP requests to hosts other than loopback and
+// the ones the user named insecure, so that credentials and pulls never fall
+// back to cleartext on their own.
+type plainHTTPGuard struct {
+	next     http.RoundTripper
+	insecure map[string]bool
+}
+
+func (g plainHTTPGuard) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Scheme == "http" && !g.insecure[req.URL.Host] && !isLoopback(req.URL.Host) {
+		return nil, fmt.Errorf("refusing plain HTTP to %s: name it with --insecure-registry to allow it", req.URL.Host)
+	}
+	return g.next.RoundTrip(req)
+}
+
+// hostTLS sends requests to the hosts named insecure through a transport
+// that skips TLS verification, and every other request through next.
+type hostTLS struct {
+	next, unverified http.RoundTripper
+	insecure         map[string]bool
+}
+
+func (h hostTLS) RoundTrip(req *http.Request) (*http.Response, error) {
+	if h.insecure[req.URL.Host] {
+		return h.unverified.RoundTrip(req)
+	}
+	return h.next.RoundTrip(req)
+}
+
+func isLoopback(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// buildTransport layers the transport every request goes through, innermost
+// first: base → counter → retry → plain-HTTP guard → user agent. The registry auth layer
+// (go-containerregistry's) goes on top, per repository.
+func buildTransport(o *options) (http.RoundTripper, *counter) {
+	base := o.transport
+	if base == nil {
+		def := http.DefaultTransport.(*http.Transport).Clone()
+		def.MaxIdleConnsPerHost = max(o.concurrency, 2)
+		unverified := def.Clone()
+		unverified.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // only for hosts the user named
+		base = hostTLS{next: def, unverified: unverified, insecure: o.insecure}
+	}
+	c := &counter{next: base, n: map[RequestCount]int{}}
+	rt := &retry.Transport{Next: c, Attempts: o.attempts, Base: o.backoff, Max: o.maxBackoff}
+	return transport.NewUserAgent(plainHTTPGuard{next: rt, insecure: o.insecure}, o.userAgent), c
+}
