@@ -287,4 +287,3 @@ func platformString(p *ocispec.Platform) string {
 	}
 	return (&v1.Platform{OS: p.OS, Architecture: p.Architecture, Variant: p.Variant}).String()
 }
-

@@ -84,7 +84,7 @@ pull. It is read-only against registries and clusters.`,
 	root.SetArgs(args)
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "warn", "log level on stderr: debug, info, warn or error")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
-	root.AddCommand(newScanCmd(s, g), newVersionCmd(s))
+	root.AddCommand(newScanCmd(s, g), newPinCmd(s, g), newVersionCmd(s), newGCCheckCmd(s, g), newRecordCmd(s, g))
 
 	err := root.ExecuteContext(ctx)
 	if err == nil {

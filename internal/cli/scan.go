@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/regcheck/regcheck/cluster"
+	"github.com/regcheck/regcheck/inventory"
 	"github.com/regcheck/regcheck/report"
 	"github.com/regcheck/regcheck/scan"
 	"github.com/spf13/cobra"
@@ -13,6 +15,8 @@ import (
 
 type scanFlags struct {
 	inputs
+	cluster     bool
+	kube        kubeFlags
 	output      string
 	failOn      string
 	concurrency int
@@ -54,6 +58,8 @@ nothing at or above --fail-on found).`,
 	fl.DurationVar(&f.timeout, "timeout", 30*time.Second, "timeout of each registry request")
 	fl.StringArrayVar(&f.platforms, "platform", nil, "only require index children for this os/arch[/variant] (repeatable; default: every child)")
 	fl.StringArrayVar(&f.insecure, "insecure-registry", nil, "allow plain HTTP and unverified TLS for this host[:port] only (repeatable)")
+	fl.BoolVar(&f.cluster, "cluster", false, "scan what a live cluster runs and will run: pods and the templates of their workloads, with drift against the running digests")
+	f.kube.addTo(fl)
 	return cmd
 }
 
@@ -66,8 +72,44 @@ func runScan(cmd *cobra.Command, s Streams, g *globals, f *scanFlags) error {
 	if err != nil {
 		return usageError(err)
 	}
-	if len(f.args) == 0 && f.imagesFrom == "" && len(f.filenames) == 0 {
-		return usageError(errors.New("nothing to scan: give image references, --images-from or -f"))
+	hasInputs := len(f.args) > 0 || f.imagesFrom != "" || len(f.filenames) > 0
+	switch {
+	case f.cluster && hasInputs:
+		return usageError(errors.New("--cluster reads its images from the cluster: give no references, --images-from or -f with it"))
+	case !f.cluster && !hasInputs:
+		return usageError(errors.New("nothing to scan: give image references, --images-from, -f or --cluster"))
+	case !f.cluster && (f.kube.allNamespaces || f.kube.namespace != "" || f.kube.context != "" || f.kube.kubeconfig != ""):
+		return usageError(errors.New("--kubeconfig, --context, -n and -A go with --cluster"))
+	}
+	scanner, err := scan.New(
+		scan.WithConcurrency(f.concurrency),
+		scan.WithTimeout(f.timeout),
+		scan.WithPlatforms(f.platforms...),
+		scan.WithInsecureRegistries(f.insecure...),
+		scan.WithLogger(g.logger),
+		scan.WithUserAgent("regcheck/"+Version),
+	)
+	if err != nil {
+		return usageError(err)
+	}
+	if f.cluster {
+		kt, err := f.kube.connect()
+		if err != nil {
+			return err
+		}
+		inv, err := inventory.List(cmd.Context(), kt.client, kt.namespace)
+		if err != nil {
+			return fmt.Errorf("reading cluster %s: %w", kt.name, err)
+		}
+		g.logger.Info("cluster read", "cluster", kt.name, "containers", len(inv.Containers))
+		res, err := cluster.Check(cmd.Context(), scanner, inv)
+		if err != nil {
+			return &exitError{code: ExitIncomplete, err: err}
+		}
+		if err := renderer.Render(s.Out, res); err != nil {
+			return fmt.Errorf("writing the report: %w", err)
+		}
+		return exitFor(res, threshold, false)
 	}
 	targets, problems := f.targets(s.In)
 	incomplete := false
@@ -87,17 +129,6 @@ func runScan(cmd *cobra.Command, s Streams, g *globals, f *scanFlags) error {
 		return usageError(errors.New("no image references found in the inputs"))
 	}
 
-	scanner, err := scan.New(
-		scan.WithConcurrency(f.concurrency),
-		scan.WithTimeout(f.timeout),
-		scan.WithPlatforms(f.platforms...),
-		scan.WithInsecureRegistries(f.insecure...),
-		scan.WithLogger(g.logger),
-		scan.WithUserAgent("regcheck/"+Version),
-	)
-	if err != nil {
-		return usageError(err)
-	}
 	res, err := scanner.Run(cmd.Context(), targets)
 	if err != nil {
 		return &exitError{code: ExitIncomplete, err: err}

@@ -1,0 +1,207 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/regcheck/regcheck/inventory"
+	"github.com/regcheck/regcheck/scan"
+)
+
+// Findings only a cluster can show: they compare what runs with what the
+// registry would serve now.
+const (
+	// Drift: the tag now resolves to another digest than the container runs;
+	// the next pull runs other code.
+	Drift scan.Code = "drift"
+	// RunningDigestMissing: the digest a container runs is gone from the
+	// registry; it lives only in node caches.
+	RunningDigestMissing scan.Code = "running-digest-missing"
+	// MutableReference: the image is referenced by tag, not pinned by digest.
+	MutableReference scan.Code = "mutable-reference"
+	// PullAlwaysMutable: imagePullPolicy Always on a mutable reference: every
+	// container start asks the registry what the tag means today.
+	PullAlwaysMutable scan.Code = "pull-always-mutable"
+	// PinnedDigestUntagged: a workload pins a digest no tag points at; a GC
+	// that deletes untagged manifests will delete it.
+	PinnedDigestUntagged scan.Code = "pinned-digest-untagged"
+)
+
+func init() {
+	scan.RegisterCode(Drift, scan.SeverityWarning, false)
+	scan.RegisterCode(RunningDigestMissing, scan.SeverityHigh, false)
+	scan.RegisterCode(MutableReference, scan.SeverityWarning, false)
+	scan.RegisterCode(PullAlwaysMutable, scan.SeverityWarning, false)
+	scan.RegisterCode(PinnedDigestUntagged, scan.SeverityWarning, false)
+}
+
+// Targets turns an inventory into scan targets: one use per container, with
+// its owner, pod, node, pull policy and running digest.
+func Targets(inv *inventory.Inventory) []scan.Target {
+	out := make([]scan.Target, 0, len(inv.Containers))
+	for _, c := range inv.Containers {
+		out = append(out, scan.Target{Ref: c.Image, Uses: []scan.Use{{
+			Source: "cluster", Kind: c.OwnerKind, Namespace: c.Namespace, Name: c.OwnerName,
+			Container: c.Container, Pod: c.Pod, Node: c.Node, PullPolicy: c.PullPolicy,
+			RunningDigest: c.RunningDigest,
+		}}})
+	}
+	return out
+}
+
+// Check scans every image the inventory's containers use, then adds what
+// only a cluster shows: drift between the running digest and the tag,
+// running digests the registry no longer has (naming the nodes that still
+// hold them), mutable references and pull-always on them, and pinned digests
+// no tag reaches. The scanner's cache is shared between the two walks.
+func Check(ctx context.Context, s *scan.Scanner, inv *inventory.Inventory) (*scan.Result, error) {
+	res, err := s.Run(ctx, Targets(inv))
+	if err != nil {
+		return res, err
+	}
+
+	// Walk every running digest that is not what its tag resolves to now:
+	// it is what a rollback, or a node without the image, would need.
+	running := map[string]scan.Target{}
+	for _, im := range res.Images {
+		for _, u := range im.Uses {
+			if u.RunningDigest == "" || u.RunningDigest == im.Digest {
+				continue
+			}
+			repo, ok := repoOf(s, im.Reference)
+			if !ok {
+				continue
+			}
+			ref := repo + "@" + u.RunningDigest
+			running[ref] = scan.Target{Ref: ref}
+		}
+	}
+	walked := map[string]*scan.Image{}
+	if len(running) > 0 {
+		targets := make([]scan.Target, 0, len(running))
+		for _, t := range running {
+			targets = append(targets, t)
+		}
+		rres, err := s.Run(ctx, targets)
+		if err != nil {
+			return res, err
+		}
+		for _, im := range rres.Images {
+			walked[im.Reference] = im
+		}
+		res.Requests = rres.Requests
+		res.Duration += rres.Duration
+	}
+
+	for _, im := range res.Images {
+		if err := annotate(ctx, s, inv, im, walked); err != nil {
+			return res, err
+		}
+		im.UpdateVerdict()
+	}
+	res.Requests = s.Requests()
+	return res, nil
+}
+
+// annotate adds the cluster findings of one image.
+func annotate(ctx context.Context, s *scan.Scanner, inv *inventory.Inventory, im *scan.Image, walked map[string]*scan.Image) error {
+	ref := inventory.ParseImage(im.Reference)
+	pinned := ref.Digest != ""
+	mutableTag := !pinned && (ref.Tag == "" || ref.Tag == "latest")
+	repo, parsed := repoOf(s, im.Reference)
+
+	// One finding per workload container and digest, however many pods.
+	seen := map[string]bool{}
+	once := func(key string) bool {
+		if seen[key] {
+			return false
+		}
+		seen[key] = true
+		return true
+	}
+	for _, u := range im.Uses {
+		who := useName(u)
+		if !pinned && u.PullPolicy == "Always" && once("policy "+who) {
+			im.Findings = append(im.Findings, scan.NewFinding(PullAlwaysMutable, "", "",
+				fmt.Sprintf("%s pulls %s with imagePullPolicy: Always: every container start runs whatever the tag means that day", who, im.Reference),
+				"pin the image by digest (regcheck pin) and use imagePullPolicy: IfNotPresent"))
+		}
+		if u.RunningDigest == "" || !parsed || !once("running "+who+" "+u.RunningDigest) {
+			continue
+		}
+		if old, ok := walked[repo+"@"+u.RunningDigest]; ok && old.Verdict == scan.Broken {
+			f := scan.NewFinding(RunningDigestMissing, u.RunningDigest, "",
+				fmt.Sprintf("%s runs %s, which the registry no longer serves in full (%s); it lives only in the cache of %s",
+					who, u.RunningDigest, firstCode(old), nodesOf(inv, u.RunningDigest)),
+				"record it now (regcheck record) and rebuild or re-push that digest before a reschedule, eviction or node image GC turns it into ImagePullBackOff")
+			im.Findings = append(im.Findings, f)
+		}
+		if !pinned && im.Digest != "" && u.RunningDigest != im.Digest {
+			f := scan.NewFinding(Drift, im.Digest, "",
+				fmt.Sprintf("%s runs %s, but %s now resolves to %s: the next pull runs other code", who, u.RunningDigest, im.Reference, im.Digest),
+				fmt.Sprintf("pin %s@%s to keep what runs (regcheck pin --from-records), or roll out the new digest deliberately", im.Reference, u.RunningDigest))
+			if u.PullPolicy == "Always" || mutableTag {
+				f.Severity = scan.SeverityHigh
+			}
+			im.Findings = append(im.Findings, f)
+		}
+	}
+	if im.Verdict == scan.Broken || im.Verdict == scan.Unknown || !parsed {
+		return nil // a reference that does not resolve says nothing about pins and tags
+	}
+	if !pinned {
+		im.Findings = append(im.Findings, scan.NewFinding(MutableReference, "", "",
+			fmt.Sprintf("%s is referenced by tag: a reschedule onto a node without the image pulls whatever the tag means then", im.Reference),
+			"pin it as tag@digest (regcheck pin)"))
+		return nil
+	}
+	tagged, err := s.Tagged(ctx, im.Reference)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return nil // the tag list could not be read: nothing to claim
+	}
+	if !tagged {
+		im.Findings = append(im.Findings, scan.NewFinding(PinnedDigestUntagged, ref.Digest, "",
+			fmt.Sprintf("%s pins %s, which no tag points at: a registry GC that deletes untagged manifests will delete it", im.Reference, ref.Digest),
+			"tag the digest in the registry (crane tag), or re-pin to a tagged digest"))
+	}
+	return nil
+}
+
+// repoOf returns the reference's repository as scan parses it.
+func repoOf(s *scan.Scanner, ref string) (string, bool) {
+	norm, _, err := s.Parse(ref)
+	if err != nil {
+		return "", false
+	}
+	r := inventory.ParseImage(norm)
+	return r.Repo, true
+}
+
+func useName(u scan.Use) string {
+	name := u.Kind + " " + u.Namespace + "/" + u.Name
+	if u.Container != "" {
+		name += " container " + u.Container
+	}
+	return name
+}
+
+func firstCode(im *scan.Image) string {
+	for _, f := range im.Findings {
+		if f.Severity >= scan.SeverityCritical {
+			return string(f.Code)
+		}
+	}
+	return string(im.Verdict)
+}
+
+func nodesOf(inv *inventory.Inventory, digest string) string {
+	nodes := inv.NodeImages[digest]
+	if len(nodes) == 0 {
+		return "the nodes that ran it (none reports it in status.images)"
+	}
+	return "node " + strings.Join(nodes, ", node ")
+}

@@ -1,0 +1,207 @@
+package gc
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/regcheck/regcheck/scan"
+)
+
+// tree writes a distribution filesystem storage by hand.
+type tree struct {
+	t    *testing.T
+	root string
+}
+
+func newTree(t *testing.T) *tree { return &tree{t: t, root: t.TempDir()} }
+
+func (tr *tree) write(rel, content string) {
+	p := filepath.Join(tr.root, "docker", "registry", "v2", rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		tr.t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		tr.t.Fatal(err)
+	}
+}
+
+func (tr *tree) blob(content string) string {
+	h := fmt.Sprintf("%x", sha256.Sum256([]byte(content)))
+	tr.write(filepath.Join("blobs", "sha256", h[:2], h, "data"), content)
+	return "sha256:" + h
+}
+
+func hexOf(d string) string { return strings.TrimPrefix(d, "sha256:") }
+
+func (tr *tree) layer(repo, content string) string {
+	d := tr.blob(content)
+	tr.write(filepath.Join("repositories", repo, "_layers", "sha256", hexOf(d), "link"), d)
+	return d
+}
+
+func (tr *tree) image(repo, name string) (string, []string) {
+	cfg := tr.layer(repo, "config "+name)
+	l := tr.layer(repo, "layer "+name)
+	m, _ := json.Marshal(map[string]any{"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+		"config": map[string]any{"mediaType": "application/vnd.oci.image.config.v1+json", "digest": cfg, "size": 1},
+		"layers": []any{map[string]any{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": l, "size": 1}}})
+	d := tr.blob(string(m))
+	tr.write(filepath.Join("repositories", repo, "_manifests", "revisions", "sha256", hexOf(d), "link"), d)
+	return d, []string{cfg, l}
+}
+
+func (tr *tree) index(repo string, children ...string) string {
+	var ms []any
+	for i, c := range children {
+		ms = append(ms, map[string]any{"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": c, "size": 1,
+			"platform": map[string]any{"os": "linux", "architecture": []string{"amd64", "arm64"}[i%2]}})
+	}
+	m, _ := json.Marshal(map[string]any{"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json", "manifests": ms})
+	d := tr.blob(string(m))
+	tr.write(filepath.Join("repositories", repo, "_manifests", "revisions", "sha256", hexOf(d), "link"), d)
+	return d
+}
+
+func (tr *tree) tag(repo, tag, d string) {
+	tr.write(filepath.Join("repositories", repo, "_manifests", "tags", tag, "current", "link"), d)
+	tr.write(filepath.Join("repositories", repo, "_manifests", "tags", tag, "index", "sha256", hexOf(d), "link"), d)
+}
+
+// seed: app:v1 is an index of two children; lone:v1 an image; lone has an
+// untagged older image too.
+type seed struct {
+	idx, amd, arm, lone, old string
+	amdBlobs, armBlobs       []string
+	oldBlobs                 []string
+}
+
+func seedTree(t *testing.T) (*tree, seed) {
+	tr := newTree(t)
+	var s seed
+	s.amd, s.amdBlobs = tr.image("app", "amd")
+	s.arm, s.armBlobs = tr.image("app", "arm")
+	s.idx = tr.index("app", s.amd, s.arm)
+	tr.tag("app", "v1", s.idx)
+	s.old, s.oldBlobs = tr.image("lone", "old")
+	tr.tag("lone", "v1", s.old)
+	s.lone, _ = tr.image("lone", "new")
+	tr.tag("lone", "v1", s.lone) // the tag moves: old stays in v1's index
+	return tr, s
+}
+
+func sorted(ss ...[]string) []string {
+	var out []string
+	for _, s := range ss {
+		out = append(out, s...)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestSimulate(t *testing.T) {
+	tr, s := seedTree(t)
+	st, err := Open(tr.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name      string
+		model     Model
+		du        bool
+		manifests []string
+		blobs     []string
+	}{
+		{"2.8 keeps everything", Distribution28, false, nil, nil},
+		{"3 keeps everything", Distribution3, false, nil, nil},
+		// 2.8 deletes the children's revision links; their manifest data is
+		// marked as the index's reference, their blobs are not.
+		{"2.8 delete-untagged", Distribution28, true, sorted([]string{s.amd, s.arm, s.old}), sorted(s.amdBlobs, s.armBlobs, s.oldBlobs, []string{s.old})},
+		{"3 delete-untagged", Distribution3, true, []string{s.old}, sorted(s.oldBlobs, []string{s.old})},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := Simulate(st, tc.model, tc.du)
+			if err != nil || p.Abort != nil {
+				t.Fatalf("err %v abort %+v", err, p.Abort)
+			}
+			var ms []string
+			for _, m := range p.Manifests {
+				ms = append(ms, m.Digest)
+			}
+			slices.Sort(ms)
+			if !slices.Equal(ms, tc.manifests) || !slices.Equal(p.Blobs, sorted(tc.blobs)) {
+				t.Errorf("manifests %v blobs %v\nwant %v %v", ms, p.Blobs, tc.manifests, tc.blobs)
+			}
+		})
+	}
+}
+
+func TestCheckWouldBreakAndSurvey(t *testing.T) {
+	tr, s := seedTree(t)
+	st, err := Open(tr.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := []scan.Target{{Ref: "reg.example/app:v1"}, {Ref: "reg.example/lone@" + s.old}, {Ref: "reg.example/other:v1"}}
+	rep, err := Check(st, Options{Model: Distribution28, DeleteUntagged: true}, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.WouldBreak) != 2 || len(rep.AlreadyBroken) != 0 || len(rep.Skipped) != 1 {
+		t.Fatalf("would break %+v, already %+v, skipped %+v", rep.WouldBreak, rep.AlreadyBroken, rep.Skipped)
+	}
+	if e := rep.WouldBreak[0]; e.Verdict != scan.Broken || !slices.Equal(e.Lost, sorted([]string{s.amd, s.arm})) {
+		t.Errorf("app:v1: %+v", e)
+	}
+	// After the run, the survey finds what the run broke.
+	after := st.Apply(rep.Plan())
+	kinds := map[DamageKind]int{}
+	for _, d := range Survey(after, Distribution28) {
+		kinds[d.Kind]++
+	}
+	if kinds[ChildUnlinked] != 2 || kinds[LayerLinkDangling] != 6 {
+		t.Errorf("survey after the run: %v", kinds)
+	}
+	rep3, err := Check(st, Options{Model: Distribution3, DeleteUntagged: true}, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep3.WouldBreak) != 1 || rep3.WouldBreak[0].Digest != s.old {
+		t.Errorf("distribution 3: %+v", rep3.WouldBreak)
+	}
+}
+
+func TestAbort(t *testing.T) {
+	tr, _ := seedTree(t)
+	tr.image("notags", "pushed by digest")
+	st, err := Open(tr.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Simulate(st, Distribution28, true)
+	if err != nil || p.Abort == nil || p.Abort.Repository != "notags" || len(p.Blobs) != 0 {
+		t.Fatalf("2.8: err %v plan %+v", err, p)
+	}
+	p, err = Simulate(st, Distribution3, true)
+	if err != nil || p.Abort != nil {
+		t.Fatalf("3: err %v abort %+v", err, p.Abort)
+	}
+	// 3.x skips the repository: its manifest and blobs go, its revision link stays.
+	if len(p.Blobs) != 3+3 || len(p.LayerLinks) != 2+2 { // lone's old image, and notags
+		t.Errorf("3: blobs %v layer links %v", p.Blobs, p.LayerLinks)
+	}
+	if p, _ := Simulate(st, Distribution28, false); p.Abort != nil {
+		t.Errorf("2.8 without --delete-untagged aborts: %+v", p.Abort)
+	}
+}
+
+func TestOpenNotStorage(t *testing.T) {
+	if _, err := Open(t.TempDir()); err == nil {
+		t.Fatal("an empty folder opened as storage")
+	}
+}

@@ -1,0 +1,72 @@
+package gc
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/regcheck/regcheck/scan"
+)
+
+// WriteJSON writes the report as indented JSON.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// WriteTable writes the report for people: the verdict first, then what
+// breaks, what is broken, and what would be deleted per repository.
+func (r *Report) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	du := "without --delete-untagged"
+	if r.DeleteUntagged {
+		du = "with --delete-untagged"
+	}
+	fmt.Fprintf(tw, "GC model %s %s on %s\n", r.Model, du, r.Storage)
+	if r.Abort != nil {
+		fmt.Fprintf(tw, "\nThe collector would ABORT and delete nothing:\n  %s\n", r.Abort.Message)
+	}
+	section := func(title string, es []Entry) {
+		if len(es) == 0 {
+			return
+		}
+		fmt.Fprintf(tw, "\n%s (%d)\nIMAGE\tVERDICT\tREASON\n", title, len(es))
+		for _, e := range es {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", e.Reference, e.Verdict, e.Reason)
+		}
+	}
+	section("WOULD BREAK", r.WouldBreak)
+	section("ALREADY BROKEN", r.AlreadyBroken)
+	if len(r.WouldDelete.Repositories) > 0 {
+		fmt.Fprintf(tw, "\nWOULD DELETE\nREPOSITORY\tKIND\tDIGEST\n")
+		for _, rd := range r.WouldDelete.Repositories {
+			for _, m := range rd.Manifests {
+				fmt.Fprintf(tw, "%s\tmanifest\t%s\n", rd.Repository, m.Digest)
+			}
+			for _, b := range rd.Blobs {
+				fmt.Fprintf(tw, "%s\tblob\t%s\n", rd.Repository, b)
+			}
+			for _, l := range rd.LayerLinks {
+				fmt.Fprintf(tw, "%s\tlayer link\t%s\n", rd.Repository, l)
+			}
+		}
+	}
+	if len(r.Damage) > 0 {
+		fmt.Fprintf(tw, "\nDAMAGE IN STORAGE (%d)\nREPOSITORY\tKIND\tDIGEST\n", len(r.Damage))
+		for _, d := range r.Damage {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", d.Repository, d.Kind, scan.ShortDigest(d.Digest))
+		}
+	}
+	for _, s := range r.Skipped {
+		fmt.Fprintf(tw, "\nskipped %s: %s", s.Reference, s.Reason)
+	}
+	c := r.Counts
+	fmt.Fprintf(tw, "\n%d would break, %d already broken; would delete %d manifests, %d blobs, %d layer links\n", c.WouldBreak, c.AlreadyBroken, c.Manifests, c.Blobs, c.LayerLinks)
+	if len(r.Advice) > 0 {
+		fmt.Fprintf(tw, "\nWhat to do:\n  - %s\n", strings.Join(r.Advice, "\n  - "))
+	}
+	return tw.Flush()
+}

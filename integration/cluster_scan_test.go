@@ -1,0 +1,346 @@
+//go:build integration
+
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"slices"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/static"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/regcheck/regcheck/internal/cli"
+	"github.com/regcheck/regcheck/internal/fixture"
+	"github.com/regcheck/regcheck/internal/testkube"
+	"github.com/regcheck/regcheck/internal/testregistry"
+	"github.com/regcheck/regcheck/report"
+	"github.com/regcheck/regcheck/scan"
+)
+
+// pushSingle pushes a one-layer image whose content is seed to ref and
+// returns its digest.
+func pushSingle(t *testing.T, ref, seed string) string {
+	t.Helper()
+	img, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.DockerManifestSchema2), static.NewLayer([]byte(seed), types.DockerLayer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tag, err := name.NewTag(ref, name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(tag, img); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := img.Digest()
+	return d.String()
+}
+
+// workload creates a Deployment, its ReplicaSet and one running Pod on node
+// whose container status reports imageID, as a kubelet would.
+func workload(t *testing.T, ctx context.Context, cs kubernetes.Interface, ns, nm, image, policy, node, imageID string) {
+	t.Helper()
+	labels := map[string]string{"app": nm}
+	spec := corev1.PodSpec{Containers: []corev1.Container{{Name: nm, Image: image, ImagePullPolicy: corev1.PullPolicy(policy)}}}
+	dep, err := cs.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: nm, Namespace: ns},
+		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	isTrue := true
+	rs, err := cs.AppsV1().ReplicaSets(ns).Create(ctx, &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Name: nm + "-5d9c8", Namespace: ns, OwnerReferences: []metav1.OwnerReference{
+			{APIVersion: "apps/v1", Kind: "Deployment", Name: dep.Name, UID: dep.UID, Controller: &isTrue}}},
+		Spec: appsv1.ReplicaSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	podSpec := spec
+	podSpec.NodeName = node
+	pod, err := cs.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: rs.Name + "-x7k2p", Namespace: ns, Labels: labels, OwnerReferences: []metav1.OwnerReference{
+			{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID, Controller: &isTrue}}},
+		Spec: podSpec,
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{
+		Name: nm, Image: image, ImageID: imageID, Ready: true,
+		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(time.Date(2026, 3, 20, 15, 58, 0, 0, time.UTC))}},
+	}}}
+	if _, err := cs.CoreV1().Pods(ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// clusterScan runs `regcheck scan --cluster -A` as a user would and returns
+// the exit code and the JSON document.
+func clusterScan(t *testing.T, kubeconfig string, extra ...string) (int, map[string]*scan.Image) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	args := append([]string{"scan", "--cluster", "-A", "--kubeconfig", kubeconfig, "-o", "json"}, extra...)
+	code := cli.Run(context.Background(), cli.Streams{Out: &out, Err: &errb}, args)
+	var doc report.Document
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+		t.Fatalf("exit %d, output not JSON: %v\n%s\n%s", code, err, out.String(), errb.String())
+	}
+	byRef := map[string]*scan.Image{}
+	for _, im := range doc.Images {
+		byRef[im.Reference] = im
+	}
+	return code, byRef
+}
+
+type want struct {
+	verdict scan.Verdict
+	codes   []string // sorted finding codes
+}
+
+func checkImages(t *testing.T, got map[string]*scan.Image, wants map[string]want) {
+	t.Helper()
+	for ref, w := range wants {
+		im, ok := got[ref]
+		if !ok {
+			t.Errorf("%s: not in the report", ref)
+			continue
+		}
+		var codes []string
+		for _, f := range im.Findings {
+			codes = append(codes, string(f.Code))
+		}
+		sort.Strings(codes)
+		if im.Verdict != w.verdict || !slices.Equal(codes, w.codes) {
+			t.Errorf("%s: %s %v, want %s %v", ref, im.Verdict, codes, w.verdict, w.codes)
+			for _, f := range im.Findings {
+				t.Logf("    %s %s: %s", f.Severity, f.Code, f.Message)
+			}
+		}
+	}
+	if len(got) != len(wants) {
+		t.Errorf("report has %d images, want %d", len(got), len(wants))
+	}
+}
+
+func finding(im *scan.Image, code scan.Code) *scan.Finding {
+	for i := range im.Findings {
+		if im.Findings[i].Code == code {
+			return &im.Findings[i]
+		}
+	}
+	return nil
+}
+
+// TestClusterScan: a real kube-apiserver whose pods report running digests,
+// and a real docker/distribution 2.8.3 registry, before and after its GC.
+// Before: drift (a tag re-pushed after the pod started), pull-always on a
+// mutable tag, a pin no tag reaches. After: the GC-broken index, running
+// digests that live only in node caches, the deleted pin.
+func TestClusterScan(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	kc, err := testkube.Start(ctx, t.TempDir(), testkube.DefaultBinDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kc.Stop)
+	cs, err := kc.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, imgs := startRegistry(t, testregistry.V2)
+	host := reg.Host()
+	var buildx fixture.Image
+	for _, im := range imgs {
+		if im.Name == "buildx" {
+			buildx = im
+		}
+	}
+	ref := func(repo, rest string) string { return host + "/" + repo + rest }
+
+	coturnA := pushSingle(t, ref("c/coturn", ":latest"), "coturn 4.17")
+	rollbackC := pushSingle(t, ref("c/rollback", ":v1"), "rollback v1, first build")
+	pinnedP := pushSingle(t, ref("c/pinned", ":v1"), "pinned v1")
+	orphanO1 := pushSingle(t, ref("c/orphanpin", ":v1"), "orphan pin, first build")
+
+	ns := "dam-prod"
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// No controller-manager: create the namespace's default service account.
+	if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	node, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node.Status.Images = []corev1.ContainerImage{
+		{Names: []string{ref("c/coturn", "@"+coturnA)}, SizeBytes: 1 << 20},
+		{Names: []string{ref("c/rollback", "@"+rollbackC), ref("c/rollback", ":v1")}, SizeBytes: 1 << 20},
+	}
+	if _, err := cs.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	workload(t, ctx, cs, ns, "signaling", ref("gc/buildx", ":v1"), "IfNotPresent", "node-b", ref("gc/buildx", "@"+buildx.Digest.String()))
+	workload(t, ctx, cs, ns, "coturn", ref("c/coturn", ":latest"), "Always", "node-a", "docker-pullable://"+ref("c/coturn", "@"+coturnA))
+	workload(t, ctx, cs, ns, "rollback", ref("c/rollback", ":v1"), "IfNotPresent", "node-a", ref("c/rollback", "@"+rollbackC))
+	workload(t, ctx, cs, ns, "pinned", ref("c/pinned", ":v1@"+pinnedP), "IfNotPresent", "node-a", ref("c/pinned", "@"+pinnedP))
+	workload(t, ctx, cs, ns, "orphanpin", ref("c/orphanpin", ":v1@"+orphanO1), "IfNotPresent", "node-a", ref("c/orphanpin", "@"+orphanO1))
+
+	// Upstream moves on after the pods started.
+	coturnB := pushSingle(t, ref("c/coturn", ":latest"), "coturn 4.18 (rejects --no-dtls)")
+	pushSingle(t, ref("c/rollback", ":v1"), "rollback v1, rebuilt")
+	pushSingle(t, ref("c/orphanpin", ":v1"), "orphan pin, rebuilt")
+
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := kc.WriteKubeconfig(kubeconfig, "k3s-prod", adminToken(t, kc)); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("before GC", func(t *testing.T) {
+		code, got := clusterScan(t, kubeconfig)
+		checkImages(t, got, map[string]want{
+			ref("gc/buildx", ":v1"):             {scan.AtRisk, []string{"mutable-reference"}},
+			ref("c/coturn", ":latest"):          {scan.AtRisk, []string{"drift", "mutable-reference", "pull-always-mutable"}},
+			ref("c/rollback", ":v1"):            {scan.AtRisk, []string{"drift", "mutable-reference"}},
+			ref("c/pinned", ":v1@"+pinnedP):     {scan.OK, nil},
+			ref("c/orphanpin", ":v1@"+orphanO1): {scan.AtRisk, []string{"pinned-digest-untagged"}},
+		})
+		if code != cli.ExitClean {
+			t.Errorf("exit %d, want 0: nothing is broken", code)
+		}
+		if im := got[ref("c/coturn", ":latest")]; im != nil {
+			d := finding(im, "drift")
+			if d == nil || d.Severity != scan.SeverityHigh || d.Digest != coturnB || !bytes.Contains([]byte(d.Message), []byte(coturnA)) {
+				t.Errorf("coturn drift: %+v; want high, naming %s (running) and %s (tag now)", d, coturnA, coturnB)
+			}
+		}
+		if im := got[ref("c/rollback", ":v1")]; im != nil {
+			if d := finding(im, "drift"); d == nil || d.Severity != scan.SeverityWarning {
+				t.Errorf("rollback drift (IfNotPresent, pinned tag): %+v, want warning", d)
+			}
+		}
+		if code, _ := clusterScan(t, kubeconfig, "--fail-on", "high"); code != cli.ExitFindings {
+			t.Errorf("--fail-on high: exit %d, want 1 (drift on pull-always is high)", code)
+		}
+	})
+
+	// regcheck record, as a user runs it: a snapshot, then the coturn pod
+	// restarts onto the new digest, then --diff names exactly that change.
+	t.Run("record", func(t *testing.T) {
+		history := filepath.Join(t.TempDir(), "history.json")
+		run := func(args ...string) []byte {
+			t.Helper()
+			var out, errb bytes.Buffer
+			code := cli.Run(context.Background(), cli.Streams{Out: &out, Err: &errb},
+				append([]string{"record", "-A", "--kubeconfig", kubeconfig, "--out", history, "-o", "json"}, args...))
+			if code != cli.ExitClean {
+				t.Fatalf("record %v: exit %d\n%s", args, code, errb.String())
+			}
+			return out.Bytes()
+		}
+		var first struct {
+			Cluster    string
+			Containers int
+		}
+		if err := json.Unmarshal(run(), &first); err != nil {
+			t.Fatal(err)
+		}
+		if first.Cluster != "k3s-prod" || first.Containers != 5 {
+			t.Fatalf("first record: cluster %q, %d containers; want k3s-prod, 5", first.Cluster, first.Containers)
+		}
+		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=coturn"})
+		if err != nil || len(pods.Items) != 1 {
+			t.Fatalf("coturn pod: %v %d", err, len(pods.Items))
+		}
+		pod := pods.Items[0]
+		pod.Status.ContainerStatuses[0].ImageID = ref("c/coturn", "@"+coturnB)
+		pod.Status.ContainerStatuses[0].RestartCount = 1
+		if _, err := cs.CoreV1().Pods(ns).UpdateStatus(ctx, &pod, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		var second struct {
+			Changes []struct {
+				Namespace, OwnerKind, OwnerName, Container string
+				From                                       []string
+				To                                         string
+			}
+		}
+		if err := json.Unmarshal(run("--diff"), &second); err != nil {
+			t.Fatal(err)
+		}
+		if len(second.Changes) != 1 {
+			t.Fatalf("record --diff: %d changes, want 1: %+v", len(second.Changes), second.Changes)
+		}
+		c := second.Changes[0]
+		if c.OwnerKind != "Deployment" || c.OwnerName != "coturn" || !slices.Equal(c.From, []string{coturnA}) || c.To != coturnB {
+			t.Errorf("record --diff: %+v, want Deployment coturn %s -> %s", c, coturnA, coturnB)
+		}
+		// Put the pod back as it was for the scans below.
+		pod2, err := cs.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pod2.Status.ContainerStatuses[0].ImageID = "docker-pullable://" + ref("c/coturn", "@"+coturnA)
+		if _, err := cs.CoreV1().Pods(ns).UpdateStatus(ctx, pod2, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	// The registry's own GC deletes every untagged manifest: the index
+	// children, the digests the tags moved away from.
+	collect(t, reg)
+
+	t.Run("after GC", func(t *testing.T) {
+		code, got := clusterScan(t, kubeconfig)
+		checkImages(t, got, map[string]want{
+			ref("gc/buildx", ":v1"):             {scan.Broken, []string{"attestation-missing", "child-missing"}},
+			ref("c/coturn", ":latest"):          {scan.AtRisk, []string{"drift", "mutable-reference", "pull-always-mutable", "running-digest-missing"}},
+			ref("c/rollback", ":v1"):            {scan.AtRisk, []string{"drift", "mutable-reference", "running-digest-missing"}},
+			ref("c/pinned", ":v1@"+pinnedP):     {scan.OK, nil},
+			ref("c/orphanpin", ":v1@"+orphanO1): {scan.Broken, []string{"manifest-missing"}},
+		})
+		if code != cli.ExitFindings {
+			t.Errorf("exit %d, want 1", code)
+		}
+		for _, r := range []string{ref("c/coturn", ":latest"), ref("c/rollback", ":v1")} {
+			im := got[r]
+			if im == nil {
+				continue
+			}
+			f := finding(im, "running-digest-missing")
+			if f == nil || !bytes.Contains([]byte(f.Message), []byte("node-a")) {
+				t.Errorf("%s: running-digest-missing %+v, want it to name node-a", r, f)
+			}
+		}
+	})
+}
+
+// adminToken reads the admin bearer token out of the harness's config.
+func adminToken(t *testing.T, kc *testkube.Cluster) string {
+	t.Helper()
+	if kc.Config.BearerToken == "" {
+		t.Fatal("testkube admin config has no bearer token")
+	}
+	return kc.Config.BearerToken
+}

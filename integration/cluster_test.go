@@ -1,0 +1,411 @@
+//go:build integration
+
+package integration
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+
+	"github.com/regcheck/regcheck/internal/testkube"
+	"github.com/regcheck/regcheck/inventory"
+	"github.com/regcheck/regcheck/record"
+)
+
+// startCluster starts the real kube-apiserver + etcd. Missing binaries fail
+// the test: under the integration tag they are a requirement, not an option.
+func startCluster(t *testing.T) *testkube.Cluster {
+	t.Helper()
+	binDir := testkube.DefaultBinDir()
+	start := time.Now()
+	c, err := testkube.Start(t.Context(), t.TempDir(), binDir)
+	if err != nil {
+		t.Fatalf("starting kube-apiserver from %s: %v", binDir, err)
+	}
+	t.Cleanup(c.Stop)
+	t.Logf("kube-apiserver ready at %s in %v", c.URL, time.Since(start).Round(time.Millisecond))
+	return c
+}
+
+// applyManifest decodes every document of a YAML file with client-go's
+// universal deserializer and creates it.
+func applyManifest(ctx context.Context, cs kubernetes.Interface, path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	dec := scheme.Codecs.UniversalDeserializer()
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		if len(bytes.TrimSpace(doc)) == 0 {
+			continue
+		}
+		obj, gvk, err := dec.Decode(doc, nil, nil)
+		if err != nil {
+			return fmt.Errorf("%s: decoding: %w", path, err)
+		}
+		if err := create(ctx, cs, obj); err != nil {
+			return fmt.Errorf("%s: creating %s: %w", path, gvk.Kind, err)
+		}
+	}
+}
+
+func create(ctx context.Context, cs kubernetes.Interface, obj runtime.Object) error {
+	var err error
+	o := metav1.CreateOptions{}
+	switch v := obj.(type) {
+	case *corev1.Namespace:
+		_, err = cs.CoreV1().Namespaces().Create(ctx, v, o)
+	case *corev1.ServiceAccount:
+		_, err = cs.CoreV1().ServiceAccounts(v.Namespace).Create(ctx, v, o)
+	case *rbacv1.ClusterRole:
+		_, err = cs.RbacV1().ClusterRoles().Create(ctx, v, o)
+	case *rbacv1.ClusterRoleBinding:
+		_, err = cs.RbacV1().ClusterRoleBindings().Create(ctx, v, o)
+	case *rbacv1.Role:
+		_, err = cs.RbacV1().Roles(v.Namespace).Create(ctx, v, o)
+	case *rbacv1.RoleBinding:
+		_, err = cs.RbacV1().RoleBindings(v.Namespace).Create(ctx, v, o)
+	default:
+		return fmt.Errorf("unexpected object %T", obj)
+	}
+	return err
+}
+
+// eventually retries f for a few seconds: RBAC objects reach the
+// authorizer's cache shortly after they are created.
+func eventually[T any](t *testing.T, f func() (T, error), done func(T, error) bool) (T, error) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		v, err := f()
+		if done(v, err) || time.Now().After(deadline) {
+			return v, err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func clientFor(t *testing.T, cfg *rest.Config) kubernetes.Interface {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+func assertInventory(t *testing.T, want, got *inventory.Inventory) {
+	t.Helper()
+	for i := range max(len(want.Containers), len(got.Containers)) {
+		switch {
+		case i >= len(got.Containers):
+			t.Errorf("missing container %d: %+v", i, want.Containers[i])
+		case i >= len(want.Containers):
+			t.Errorf("extra container %d: %+v", i, got.Containers[i])
+		case !reflect.DeepEqual(want.Containers[i], got.Containers[i]):
+			t.Errorf("container %d:\n got %+v\nwant %+v", i, got.Containers[i], want.Containers[i])
+		}
+	}
+	if !reflect.DeepEqual(want.NodeImages, got.NodeImages) {
+		t.Errorf("NodeImages:\n got %v\nwant %v", got.NodeImages, want.NodeImages)
+	}
+}
+
+func TestClusterInventoryAndRecord(t *testing.T) {
+	ctx := t.Context()
+	kc := startCluster(t)
+	admin := clientFor(t, kc.Config)
+
+	rbac := filepath.Join("..", "deploy", "rbac.yaml")
+	if err := applyManifest(ctx, admin, rbac); err != nil {
+		t.Fatal(err)
+	}
+	scenario := testkube.Scenario{Namespace: "shop"}
+	if err := scenario.Apply(ctx, admin); err != nil {
+		t.Fatal(err)
+	}
+	want := scenario.Want()
+
+	t.Run("inventory as admin", func(t *testing.T) {
+		got, err := inventory.List(ctx, admin, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		assertInventory(t, want, got)
+		got, err = inventory.List(ctx, admin, "shop")
+		if err != nil {
+			t.Fatal(err)
+		}
+		assertInventory(t, want, got)
+	})
+
+	saCfg, _, err := kc.ServiceAccountConfig(ctx, "regcheck", "regcheck")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa := clientFor(t, saCfg)
+
+	t.Run("inventory as the regcheck ServiceAccount with deploy/rbac.yaml", func(t *testing.T) {
+		got, err := eventually(t, func() (*inventory.Inventory, error) { return inventory.List(ctx, sa, "") },
+			func(_ *inventory.Inventory, err error) bool { return !apierrors.IsForbidden(err) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		assertInventory(t, want, got)
+	})
+
+	t.Run("a role without list on daemonsets fails naming verb and resource", func(t *testing.T) {
+		role, err := admin.RbacV1().ClusterRoles().Get(ctx, "regcheck-inventory", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		limited := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "regcheck-inventory-limited"}}
+		for _, r := range role.Rules {
+			if !containsString(r.Resources, "daemonsets") {
+				limited.Rules = append(limited.Rules, r)
+				continue
+			}
+			// Split daemonsets out and keep only get on it.
+			rest := r.DeepCopy()
+			rest.Resources = without(r.Resources, "daemonsets")
+			limited.Rules = append(limited.Rules, *rest,
+				rbacv1.PolicyRule{APIGroups: r.APIGroups, Resources: []string{"daemonsets"}, Verbs: without(r.Verbs, "list")})
+		}
+		if _, err := admin.RbacV1().ClusterRoles().Create(ctx, limited, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := admin.CoreV1().ServiceAccounts("regcheck").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "limited"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "regcheck-inventory-limited"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "regcheck-inventory-limited"},
+			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "limited", Namespace: "regcheck"}},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		cfg, _, err := kc.ServiceAccountConfig(ctx, "regcheck", "limited")
+		if err != nil {
+			t.Fatal(err)
+		}
+		limitedClient := clientFor(t, cfg)
+		_, err = eventually(t, func() (*inventory.Inventory, error) { return inventory.List(ctx, limitedClient, "") },
+			func(_ *inventory.Inventory, err error) bool {
+				return err != nil && strings.Contains(err.Error(), "daemonsets")
+			})
+		if err == nil {
+			t.Fatal("List succeeded without list on daemonsets")
+		}
+		t.Logf("error: %v", err)
+		for _, s := range []string{"listing daemonsets.apps in all namespaces", `cannot list resource "daemonsets" in API group "apps"`} {
+			if !strings.Contains(err.Error(), s) {
+				t.Errorf("error %q\ndoes not contain %q", err, s)
+			}
+		}
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("error lost its Forbidden status: %v", err)
+		}
+	})
+
+	t.Run("record: snapshot, restart onto a new digest, diff", func(t *testing.T) {
+		file := &record.File{Path: filepath.Join(t.TempDir(), "state", "history.json")}
+		cmStore := &record.ConfigMap{Client: sa, Namespace: "regcheck", Name: "regcheck-history"}
+		t1 := time.Date(2026, 11, 11, 12, 0, 0, 0, time.UTC)
+
+		inv, err := inventory.List(ctx, sa, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s1 := record.FromInventory("testkube", t1, inv)
+		for _, st := range []record.Store{file, cmStore} {
+			res, err := record.Save(ctx, st, s1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Changes) != 0 || !res.Previous.Time.IsZero() {
+				t.Errorf("first snapshot into %T: %+v", st, res)
+			}
+		}
+
+		// The kubelet restarted nginx in one web pod and it pulled a new digest.
+		if err := testkube.SetImageID(ctx, admin, "shop", "web-7d9f-aaaaa", "nginx", "docker.io/library/nginx@"+testkube.DigestNginxV2); err != nil {
+			t.Fatal(err)
+		}
+		inv, err = inventory.List(ctx, sa, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s2 := record.FromInventory("testkube", t1.Add(time.Hour), inv)
+		wantChange := []record.Change{{
+			Cluster: "testkube", Namespace: "shop", OwnerKind: "Deployment", OwnerName: "web", Container: "nginx",
+			Pod: "web-7d9f-aaaaa", Node: "node-a", Image: "nginx:1.27", From: []string{testkube.DigestNginx}, To: testkube.DigestNginxV2,
+		}}
+		var histories []*record.History
+		for _, st := range []record.Store{file, cmStore} {
+			res, err := record.Save(ctx, st, s2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(res.Changes, wantChange) {
+				t.Errorf("changes in %T:\n got %+v\nwant %+v", st, res.Changes, wantChange)
+			}
+			if res.Trimmed != 0 {
+				t.Errorf("%T trimmed %d records", st, res.Trimmed)
+			}
+			h, err := st.Load(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			histories = append(histories, h)
+		}
+		// The ConfigMap round-trips to the same history as the file.
+		if !reflect.DeepEqual(histories[0], histories[1]) {
+			t.Errorf("file and ConfigMap histories differ:\nfile %+v\ncm   %+v", histories[0], histories[1])
+		}
+		// Both digests of web/nginx are kept; both were last seen now (one pod
+		// each), so pin --from-records picks the newer rollout and Find shows both.
+		h := histories[0]
+		q := record.Query{Namespace: "shop", OwnerKind: "Deployment", OwnerName: "web", Container: "nginx"}
+		if r, ok := h.Running(q); !ok || r.Digest != testkube.DigestNginxV2 {
+			t.Errorf("Running(web/nginx) = %+v, %v", r, ok)
+		}
+		if rs := h.Find(q); len(rs) != 2 || rs[1].Digest != testkube.DigestNginx || rs[1].Pod != "web-7d9f-bbbbb" {
+			t.Errorf("Find(web/nginx) = %+v", rs)
+		}
+		// Every running container of the scenario is recorded (templates are not),
+		// plus the new digest.
+		pods := 0
+		for _, c := range want.Containers {
+			if !c.Template() {
+				pods++
+			}
+		}
+		// web has two pods on one digest: one record; so records = distinct
+		// (owner, container, digest) + 1 for the new digest.
+		keys := map[record.Key]bool{}
+		for _, e := range s1.Entries {
+			keys[record.Key{Cluster: e.Cluster, Namespace: e.Namespace, OwnerKind: e.OwnerKind, OwnerName: e.OwnerName, Container: e.Container, Digest: e.Digest}] = true
+		}
+		if len(s1.Entries) != pods || len(h.Records) != len(keys)+1 {
+			t.Errorf("snapshot has %d entries (want %d), history %d records (want %d)", len(s1.Entries), pods, len(h.Records), len(keys)+1)
+		}
+	})
+
+	t.Run("record: concurrent ConfigMap updates keep every entry", func(t *testing.T) {
+		const writers, rounds = 6, 4
+		inv, err := inventory.List(ctx, admin, "shop")
+		if err != nil {
+			t.Fatal(err)
+		}
+		errs := make(chan error, writers*rounds)
+		var wg sync.WaitGroup
+		for w := range writers {
+			wg.Go(func() {
+				st := &record.ConfigMap{Client: admin, Namespace: "regcheck", Name: "concurrent"}
+				for i := range rounds {
+					s := record.FromInventory(fmt.Sprintf("cluster-%d-%d", w, i), time.Unix(1_800_000_000, 0), inv)
+					if _, err := record.Save(ctx, st, s); err != nil {
+						errs <- err
+					}
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+		h, err := (&record.ConfigMap{Client: admin, Namespace: "regcheck", Name: "concurrent"}).Load(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Records per snapshot: distinct (owner, container, digest).
+		per := map[record.Key]bool{}
+		for _, e := range record.FromInventory("x", time.Now(), inv).Entries {
+			per[record.Key{Namespace: e.Namespace, OwnerKind: e.OwnerKind, OwnerName: e.OwnerName, Container: e.Container, Digest: e.Digest}] = true
+		}
+		if got, want := len(h.Records), writers*rounds*len(per); got != want {
+			t.Errorf("got %d records, want %d", got, want)
+		}
+	})
+
+	t.Run("record: ConfigMap trims against the real API server", func(t *testing.T) {
+		st := &record.ConfigMap{Client: admin, Namespace: "regcheck", Name: "trimmed", MaxBytes: 8 << 10}
+		var trimmed int
+		for i := range 30 {
+			inv, err := inventory.List(ctx, admin, "shop")
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := record.FromInventory(fmt.Sprintf("cluster-%02d", i), time.Unix(1_800_000_000+int64(i)*60, 0), inv)
+			res, err := record.Save(ctx, st, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			trimmed += res.Trimmed
+			if res.Trimmed > 0 && !strings.Contains(res.Message, "trimmed the") {
+				t.Errorf("trim message %q", res.Message)
+			}
+		}
+		if trimmed == 0 {
+			t.Fatal("nothing was trimmed")
+		}
+		h, err := st.Load(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := h.Latest("cluster-29"); !ok {
+			t.Errorf("the newest snapshot was trimmed")
+		}
+		if _, ok := h.Latest("cluster-00"); ok {
+			t.Errorf("the oldest snapshot was kept")
+		}
+	})
+}
+
+func containsString(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func without(ss []string, s string) []string {
+	var out []string
+	for _, x := range ss {
+		if x != s {
+			out = append(out, x)
+		}
+	}
+	return out
+}

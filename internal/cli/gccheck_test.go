@@ -1,0 +1,93 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/regcheck/regcheck/gc"
+)
+
+// gcStorage writes a storage holding app:v1, an OCI index of one child.
+func gcStorage(t *testing.T) (root, child string) {
+	t.Helper()
+	root = t.TempDir()
+	v2 := filepath.Join(root, "docker", "registry", "v2")
+	write := func(rel, content string) {
+		p := filepath.Join(v2, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	blob := func(content string) string {
+		h := fmt.Sprintf("%x", sha256.Sum256([]byte(content)))
+		write(filepath.Join("blobs", "sha256", h[:2], h, "data"), content)
+		return h
+	}
+	cfg, layer := blob("config"), blob("layer")
+	for _, h := range []string{cfg, layer} {
+		write(filepath.Join("repositories", "app", "_layers", "sha256", h, "link"), "sha256:"+h)
+	}
+	child = blob(fmt.Sprintf(`{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"digest":"sha256:%s"},"layers":[{"digest":"sha256:%s"}]}`, cfg, layer))
+	idx := blob(fmt.Sprintf(`{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[{"digest":"sha256:%s","platform":{"os":"linux","architecture":"amd64"}}]}`, child))
+	for _, h := range []string{child, idx} {
+		write(filepath.Join("repositories", "app", "_manifests", "revisions", "sha256", h, "link"), "sha256:"+h)
+	}
+	write(filepath.Join("repositories", "app", "_manifests", "tags", "v1", "current", "link"), "sha256:"+idx)
+	write(filepath.Join("repositories", "app", "_manifests", "tags", "v1", "index", "sha256", idx, "link"), "sha256:"+idx)
+	return root, "sha256:" + child
+}
+
+func TestGCCheck(t *testing.T) {
+	t.Parallel()
+	root, child := gcStorage(t)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want int
+		out  string
+	}{
+		{"2.8 delete-untagged breaks the index", []string{"--storage", root, "--delete-untagged", "reg.example/app:v1"}, ExitFindings, "WOULD BREAK"},
+		{"2.8 without delete-untagged", []string{"--storage", root, "reg.example/app:v1"}, ExitClean, "0 would break"},
+		{"3 delete-untagged keeps children", []string{"--storage", root, "--gc-model", "distribution-3", "--delete-untagged", "reg.example/app:v1"}, ExitClean, "0 would break"},
+		{"no in-use set", []string{"--storage", root, "--delete-untagged"}, ExitClean, "manifest"},
+		{"other host skipped", []string{"--storage", root, "--delete-untagged", "--registry", "reg.example", "other.example/app:v1"}, ExitClean, "skipped"},
+		{"bad model", []string{"--storage", root, "--gc-model", "distribution-4"}, ExitUsage, ""},
+		{"bad output", []string{"--storage", root, "-o", "yaml"}, ExitUsage, ""},
+		{"not storage", []string{"--storage", t.TempDir()}, ExitUsage, ""},
+		{"no storage: API mode not yet", []string{"reg.example/app:v1"}, ExitUsage, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := Run(context.Background(), Streams{In: strings.NewReader(""), Out: &out, Err: &errb}, append([]string{"gc-check"}, tc.args...))
+			if code != tc.want || !strings.Contains(out.String(), tc.out) {
+				t.Fatalf("exit %d, want %d; output lacks %q:\n%s%s", code, tc.want, tc.out, out.String(), errb.String())
+			}
+		})
+	}
+
+	t.Run("json", func(t *testing.T) {
+		var out, errb bytes.Buffer
+		code := Run(context.Background(), Streams{Out: &out, Err: &errb}, []string{"gc-check", "--storage", root, "--delete-untagged", "-o", "json", "reg.example/app:v1"})
+		if code != ExitFindings {
+			t.Fatalf("exit %d\n%s", code, errb.String())
+		}
+		var rep gc.Report
+		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+			t.Fatal(err)
+		}
+		if rep.SchemaVersion != gc.SchemaVersion || len(rep.WouldBreak) != 1 || rep.WouldBreak[0].Lost[0] != child ||
+			rep.Counts.Manifests != 1 || rep.Counts.Blobs != 2 || len(rep.WouldDelete.Repositories) != 1 {
+			t.Errorf("report: %s", out.String())
+		}
+	})
+}

@@ -1,0 +1,74 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// kubeFlags are kubectl's flags for reaching a cluster.
+type kubeFlags struct {
+	kubeconfig    string
+	context       string
+	namespace     string
+	allNamespaces bool
+}
+
+func (k *kubeFlags) addTo(fs *pflag.FlagSet) {
+	fs.StringVar(&k.kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default $KUBECONFIG or ~/.kube/config; in a pod, its service account)")
+	fs.StringVar(&k.context, "context", "", "kubeconfig context to use (default the current context)")
+	fs.StringVarP(&k.namespace, "namespace", "n", "", "namespace to read (default the context's namespace)")
+	fs.BoolVarP(&k.allNamespaces, "all-namespaces", "A", false, "read every namespace")
+}
+
+// kubeTarget is a connected cluster: its client, a name for records, and the
+// namespace to read ("" for all).
+type kubeTarget struct {
+	client    kubernetes.Interface
+	name      string
+	namespace string
+}
+
+// connect loads the kubeconfig as kubectl does (falling back to the
+// in-cluster service account) and returns a client. Loading stays here, in
+// cmd; the libraries take a kubernetes.Interface.
+func (k *kubeFlags) connect() (*kubeTarget, error) {
+	if k.allNamespaces && k.namespace != "" {
+		return nil, usageError(errors.New("-n/--namespace and -A/--all-namespaces cannot be used together"))
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = k.kubeconfig
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: k.context})
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		return nil, usageError(fmt.Errorf("loading kubeconfig: %w", err))
+	}
+	cfg.UserAgent = "regcheck/" + Version
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, usageError(fmt.Errorf("creating a Kubernetes client: %w", err))
+	}
+	t := &kubeTarget{client: client, name: cfg.Host}
+	if raw, err := cc.RawConfig(); err == nil {
+		if k.context != "" {
+			t.name = k.context
+		} else if raw.CurrentContext != "" {
+			t.name = raw.CurrentContext
+		}
+	}
+	switch {
+	case k.allNamespaces:
+	case k.namespace != "":
+		t.namespace = k.namespace
+	default:
+		ns, _, err := cc.Namespace()
+		if err != nil {
+			return nil, usageError(fmt.Errorf("reading the context's namespace: %w", err))
+		}
+		t.namespace = ns
+	}
+	return t, nil
+}

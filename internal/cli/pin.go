@@ -1,0 +1,407 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/regcheck/regcheck/manifest"
+	"github.com/regcheck/regcheck/pin"
+	"github.com/regcheck/regcheck/record"
+	"github.com/regcheck/regcheck/scan"
+)
+
+type pinFlags struct {
+	paths       []string
+	write       bool
+	check       bool
+	update      bool
+	allowBroken bool
+	pullPolicy  string
+	exclude     []string
+	imagesOnly  string
+	fromRecords string
+	output      string
+	concurrency int
+	timeout     time.Duration
+	platforms   []string
+	insecure    []string
+}
+
+// pinFormats are the outputs of --check.
+var pinFormats = []string{"text", "json", "sarif", "github"}
+
+func newPinCmd(s Streams, g *globals) *cobra.Command {
+	f := &pinFlags{}
+	cmd := &cobra.Command{
+		Use:   "pin [PATH...]",
+		Short: "Pin every image reference in manifests to repo:tag@digest",
+		Long: `Pin finds every image reference in the manifests under PATH (default: the
+current folder; workloads, Lists, multi-document files, compose files and
+kustomizations) and pins it to the digest its tag points at now, as
+repo:tag@sha256:…, so that an upgrade is a deliberate change. For a
+multi-platform image that is the index digest. Only the bytes of each
+reference change; comments, order and quoting are kept.
+
+By default pin prints a unified diff and changes nothing; --write edits the
+files in place (atomically); --check asks no registry, lists every unpinned
+reference with file:line and exits 1 when there is one.
+
+Before pinning, pin walks each digest's tree as scan does and refuses to pin
+to one that is broken (the reference is left as is and reported) unless
+--allow-broken. A pin whose digest no tag points at is reported: a registry
+garbage collector that deletes untagged manifests will delete it.
+
+Helm templates are skipped with a notice; references reached through YAML
+aliases are reported, never edited; a file that does not parse is reported
+with file:line, left as is, and the run goes on.
+
+Exit codes: 0 done; 1 an unpinned reference (--check), or a pin refused
+because its image is broken; 2 usage error; 3 some files or references
+could not be handled (nothing else failed).`,
+		Example: `  regcheck pin k8s/                       # show the diff
+  regcheck pin --write k8s/
+  regcheck pin --check -o github k8s/      # in CI
+  regcheck pin --update --write --images-only 'ghcr.io/org/' k8s/
+  regcheck pin --from-records history.json --write k8s/`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f.paths = args
+			return runPin(cmd, s, g, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.BoolVarP(&f.write, "write", "w", false, "edit the files in place instead of printing a diff")
+	fl.BoolVar(&f.check, "check", false, "change nothing, ask no registry: list unpinned references and exit 1 if any")
+	fl.BoolVar(&f.update, "update", false, "also move existing pins to their tag's current digest")
+	fl.BoolVar(&f.allowBroken, "allow-broken", false, "pin even to a digest whose tree is broken (the tree is then not walked)")
+	fl.StringVar(&f.pullPolicy, "pull-policy", "", "also rewrite imagePullPolicy: Always to this (IfNotPresent or Never) on the containers pinned")
+	fl.StringArrayVar(&f.exclude, "exclude", nil, "skip files matching this glob, relative to each PATH; without a slash it matches any path element (repeatable)")
+	fl.StringVar(&f.imagesOnly, "images-only", "", "only touch references (as written) matching this regular expression")
+	fl.StringVar(&f.fromRecords, "from-records", "", "pin to the digest last recorded running (history file of regcheck record) instead of the tag's")
+	fl.StringVarP(&f.output, "output", "o", "text", "output of --check: "+strings.Join(pinFormats, ", "))
+	fl.IntVar(&f.concurrency, "concurrency", 8, "registry requests in flight at once")
+	fl.DurationVar(&f.timeout, "timeout", 30*time.Second, "timeout of each registry request")
+	fl.StringArrayVar(&f.platforms, "platform", nil, "only require index children for this os/arch[/variant] when walking (repeatable)")
+	fl.StringArrayVar(&f.insecure, "insecure-registry", nil, "allow plain HTTP and unverified TLS for this host[:port] only (repeatable)")
+	return cmd
+}
+
+func runPin(cmd *cobra.Command, s Streams, g *globals, f *pinFlags) error {
+	c, err := f.config(cmd, g)
+	if err != nil {
+		return usageError(err)
+	}
+	paths := f.paths
+	if len(paths) == 0 {
+		paths = []string{"."}
+	}
+	r, err := pin.Run(cmd.Context(), paths, c)
+	if err != nil {
+		return &exitError{code: ExitIncomplete, err: err}
+	}
+	if f.check {
+		if err := renderCheck(s.Out, f.output, r); err != nil {
+			return fmt.Errorf("writing the report: %w", err)
+		}
+		unpinned := 0
+		for _, fd := range r.Findings {
+			if fd.Kind == pin.KindUnpinned || fd.Kind == pin.KindInvalid {
+				unpinned++
+			}
+		}
+		if f.output != "text" {
+			for _, fd := range r.Findings {
+				if fd.Kind == pin.KindTemplate {
+					fmt.Fprintln(s.Err, fd)
+				}
+			}
+		}
+		fmt.Fprintf(s.Err, "%d unpinned references in %d files\n", unpinned, len(r.Files))
+		return pinExit(r)
+	}
+
+	out, info := s.Out, s.Err
+	if f.write {
+		for _, ch := range r.Changes {
+			if ch.Skipped == "" {
+				fmt.Fprintln(out, changeLine(ch))
+			}
+		}
+	} else {
+		for _, file := range r.Changed() {
+			out.Write(pin.Diff(file.Path, file.Old, file.New))
+		}
+		if f.update {
+			for _, ch := range r.Changes {
+				if ch.Skipped == "" && pin.Pinned(ch.Old) {
+					fmt.Fprintln(info, changeLine(ch))
+				}
+			}
+		}
+	}
+	for _, fd := range r.Findings {
+		fmt.Fprintln(info, fd)
+	}
+	pinned := 0
+	for _, ch := range r.Changes {
+		if ch.Skipped == "" && ch.Field == "image" {
+			pinned++
+		}
+	}
+	verb := "would pin"
+	if f.write {
+		verb = "pinned"
+	}
+	fmt.Fprintf(info, "%s %d references in %d of %d files; %s\n", verb, pinned, len(r.Changed()), len(r.Files), requestSummary(r.Requests))
+	return pinExit(r)
+}
+
+func (f *pinFlags) config(cmd *cobra.Command, g *globals) (pin.Config, error) {
+	c := pin.Config{
+		Check: f.check, Write: f.write, Update: f.update, AllowBroken: f.allowBroken,
+		PullPolicy: f.pullPolicy, Exclude: f.exclude,
+	}
+	if !slices.Contains(pinFormats, f.output) {
+		return c, fmt.Errorf("-o %q: want %s", f.output, strings.Join(pinFormats, ", "))
+	}
+	switch {
+	case f.check && (f.write || f.update || f.fromRecords != "" || f.allowBroken || f.pullPolicy != ""):
+		return c, errors.New("--check changes nothing: it cannot be combined with --write, --update, --from-records, --allow-broken or --pull-policy")
+	case !f.check && f.output != "text":
+		return c, errors.New("-o is for --check; pin prints a diff or the changes made")
+	}
+	if slices.Contains(f.paths, "-") {
+		return c, errors.New(`pin edits files: "-" (stdin) is not supported`)
+	}
+	if f.imagesOnly != "" {
+		re, err := regexp.Compile(f.imagesOnly)
+		if err != nil {
+			return c, fmt.Errorf("--images-only: %w", err)
+		}
+		c.Images = re
+	}
+	if f.fromRecords != "" {
+		h, err := (&record.File{Path: f.fromRecords}).Load(cmd.Context())
+		if err != nil {
+			return c, fmt.Errorf("--from-records: %w", err)
+		}
+		c.Running = func(img manifest.Image) (string, bool) {
+			if img.Kind == "Compose" || img.Kind == "Kustomization" {
+				return "", false
+			}
+			ns := img.Namespace
+			if ns == "" {
+				ns = "default"
+			}
+			rec, ok := h.Running(record.Query{Namespace: ns, OwnerKind: img.Kind, OwnerName: img.Name, Container: img.Container})
+			return rec.Digest, ok
+		}
+	}
+	if f.check {
+		return c, c.Validate()
+	}
+	sc, err := scan.New(
+		scan.WithConcurrency(f.concurrency),
+		scan.WithTimeout(f.timeout),
+		scan.WithPlatforms(f.platforms...),
+		scan.WithInsecureRegistries(f.insecure...),
+		scan.WithLogger(g.logger),
+		scan.WithUserAgent("regcheck/"+Version),
+	)
+	if err != nil {
+		return c, err
+	}
+	c.Scanner = sc
+	return c, c.Validate()
+}
+
+// pinExit applies the exit-code contract: 1 when a finding fails the run,
+// else 3 when something could not be handled.
+func pinExit(r *pin.Report) error {
+	incomplete := false
+	for _, fd := range r.Findings {
+		if fd.Kind.Fails() {
+			return &exitError{code: ExitFindings}
+		}
+		incomplete = incomplete || fd.Kind.Incomplete()
+	}
+	if incomplete {
+		return &exitError{code: ExitIncomplete}
+	}
+	return nil
+}
+
+// changeLine is "file:line: ref → ref@digest", or for a moved pin
+// "file:line: repo:tag sha256:old → sha256:new".
+func changeLine(ch pin.Change) string {
+	oldName, oldDigest, moved := strings.Cut(ch.Old, "@")
+	_, newDigest, _ := strings.Cut(ch.New, "@")
+	switch {
+	case ch.Field != "image":
+		return fmt.Sprintf("%s:%d: %s %s → %s", ch.File, ch.Line, ch.Field, ch.Old, ch.New)
+	case moved:
+		return fmt.Sprintf("%s:%d: %s %s → %s", ch.File, ch.Line, oldName, oldDigest, newDigest)
+	}
+	return fmt.Sprintf("%s:%d: %s → %s", ch.File, ch.Line, ch.Old, ch.New)
+}
+
+// requestSummary is "N registry requests (kind n, …)".
+func requestSummary(rc []scan.RequestCount) string {
+	total := 0
+	byKind := map[string]int{}
+	var kinds []string
+	for _, c := range rc {
+		total += c.Count
+		if byKind[c.Kind] == 0 {
+			kinds = append(kinds, c.Kind)
+		}
+		byKind[c.Kind] += c.Count
+	}
+	if total == 0 {
+		return "0 registry requests"
+	}
+	slices.Sort(kinds)
+	parts := make([]string, len(kinds))
+	for i, k := range kinds {
+		parts[i] = fmt.Sprintf("%s %d", k, byKind[k])
+	}
+	return fmt.Sprintf("%d registry requests (%s)", total, strings.Join(parts, ", "))
+}
+
+// renderCheck writes --check's findings in format.
+func renderCheck(w io.Writer, format string, r *pin.Report) error {
+	switch format {
+	case "json":
+		findings := r.Findings
+		if findings == nil {
+			findings = []pin.Finding{}
+		}
+		e := json.NewEncoder(w)
+		e.SetIndent("", "  ")
+		return e.Encode(struct {
+			Files    int           `json:"files"`
+			Findings []pin.Finding `json:"findings"`
+		}{len(r.Files), findings})
+	case "sarif":
+		return renderSARIF(w, r)
+	case "github":
+		for _, fd := range r.Findings {
+			level := map[string]string{"error": "error", "warning": "warning", "note": "notice"}[fd.Kind.Level()]
+			props := "file=" + ghProperty(filepath.ToSlash(fd.File))
+			if fd.Line > 0 {
+				props += fmt.Sprintf(",line=%d", fd.Line)
+			}
+			props += ",title=" + ghProperty(string(fd.Kind))
+			if _, err := fmt.Fprintf(w, "::%s %s::%s\n", level, props, ghData(fd.Message)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, fd := range r.Findings {
+		if _, err := fmt.Fprintln(w, fd); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ghData and ghProperty escape workflow command values as the Actions
+// toolkit does.
+func ghData(s string) string {
+	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A").Replace(s)
+}
+
+func ghProperty(s string) string {
+	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C").Replace(s)
+}
+
+// SARIF 2.1.0, the parts code scanning reads.
+type sarifLog struct {
+	Schema  string     `json:"$schema"`
+	Version string     `json:"version"`
+	Runs    []sarifRun `json:"runs"`
+}
+
+type sarifRun struct {
+	Tool    sarifTool     `json:"tool"`
+	Results []sarifResult `json:"results"`
+}
+
+type sarifTool struct {
+	Driver struct {
+		Name           string      `json:"name"`
+		Version        string      `json:"version"`
+		InformationURI string      `json:"informationUri"`
+		Rules          []sarifRule `json:"rules"`
+	} `json:"driver"`
+}
+
+type sarifText struct {
+	Text string `json:"text"`
+}
+
+type sarifRule struct {
+	ID                   string    `json:"id"`
+	Name                 string    `json:"name"`
+	ShortDescription     sarifText `json:"shortDescription"`
+	DefaultConfiguration struct {
+		Level string `json:"level"`
+	} `json:"defaultConfiguration"`
+}
+
+type sarifResult struct {
+	RuleID    string          `json:"ruleId"`
+	RuleIndex int             `json:"ruleIndex"`
+	Level     string          `json:"level"`
+	Message   sarifText       `json:"message"`
+	Locations []sarifLocation `json:"locations"`
+}
+
+type sarifLocation struct {
+	PhysicalLocation struct {
+		ArtifactLocation struct {
+			URI string `json:"uri"`
+		} `json:"artifactLocation"`
+		Region *sarifRegion `json:"region,omitempty"`
+	} `json:"physicalLocation"`
+}
+
+type sarifRegion struct {
+	StartLine int `json:"startLine"`
+}
+
+func renderSARIF(w io.Writer, r *pin.Report) error {
+	run := sarifRun{Results: []sarifResult{}}
+	d := &run.Tool.Driver
+	d.Name, d.Version, d.InformationURI = "regcheck", Version, "https://github.com/regcheck/regcheck"
+	index := map[pin.Kind]int{}
+	for i, k := range pin.Kinds {
+		rule := sarifRule{ID: string(k), Name: string(k), ShortDescription: sarifText{k.Describe()}}
+		rule.DefaultConfiguration.Level = k.Level()
+		d.Rules = append(d.Rules, rule)
+		index[k] = i
+	}
+	for _, fd := range r.Findings {
+		var loc sarifLocation
+		loc.PhysicalLocation.ArtifactLocation.URI = filepath.ToSlash(fd.File)
+		if fd.Line > 0 {
+			loc.PhysicalLocation.Region = &sarifRegion{StartLine: fd.Line}
+		}
+		run.Results = append(run.Results, sarifResult{
+			RuleID: string(fd.Kind), RuleIndex: index[fd.Kind], Level: fd.Kind.Level(),
+			Message: sarifText{fd.Message}, Locations: []sarifLocation{loc},
+		})
+	}
+	e := json.NewEncoder(w)
+	e.SetIndent("", "  ")
+	return e.Encode(sarifLog{Schema: "https://json.schemastore.org/sarif-2.1.0.json", Version: "2.1.0", Runs: []sarifRun{run}})
+}

@@ -1,0 +1,283 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/static"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/regcheck/regcheck/pin"
+)
+
+func runPinCmd(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Run(context.Background(), Streams{In: strings.NewReader(""), Out: &out, Err: &errb}, append([]string{"pin"}, args...))
+	return code, out.String(), errb.String()
+}
+
+// pinTree writes files (name → content) under a new folder.
+func pinTree(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for n, c := range files {
+		p := filepath.Join(dir, n)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+const (
+	pinPod = `apiVersion: v1
+kind: Pod
+metadata: {name: web}
+spec:
+  containers:
+    - name: web
+      image: nginx:1.27
+    - name: pinned
+      image: nginx:1.27@sha256:0000000000000000000000000000000000000000000000000000000000000000
+`
+	pinCompose = `services:
+  db:
+    image: postgres:16
+`
+	pinHelm = `apiVersion: v1
+kind: Pod
+spec:
+  containers:
+    - image: {{ .Values.image }}
+`
+	pinBroken = "kind: Pod\nspec:\n  containers:\n    - image: nginx\n   x: [\n"
+)
+
+func TestPinCheckUnit(t *testing.T) {
+	t.Parallel()
+	dir := pinTree(t, map[string]string{
+		"app/pod.yaml":              pinPod,
+		"compose.yaml":              pinCompose,
+		"charts/x/templates/t.yaml": pinHelm,
+		"vendor/other.yaml":         pinCompose,
+	})
+	pod := filepath.Join(dir, "app", "pod.yaml")
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		code     int
+		contains []string
+		absent   []string
+	}{
+		{"text lists unpinned with file:line", []string{"--check", dir}, ExitFindings,
+			[]string{pod + ":7: unpinned: nginx:1.27 is not pinned", filepath.Join(dir, "compose.yaml") + ":3: unpinned: postgres:16"}, []string{":10:"}},
+		{"exclude a folder by name", []string{"--check", "--exclude", "vendor", "--exclude", "compose.yaml", dir}, ExitFindings,
+			[]string{pod + ":7:"}, []string{"postgres", "vendor"}},
+		{"exclude by relative glob", []string{"--check", "--exclude", "app/*.yaml", dir}, ExitFindings,
+			[]string{"postgres"}, []string{"nginx"}},
+		{"images-only", []string{"--check", "--images-only", "^postgres", dir}, ExitFindings,
+			[]string{"postgres"}, []string{"nginx"}},
+		{"nothing left is clean", []string{"--check", "--images-only", "^busybox", dir}, ExitClean, nil, []string{"unpinned"}},
+		{"github", []string{"--check", "-o", "github", "--exclude", "vendor", dir}, ExitFindings,
+			[]string{"::warning file=" + pod + ",line=7,title=unpinned::nginx:1.27 is not pinned to a digest\n"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			code, out, errs := runPinCmd(t, tc.args...)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d\n%s%s", code, tc.code, out, errs)
+			}
+			for _, s := range tc.contains {
+				if !strings.Contains(out, s) {
+					t.Errorf("stdout lacks %q:\n%s", s, out)
+				}
+			}
+			for _, s := range tc.absent {
+				if strings.Contains(out, s) {
+					t.Errorf("stdout has %q:\n%s", s, out)
+				}
+			}
+		})
+	}
+}
+
+func TestPinCheckSkipsBadFiles(t *testing.T) {
+	t.Parallel()
+	dir := pinTree(t, map[string]string{"bad.yaml": pinBroken, "chart.yaml": pinHelm,
+		"ok.yaml": strings.Replace(pinCompose, "postgres:16", "postgres:16@sha256:"+strings.Repeat("1", 64), 1)})
+	code, out, errs := runPinCmd(t, "--check", "-o", "sarif", dir)
+	if code != ExitIncomplete {
+		t.Fatalf("exit %d, want 3\n%s%s", code, out, errs)
+	}
+	var doc sarifLog
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	res := doc.Runs[0].Results
+	if len(res) != 2 {
+		t.Fatalf("results %+v", res)
+	}
+	byRule := map[string]sarifResult{}
+	for _, r := range res {
+		byRule[r.RuleID] = r
+		if got := doc.Runs[0].Tool.Driver.Rules[r.RuleIndex].ID; got != r.RuleID {
+			t.Errorf("ruleIndex %d is %s, want %s", r.RuleIndex, got, r.RuleID)
+		}
+	}
+	bad := byRule["unparseable"]
+	if bad.Level != "error" || bad.Locations[0].PhysicalLocation.Region == nil || bad.Locations[0].PhysicalLocation.Region.StartLine < 1 ||
+		!strings.HasSuffix(bad.Locations[0].PhysicalLocation.ArtifactLocation.URI, "/bad.yaml") {
+		t.Errorf("unparseable result %+v", bad)
+	}
+	if tpl := byRule["template"]; tpl.Level != "note" || !strings.HasSuffix(tpl.Locations[0].PhysicalLocation.ArtifactLocation.URI, "/chart.yaml") {
+		t.Errorf("template result %+v", tpl)
+	}
+}
+
+func TestPinUsage(t *testing.T) {
+	t.Parallel()
+	dir := pinTree(t, map[string]string{"pod.yaml": pinPod})
+	for _, args := range [][]string{
+		{"--check", "--write", dir},
+		{"-o", "json", dir},
+		{"-o", "xml", "--check", dir},
+		{"--images-only", "(", dir},
+		{"--pull-policy", "Sometimes", dir},
+		{"--exclude", "[", dir},
+		{"--concurrency", "0", dir},
+		{"--from-records", filepath.Join(dir, "pod.yaml"), dir},
+		{"-"},
+	} {
+		t.Run(strings.Join(args[:len(args)-1], " "), func(t *testing.T) {
+			t.Parallel()
+			if code, out, errs := runPinCmd(t, args...); code != ExitUsage {
+				t.Errorf("exit %d, want 2\n%s%s", code, out, errs)
+			}
+		})
+	}
+}
+
+// pagedRegistry serves gcr's in-memory registry but pages tags/list one
+// tag at a time with Link headers, and counts the pages asked for.
+func pagedRegistry(t *testing.T) (*httptest.Server, *atomic.Int32) {
+	reg := registry.New()
+	var pages atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasSuffix(r.URL.Path, "/tags/list") {
+			reg.ServeHTTP(w, r)
+			return
+		}
+		pages.Add(1)
+		rec := httptest.NewRecorder()
+		reg.ServeHTTP(rec, r)
+		var list struct {
+			Name string   `json:"name"`
+			Tags []string `json:"tags"`
+		}
+		json.Unmarshal(rec.Body.Bytes(), &list)
+		last := r.URL.Query().Get("last")
+		var page []string
+		for _, tg := range list.Tags {
+			if tg > last {
+				page = append(page, tg)
+				break
+			}
+		}
+		if len(page) == 1 {
+			w.Header().Set("Link", fmt.Sprintf(`<%s?n=1&last=%s>; rel="next"`, r.URL.Path, url.QueryEscape(page[0])))
+		}
+		list.Tags = page
+		json.NewEncoder(w).Encode(list)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &pages
+}
+
+func pushTest(t *testing.T, ref, seed string) string {
+	t.Helper()
+	img, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.DockerManifestSchema2), static.NewLayer([]byte(seed), types.DockerLayer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tag, err := name.NewTag(ref, name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(tag, img); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := img.Digest()
+	return d.String()
+}
+
+// TestPinTaggedPaging: a pin whose tag moved is checked against every tag,
+// following Link pagination; found under another tag it is not reported.
+func TestPinTaggedPaging(t *testing.T) {
+	t.Parallel()
+	srv, pages := pagedRegistry(t)
+	host := strings.TrimPrefix(srv.URL, "http://")
+	old := pushTest(t, host+"/app:v1", "one")
+	pushTest(t, host+"/app:a", "unrelated")
+	pushTest(t, host+"/app:z-keep", "one") // the last page keeps old
+	pushTest(t, host+"/app:v1", "two")
+	dir := pinTree(t, map[string]string{"pod.yaml": strings.Replace(pinPod, "nginx:1.27@sha256:"+strings.Repeat("0", 64), host+"/app:v1@"+old, 1)})
+	code, out, errs := runPinCmd(t, "--images-only", "app", dir)
+	if code != ExitClean || out != "" || strings.Contains(errs, "untagged") {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	if pages.Load() < 3 {
+		t.Errorf("%d tag pages asked for, want every page up to z-keep", pages.Load())
+	}
+
+	pushTest(t, host+"/app:z-keep", "three")
+	code, _, errs = runPinCmd(t, "--images-only", "app", dir)
+	if code != ExitClean || !strings.Contains(errs, filepath.Join(dir, "pod.yaml")+":9: untagged-digest: no tag points at "+old) {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+}
+
+func TestChangeLine(t *testing.T) {
+	t.Parallel()
+	d1, d2 := "sha256:"+strings.Repeat("1", 64), "sha256:"+strings.Repeat("2", 64)
+	for _, tc := range []struct {
+		name     string
+		old, new string
+		field    string
+		want     string
+	}{
+		{"new pin", "nginx:1", "nginx:1@" + d1, "image", "f:3: nginx:1 → nginx:1@" + d1},
+		{"moved pin", "nginx:1@" + d1, "nginx:1@" + d2, "image", "f:3: nginx:1 " + d1 + " → " + d2},
+		{"pull policy", "Always", "IfNotPresent", "imagePullPolicy", "f:3: imagePullPolicy Always → IfNotPresent"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got := changeLine(pinChange("f", 3, tc.field, tc.old, tc.new))
+			if got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func pinChange(file string, line int, field, old, new string) pin.Change {
+	return pin.Change{File: file, Line: line, Field: field, Old: old, New: new}
+}

@@ -1,0 +1,266 @@
+package inventory_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/regcheck/regcheck/internal/testkube"
+	"github.com/regcheck/regcheck/inventory"
+)
+
+func TestListScenario(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := fake.NewClientset()
+	s := testkube.Scenario{Namespace: "shop"}
+	if err := s.Apply(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range []string{"", "shop"} {
+		t.Run("namespace="+ns, func(t *testing.T) {
+			got, err := inventory.List(ctx, c, ns)
+			if err != nil {
+				t.Fatal(err)
+			}
+			assertInventory(t, s.Want(), got)
+		})
+	}
+	t.Run("other namespace", func(t *testing.T) {
+		got, err := inventory.List(ctx, c, "elsewhere")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Containers) != 0 {
+			t.Errorf("got %d containers in an empty namespace", len(got.Containers))
+		}
+		if len(got.NodeImages) == 0 {
+			t.Errorf("NodeImages are cluster-wide and must not depend on the namespace")
+		}
+	})
+}
+
+func ctrl(kind, name string) []metav1.OwnerReference {
+	t := true
+	return []metav1.OwnerReference{{Kind: kind, Name: name, Controller: &t}}
+}
+
+func podTemplate(image string) corev1.PodTemplateSpec {
+	return corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: image}}}}
+}
+
+func TestListOwnerRules(t *testing.T) {
+	t.Parallel()
+	type entry struct{ kind, name, pod string }
+	om := func(name string, owner []metav1.OwnerReference) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Namespace: "ns", Name: name, OwnerReferences: owner}
+	}
+	pod := func(name string, owner []metav1.OwnerReference) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: om(name, owner), Spec: podTemplate("x:1").Spec}
+	}
+	finished := batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}}
+	tests := []struct {
+		name    string
+		objects []runtime.Object
+		want    []entry
+	}{
+		{
+			name:    "deployment scaled to zero gets a template entry, its old replicaset none",
+			objects: []runtime.Object{&appsv1.Deployment{ObjectMeta: om("d", nil), Spec: appsv1.DeploymentSpec{Template: podTemplate("x:1")}}, &appsv1.ReplicaSet{ObjectMeta: om("d-1", ctrl("Deployment", "d")), Spec: appsv1.ReplicaSetSpec{Template: podTemplate("x:0")}}},
+			want:    []entry{{"Deployment", "d", ""}},
+		},
+		{
+			name: "deployment with pods gets no template entry",
+			objects: []runtime.Object{
+				&appsv1.Deployment{ObjectMeta: om("d", nil), Spec: appsv1.DeploymentSpec{Template: podTemplate("x:1")}},
+				&appsv1.ReplicaSet{ObjectMeta: om("d-1", ctrl("Deployment", "d"))},
+				pod("d-1-a", ctrl("ReplicaSet", "d-1")), pod("d-1-b", ctrl("ReplicaSet", "d-1")),
+			},
+			want: []entry{{"Deployment", "d", "d-1-a"}, {"Deployment", "d", "d-1-b"}},
+		},
+		{
+			name:    "pod of a replicaset that is not listed stays with the replicaset",
+			objects: []runtime.Object{pod("rs-a", ctrl("ReplicaSet", "gone"))},
+			want:    []entry{{"ReplicaSet", "gone", "rs-a"}},
+		},
+		{
+			name:    "bare replicaset without pods gets a template entry",
+			objects: []runtime.Object{&appsv1.ReplicaSet{ObjectMeta: om("rs", nil), Spec: appsv1.ReplicaSetSpec{Template: podTemplate("x:1")}}},
+			want:    []entry{{"ReplicaSet", "rs", ""}},
+		},
+		{
+			name: "bare jobs: unfinished gets a template entry, finished none",
+			objects: []runtime.Object{
+				&batchv1.Job{ObjectMeta: om("running", nil), Spec: batchv1.JobSpec{Template: podTemplate("x:1")}},
+				&batchv1.Job{ObjectMeta: om("done", nil), Spec: batchv1.JobSpec{Template: podTemplate("x:1")}, Status: finished},
+			},
+			want: []entry{{"Job", "running", ""}},
+		},
+		{
+			name: "cronjob with a job but no pod gets a template entry, the job none",
+			objects: []runtime.Object{
+				&batchv1.CronJob{ObjectMeta: om("cj", nil), Spec: batchv1.CronJobSpec{JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: podTemplate("x:1")}}}},
+				&batchv1.Job{ObjectMeta: om("cj-1", ctrl("CronJob", "cj")), Spec: batchv1.JobSpec{Template: podTemplate("x:1")}},
+			},
+			want: []entry{{"CronJob", "cj", ""}},
+		},
+		{
+			name:    "unknown controller kind is kept as written",
+			objects: []runtime.Object{pod("op-0", ctrl("Postgres", "main"))},
+			want:    []entry{{"Postgres", "main", "op-0"}},
+		},
+		{
+			name: "non-controller owner reference is used when no controller is marked",
+			objects: []runtime.Object{&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", OwnerReferences: []metav1.OwnerReference{{Kind: "StatefulSet", Name: "s"}}}, Spec: podTemplate("x:1").Spec},
+				&appsv1.StatefulSet{ObjectMeta: om("s", nil), Spec: appsv1.StatefulSetSpec{Template: podTemplate("x:1")}}},
+			want: []entry{{"StatefulSet", "s", "p"}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			inv, err := inventory.List(context.Background(), fake.NewClientset(tt.objects...), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []entry
+			for _, c := range inv.Containers {
+				got = append(got, entry{c.OwnerKind, c.OwnerName, c.Pod})
+			}
+			if !reflect.DeepEqual(tt.want, got) {
+				t.Errorf("owners:\n got %+v\nwant %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestListPaginates serves pods in pages of the requested Limit and checks
+// that List follows every continue token.
+func TestListPaginates(t *testing.T) {
+	t.Parallel()
+	const total = 1234
+	c := fake.NewClientset()
+	var calls []metav1.ListOptions
+	c.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		opts := a.(k8stesting.ListActionImpl).ListOptions
+		calls = append(calls, opts)
+		start := 0
+		if opts.Continue != "" {
+			fmt.Sscanf(opts.Continue, "from-%d", &start)
+		}
+		list := &corev1.PodList{}
+		end := min(start+int(opts.Limit), total)
+		for i := start; i < end; i++ {
+			list.Items = append(list.Items, corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("p-%04d", i)},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x:1"}}},
+			})
+		}
+		if end < total {
+			list.Continue = fmt.Sprintf("from-%d", end)
+		}
+		return true, list, nil
+	})
+	inv, err := inventory.List(context.Background(), c, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(inv.Containers) != total {
+		t.Errorf("got %d containers, want %d", len(inv.Containers), total)
+	}
+	if len(calls) != 3 {
+		t.Errorf("got %d list calls, want 3", len(calls))
+	}
+	for _, o := range calls {
+		if o.Limit != 500 {
+			t.Errorf("list with Limit %d, want 500", o.Limit)
+		}
+	}
+}
+
+func TestListErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		verb, resource, group string
+		namespace             string
+		err                   func(gr schema.GroupResource) error
+		want                  string
+		is                    func(error) bool
+	}{
+		{"list", "daemonsets", "apps", "", func(gr schema.GroupResource) error {
+			return apierrors.NewForbidden(gr, "", errors.New(`User "system:serviceaccount:regcheck:regcheck" cannot list resource "daemonsets" in API group "apps" at the cluster scope`))
+		}, `listing daemonsets.apps in all namespaces: daemonsets.apps is forbidden: User "system:serviceaccount:regcheck:regcheck" cannot list resource "daemonsets"`, apierrors.IsForbidden},
+		{"list", "cronjobs", "batch", "team", func(gr schema.GroupResource) error {
+			return apierrors.NewForbidden(gr, "", errors.New(`cannot list resource "cronjobs"`))
+		}, `listing cronjobs.batch in namespace "team": cronjobs.batch is forbidden`, apierrors.IsForbidden},
+		{"list", "nodes", "", "team", func(gr schema.GroupResource) error {
+			return apierrors.NewForbidden(gr, "", errors.New(`cannot list resource "nodes"`))
+		}, `listing nodes: nodes is forbidden`, apierrors.IsForbidden},
+		{"list", "pods", "", "", func(gr schema.GroupResource) error {
+			return apierrors.NewUnauthorized("token expired")
+		}, `listing pods in all namespaces: token expired`, apierrors.IsUnauthorized},
+		{"list", "replicasets", "apps", "", func(gr schema.GroupResource) error {
+			return apierrors.NewServiceUnavailable("etcd down")
+		}, `listing replicasets.apps in all namespaces: etcd down`, apierrors.IsServiceUnavailable},
+	}
+	for _, tt := range tests {
+		t.Run(tt.resource, func(t *testing.T) {
+			t.Parallel()
+			c := fake.NewClientset()
+			c.PrependReactor(tt.verb, tt.resource, func(k8stesting.Action) (bool, runtime.Object, error) {
+				return true, nil, tt.err(schema.GroupResource{Group: tt.group, Resource: tt.resource})
+			})
+			_, err := inventory.List(context.Background(), c, tt.namespace)
+			if err == nil {
+				t.Fatal("List succeeded, want an error")
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %q\ndoes not contain %q", err, tt.want)
+			}
+			if !tt.is(err) {
+				t.Errorf("error %q lost its API status", err)
+			}
+		})
+	}
+}
+
+func TestListCanceled(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := inventory.List(ctx, fake.NewClientset(), "")
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("got %v, want context.Canceled", err)
+	}
+}
+
+// assertInventory compares container by container so a failure names the field.
+func assertInventory(t *testing.T, want, got *inventory.Inventory) {
+	t.Helper()
+	for i := range max(len(want.Containers), len(got.Containers)) {
+		switch {
+		case i >= len(got.Containers):
+			t.Errorf("missing container %d: %+v", i, want.Containers[i])
+		case i >= len(want.Containers):
+			t.Errorf("extra container %d: %+v", i, got.Containers[i])
+		case !reflect.DeepEqual(want.Containers[i], got.Containers[i]):
+			t.Errorf("container %d:\n got %+v\nwant %+v", i, got.Containers[i], want.Containers[i])
+		}
+	}
+	if !reflect.DeepEqual(want.NodeImages, got.NodeImages) {
+		t.Errorf("NodeImages:\n got %v\nwant %v", got.NodeImages, want.NodeImages)
+	}
+}

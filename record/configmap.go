@@ -1,0 +1,142 @@
+package record
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+)
+
+// ConfigMapKey is the data key holding the history.
+const ConfigMapKey = "history.json"
+
+// DefaultConfigMapMaxBytes is the default size limit of the serialized
+// history: a ConfigMap holds at most 1 MiB of data, key included.
+const DefaultConfigMapMaxBytes = 1<<20 - 1024
+
+// conflictBackoff spaces retries after a conflicting write: about ten tries
+// over a few seconds, enough for several CronJob runs racing each other.
+var conflictBackoff = wait.Backoff{Steps: 10, Duration: 20 * time.Millisecond, Factor: 1.6, Jitter: 0.5, Cap: 2 * time.Second}
+
+// ConfigMap is a history stored in a ConfigMap under ConfigMapKey, for
+// running `regcheck record` as an in-cluster CronJob. It needs get, create
+// and update on configmaps in Namespace.
+type ConfigMap struct {
+	Client          kubernetes.Interface
+	Namespace, Name string
+	// MaxBytes is the size limit of the serialized history; 0 means
+	// DefaultConfigMapMaxBytes. Beyond it Update trims the oldest records.
+	MaxBytes int
+	// Logger, when set, gets a warning whenever records are trimmed.
+	Logger *slog.Logger
+}
+
+var _ Store = (*ConfigMap)(nil)
+
+// ParseConfigMapRef splits "NAMESPACE/NAME".
+func ParseConfigMapRef(ref string) (namespace, name string, err error) {
+	ns, name, ok := strings.Cut(ref, "/")
+	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+		return "", "", fmt.Errorf("configmap %q: want NAMESPACE/NAME", ref)
+	}
+	return ns, name, nil
+}
+
+func (c *ConfigMap) String() string { return "configmap " + c.Namespace + "/" + c.Name }
+
+// Load returns the stored history, or an empty one if the ConfigMap or its key does not exist.
+func (c *ConfigMap) Load(ctx context.Context) (*History, error) {
+	cm, err := c.Client.CoreV1().ConfigMaps(c.Namespace).Get(ctx, c.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return NewHistory(), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("getting %s: %w", c, err)
+	}
+	return c.decode(cm)
+}
+
+func (c *ConfigMap) decode(cm *corev1.ConfigMap) (*History, error) {
+	data, ok := cm.Data[ConfigMapKey]
+	if !ok {
+		return NewHistory(), nil
+	}
+	h, err := Decode([]byte(data))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s key %s: %w (the ConfigMap is left as it is)", c, ConfigMapKey, err)
+	}
+	return h, nil
+}
+
+// Update gets (or creates) the ConfigMap, calls fn on its history and
+// writes it back with the resourceVersion it read, starting over on a
+// conflict. fn may run more than once and must only change the history.
+// If the result is larger than MaxBytes, the oldest records are trimmed and
+// UpdateResult says how many.
+func (c *ConfigMap) Update(ctx context.Context, fn func(*History) error) (UpdateResult, error) {
+	max := c.MaxBytes
+	if max <= 0 {
+		max = DefaultConfigMapMaxBytes
+	}
+	var res UpdateResult
+	cms := c.Client.CoreV1().ConfigMaps(c.Namespace)
+	err := retry.OnError(conflictBackoff, func(err error) bool {
+		return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)
+	}, func() error {
+		res = UpdateResult{}
+		cm, err := cms.Get(ctx, c.Name, metav1.GetOptions{})
+		create := apierrors.IsNotFound(err)
+		switch {
+		case create:
+			cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: c.Name,
+				Labels: map[string]string{"app.kubernetes.io/managed-by": "regcheck"}}}
+		case err != nil:
+			return fmt.Errorf("getting %s: %w", c, err)
+		}
+		h, err := c.decode(cm)
+		if err != nil {
+			return err
+		}
+		if err := fn(h); err != nil {
+			return err
+		}
+		before := len(h.Records)
+		data, n, err := trim(h, max)
+		if err != nil {
+			return fmt.Errorf("encoding history for %s: %w", c, err)
+		}
+		if n > 0 {
+			res.Trimmed = n
+			res.Message = trimMessage(c.String(), max, n, before, h.Records)
+		}
+		if cm.Data == nil {
+			cm.Data = map[string]string{}
+		}
+		cm.Data[ConfigMapKey] = string(data)
+		if create {
+			if _, err := cms.Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+				return fmt.Errorf("creating %s: %w", c, err)
+			}
+			return nil
+		}
+		if _, err := cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("updating %s: %w", c, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return UpdateResult{}, err
+	}
+	if res.Trimmed > 0 && c.Logger != nil {
+		c.Logger.Warn(res.Message, "configmap", c.Namespace+"/"+c.Name, "trimmed", res.Trimmed)
+	}
+	return res, nil
+}

@@ -1,0 +1,277 @@
+package record
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/regcheck/regcheck/inventory"
+)
+
+// SchemaVersion is the history format this package reads and writes.
+const SchemaVersion = 1
+
+// Entry is one container of one pod seen at one time.
+type Entry struct {
+	Cluster      string    `json:"cluster"`
+	Time         time.Time `json:"time"`
+	Namespace    string    `json:"namespace"`
+	OwnerKind    string    `json:"ownerKind"`
+	OwnerName    string    `json:"ownerName"`
+	Pod          string    `json:"pod"`
+	Container    string    `json:"container"`
+	Image        string    `json:"image"`            // the spec's image string
+	Digest       string    `json:"digest,omitempty"` // running repo digest; empty when the runtime reported none
+	ImageID      string    `json:"imageID,omitempty"`
+	Node         string    `json:"node,omitempty"`
+	PullPolicy   string    `json:"pullPolicy,omitempty"`
+	StartedAt    time.Time `json:"startedAt,omitzero"`
+	RestartCount int32     `json:"restartCount"`
+}
+
+// Snapshot is what ran in one cluster at one time.
+type Snapshot struct {
+	Cluster string
+	Time    time.Time
+	Entries []Entry
+}
+
+// FromInventory makes a snapshot of the containers inv saw running in pods.
+// Template entries (no pod) are left out: nothing runs them. cluster names
+// the cluster (kubeconfig context name, or server URL); now is the snapshot time.
+func FromInventory(cluster string, now time.Time, inv *inventory.Inventory) Snapshot {
+	now = now.UTC()
+	s := Snapshot{Cluster: cluster, Time: now}
+	for _, c := range inv.Containers {
+		if c.Template() {
+			continue
+		}
+		s.Entries = append(s.Entries, Entry{
+			Cluster: cluster, Time: now,
+			Namespace: c.Namespace, OwnerKind: c.OwnerKind, OwnerName: c.OwnerName,
+			Pod: c.Pod, Container: c.Container, Image: c.Image,
+			Digest: c.RunningDigest, ImageID: c.ImageID, Node: c.Node, PullPolicy: c.PullPolicy,
+			StartedAt: c.StartedAt, RestartCount: c.RestartCount,
+		})
+	}
+	return s
+}
+
+// Key identifies a Record: one digest run by one container of one owner.
+type Key struct {
+	Cluster   string `json:"cluster"`
+	Namespace string `json:"namespace"`
+	OwnerKind string `json:"ownerKind"`
+	OwnerName string `json:"ownerName"`
+	Container string `json:"container"`
+	Digest    string `json:"digest"`
+}
+
+// Record is a Key's history: when it was first and last seen, and what the
+// last sighting looked like.
+type Record struct {
+	Key
+	FirstSeen    time.Time `json:"firstSeen"`
+	LastSeen     time.Time `json:"lastSeen"`
+	Pod          string    `json:"pod"`
+	Node         string    `json:"node,omitempty"`
+	Image        string    `json:"image"`
+	ImageID      string    `json:"imageID,omitempty"`
+	PullPolicy   string    `json:"pullPolicy,omitempty"`
+	StartedAt    time.Time `json:"startedAt,omitzero"`
+	RestartCount int32     `json:"restartCount"`
+}
+
+// History is the merged record of every snapshot. Records are kept sorted by Key.
+type History struct {
+	SchemaVersion int      `json:"schemaVersion"`
+	Records       []Record `json:"records"`
+}
+
+// NewHistory returns an empty history.
+func NewHistory() *History { return &History{SchemaVersion: SchemaVersion} }
+
+func (e Entry) key() Key {
+	return Key{e.Cluster, e.Namespace, e.OwnerKind, e.OwnerName, e.Container, e.Digest}
+}
+
+func compareKeys(a, b Key) int {
+	return cmp.Or(
+		strings.Compare(a.Cluster, b.Cluster),
+		strings.Compare(a.Namespace, b.Namespace),
+		strings.Compare(a.OwnerKind, b.OwnerKind),
+		strings.Compare(a.OwnerName, b.OwnerName),
+		strings.Compare(a.Container, b.Container),
+		strings.Compare(a.Digest, b.Digest),
+	)
+}
+
+// Merge adds s to h. A record whose key the snapshot saw again gets its
+// LastSeen and last pod, node, image and restart count updated (when the
+// snapshot is newer) and its FirstSeen moved back (when the snapshot is
+// older); new keys get a new record. Merge never removes a record.
+func (h *History) Merge(s Snapshot) {
+	idx := make(map[Key]int, len(h.Records))
+	for i, r := range h.Records {
+		idx[r.Key] = i
+	}
+	for _, e := range s.Entries {
+		if e.Cluster == "" {
+			e.Cluster = s.Cluster
+		}
+		if e.Time.IsZero() {
+			e.Time = s.Time
+		}
+		e.Time = e.Time.UTC()
+		k := e.key()
+		i, ok := idx[k]
+		if !ok {
+			h.Records = append(h.Records, Record{Key: k, FirstSeen: e.Time})
+			i = len(h.Records) - 1
+			idx[k] = i
+		}
+		r := &h.Records[i]
+		if e.Time.Before(r.FirstSeen) {
+			r.FirstSeen = e.Time
+		}
+		if !e.Time.Before(r.LastSeen) {
+			r.LastSeen = e.Time
+			r.Pod, r.Node, r.Image, r.ImageID = e.Pod, e.Node, e.Image, e.ImageID
+			r.PullPolicy, r.StartedAt, r.RestartCount = e.PullPolicy, e.StartedAt, e.RestartCount
+		}
+	}
+	h.sort()
+}
+
+func (r Record) entry(t time.Time) Entry {
+	return Entry{
+		Cluster: r.Cluster, Time: t, Namespace: r.Namespace, OwnerKind: r.OwnerKind, OwnerName: r.OwnerName,
+		Pod: r.Pod, Container: r.Container, Image: r.Image, Digest: r.Digest, ImageID: r.ImageID,
+		Node: r.Node, PullPolicy: r.PullPolicy, StartedAt: r.StartedAt, RestartCount: r.RestartCount,
+	}
+}
+
+func (h *History) sort() {
+	slices.SortFunc(h.Records, func(a, b Record) int { return compareKeys(a.Key, b.Key) })
+}
+
+// Latest returns the most recent snapshot of cluster that h holds: the
+// records last seen at the cluster's latest LastSeen, with their last pod.
+// It holds one entry per (owner, container, digest), not per pod, which is
+// what Diff needs. ok is false when h has nothing for cluster.
+func (h *History) Latest(cluster string) (s Snapshot, ok bool) {
+	var last time.Time
+	for _, r := range h.Records {
+		if r.Cluster == cluster && r.LastSeen.After(last) {
+			last = r.LastSeen
+		}
+	}
+	if last.IsZero() {
+		return Snapshot{}, false
+	}
+	s = Snapshot{Cluster: cluster, Time: last}
+	for _, r := range h.Records {
+		if r.Cluster == cluster && r.LastSeen.Equal(last) {
+			s.Entries = append(s.Entries, r.entry(last))
+		}
+	}
+	return s, true
+}
+
+// Query selects the records of one container of one owner.
+type Query struct {
+	Cluster                         string // "" matches every cluster
+	Namespace, OwnerKind, OwnerName string
+	Container                       string
+}
+
+// Running returns the record of the digest most recently seen running for
+// q: the greatest LastSeen, and among records last seen at the same time
+// (an owner whose pods ran different digests at the last snapshot) the one
+// first seen most recently, the newest rollout. Records without a digest are
+// skipped. It is the digest `regcheck pin --from-records` pins to; use
+// Find to see whether the choice was ambiguous.
+func (h *History) Running(q Query) (Record, bool) {
+	rs := h.Find(q)
+	if len(rs) == 0 {
+		return Record{}, false
+	}
+	return rs[0], true
+}
+
+// Find returns every record with a digest for q, newest first: by
+// LastSeen, then FirstSeen, both descending, then by digest.
+func (h *History) Find(q Query) []Record {
+	var out []Record
+	for _, r := range h.Records {
+		if r.Digest == "" || q.Cluster != "" && r.Cluster != q.Cluster ||
+			r.Namespace != q.Namespace || r.OwnerKind != q.OwnerKind || r.OwnerName != q.OwnerName || r.Container != q.Container {
+			continue
+		}
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b Record) int {
+		return cmp.Or(b.LastSeen.Compare(a.LastSeen), b.FirstSeen.Compare(a.FirstSeen), strings.Compare(a.Digest, b.Digest), strings.Compare(a.Cluster, b.Cluster))
+	})
+	return out
+}
+
+// Change is a container running a digest it did not run at the previous snapshot.
+type Change struct {
+	Cluster, Namespace, OwnerKind, OwnerName, Container string
+	Pod, Node, Image                                    string
+	From                                                []string // digests seen before (the same pod's, else the owner container's), sorted
+	To                                                  string
+}
+
+// Diff reports the containers of cur running a different digest than at
+// prev, which should be the previous snapshot of the same cluster. A pod
+// present in both is compared with itself; a pod new in cur is compared with
+// every digest its owner's container ran in prev, and reported only if its
+// digest is not among them. Containers with no digest on either side, and
+// owners absent from prev, are not changes.
+func Diff(prev, cur Snapshot) []Change {
+	type ownerC struct{ cluster, ns, kind, name, container string }
+	type podC struct {
+		ownerC
+		pod string
+	}
+	byPod := map[podC]string{}
+	byOwner := map[ownerC][]string{}
+	for _, e := range prev.Entries {
+		if e.Digest == "" {
+			continue
+		}
+		o := ownerC{cmp.Or(e.Cluster, prev.Cluster), e.Namespace, e.OwnerKind, e.OwnerName, e.Container}
+		byPod[podC{o, e.Pod}] = e.Digest
+		if !slices.Contains(byOwner[o], e.Digest) {
+			byOwner[o] = append(byOwner[o], e.Digest)
+		}
+	}
+	var out []Change
+	for _, e := range cur.Entries {
+		if e.Digest == "" {
+			continue
+		}
+		o := ownerC{cmp.Or(e.Cluster, cur.Cluster), e.Namespace, e.OwnerKind, e.OwnerName, e.Container}
+		var from []string
+		if d, ok := byPod[podC{o, e.Pod}]; ok {
+			if d == e.Digest {
+				continue
+			}
+			from = []string{d}
+		} else {
+			ds := byOwner[o]
+			if len(ds) == 0 || slices.Contains(ds, e.Digest) {
+				continue
+			}
+			from = slices.Sorted(slices.Values(ds))
+		}
+		out = append(out, Change{
+			Cluster: o.cluster, Namespace: e.Namespace, OwnerKind: e.OwnerKind, OwnerName: e.OwnerName, Container: e.Container,
+			Pod: e.Pod, Node: e.Node, Image: e.Image, From: from, To: e.Digest,
+		})
+	}
+	return out
+}

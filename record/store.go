@@ -1,0 +1,164 @@
+package record
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Store holds a History somewhere.
+type Store interface {
+	// Load returns the stored history, or an empty one if none is stored yet.
+	Load(ctx context.Context) (*History, error)
+	// Update loads the history, calls fn on it and stores the result,
+	// atomically with respect to other Updates of the same store.
+	Update(ctx context.Context, fn func(*History) error) (UpdateResult, error)
+}
+
+// UpdateResult says what Update had to do beyond storing the history.
+type UpdateResult struct {
+	// Trimmed is how many of the oldest records (by LastSeen) were dropped
+	// to fit the store's size limit. Only the ConfigMap store trims.
+	Trimmed int
+	// Message explains Trimmed in a sentence; empty when nothing was trimmed.
+	Message string
+}
+
+// Result is what Save did.
+type Result struct {
+	UpdateResult
+	// Previous is the cluster's previous snapshot as the history held it;
+	// Time is zero when the history had none.
+	Previous Snapshot
+	// Changes are the containers now running a digest they did not run at Previous.
+	Changes []Change
+}
+
+// Save merges snap into the history in st and reports what changed since
+// the previous snapshot of the same cluster.
+func Save(ctx context.Context, st Store, snap Snapshot) (Result, error) {
+	var res Result
+	ur, err := st.Update(ctx, func(h *History) error {
+		res.Previous, _ = h.Latest(snap.Cluster)
+		h.Merge(snap)
+		return nil
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	res.UpdateResult = ur
+	if !res.Previous.Time.IsZero() {
+		res.Changes = Diff(res.Previous, snap)
+	}
+	return res, nil
+}
+
+// Decode parses a serialized history. Empty input, invalid JSON, a missing
+// schemaVersion or a newer one than this package knows are errors: a
+// history that cannot be read must not be replaced by a new one.
+func Decode(data []byte) (*History, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, fmt.Errorf("empty history")
+	}
+	var h History
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&h); err != nil {
+		return nil, fmt.Errorf("invalid history: %w", err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("invalid history: trailing data")
+	}
+	switch {
+	case h.SchemaVersion == 0:
+		return nil, fmt.Errorf("invalid history: no schemaVersion")
+	case h.SchemaVersion > SchemaVersion:
+		return nil, fmt.Errorf("history schemaVersion %d is newer than this regcheck supports (%d)", h.SchemaVersion, SchemaVersion)
+	}
+	h.sort()
+	return &h, nil
+}
+
+// Encode serializes h; indent makes it readable (files), compact saves space (ConfigMaps).
+func Encode(h *History, indent bool) ([]byte, error) {
+	out := *h
+	out.SchemaVersion = SchemaVersion
+	if out.Records == nil {
+		out.Records = []Record{}
+	}
+	if indent {
+		b, err := json.MarshalIndent(&out, "", "  ")
+		return append(b, '\n'), err
+	}
+	return json.Marshal(&out)
+}
+
+// trim drops the oldest records (by LastSeen) until the encoded history
+// fits in max bytes. It returns the encoding and how many records it dropped.
+func trim(h *History, max int) ([]byte, int, error) {
+	b, err := Encode(h, false)
+	if err != nil || len(b) <= max {
+		return b, 0, err
+	}
+	// Oldest first; ties broken by key so trimming is deterministic.
+	order := make([]int, len(h.Records))
+	for i := range order {
+		order[i] = i
+	}
+	recs := h.Records
+	slices.SortFunc(order, func(a, b int) int {
+		return cmp.Or(recs[a].LastSeen.Compare(recs[b].LastSeen), compareKeys(recs[a].Key, recs[b].Key))
+	})
+	// Estimate how many to drop from per-record sizes, then check and adjust.
+	drop := 0
+	excess := len(b) - max
+	for drop < len(order) && excess > 0 {
+		rb, err := json.Marshal(recs[order[drop]])
+		if err != nil {
+			return nil, 0, err
+		}
+		excess -= len(rb) + 1
+		drop++
+	}
+	for {
+		gone := make(map[int]bool, drop)
+		for _, i := range order[:drop] {
+			gone[i] = true
+		}
+		kept := &History{SchemaVersion: SchemaVersion}
+		for i, r := range recs {
+			if !gone[i] {
+				kept.Records = append(kept.Records, r)
+			}
+		}
+		b, err = Encode(kept, false)
+		if err != nil {
+			return nil, 0, err
+		}
+		if len(b) <= max || drop == len(order) {
+			if len(b) > max {
+				return nil, 0, fmt.Errorf("an empty history (%d bytes) does not fit in %d bytes", len(b), max)
+			}
+			h.Records = kept.Records
+			return b, drop, nil
+		}
+		drop++
+	}
+}
+
+func trimMessage(where string, max, trimmed, before int, kept []Record) string {
+	msg := fmt.Sprintf("history in %s exceeded %d bytes: trimmed the %d oldest of %d records (by lastSeen)", where, max, trimmed, before)
+	if len(kept) > 0 {
+		oldest := kept[0].LastSeen
+		for _, r := range kept {
+			if r.LastSeen.Before(oldest) {
+				oldest = r.LastSeen
+			}
+		}
+		msg += "; the oldest record kept was last seen " + oldest.Format(time.RFC3339)
+	}
+	return msg
+}
