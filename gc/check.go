@@ -14,10 +14,14 @@ const SchemaVersion = "regcheck.gc/v1"
 // Report is what gc-check found: what a collector run would delete, which
 // in-use images that breaks, and what is broken already.
 type Report struct {
-	SchemaVersion  string `json:"schemaVersion"`
-	Storage        string `json:"storage"`
-	Model          Model  `json:"model"`
-	DeleteUntagged bool   `json:"deleteUntagged"`
+	SchemaVersion string `json:"schemaVersion"`
+	// Mode is how the prediction was made: ModeStorage read the registry's
+	// files, ModeAPI asked the registries in Registries through their API.
+	Mode           Mode     `json:"mode"`
+	Storage        string   `json:"storage,omitempty"`
+	Registries     []string `json:"registries,omitempty"`
+	Model          Model    `json:"model"`
+	DeleteUntagged bool     `json:"deleteUntagged"`
 	// Abort is set when the collector would stop and delete nothing.
 	Abort *Abort `json:"abort,omitempty"`
 	// WouldBreak are in-use images the run would break (or strip of
@@ -33,6 +37,8 @@ type Report struct {
 	Counts  Counts    `json:"counts"`
 	// Advice says what to do, most urgent first.
 	Advice []string `json:"advice"`
+	// Notes say what the prediction could not see.
+	Notes []string `json:"notes,omitempty"`
 
 	plan *Plan
 }
@@ -91,7 +97,7 @@ func Check(s *Storage, opts Options, targets []scan.Target) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{SchemaVersion: SchemaVersion, Storage: s.Root, Model: opts.Model, DeleteUntagged: opts.DeleteUntagged,
+	rep := &Report{SchemaVersion: SchemaVersion, Mode: ModeStorage, Storage: s.Root, Model: opts.Model, DeleteUntagged: opts.DeleteUntagged,
 		Abort: plan.Abort, WouldBreak: []Entry{}, AlreadyBroken: []Entry{}, Skipped: []Skipped{}, plan: plan}
 	inUse, skipped := Resolve(s, targets, opts.Host)
 	rep.Skipped = append(rep.Skipped, skipped...)

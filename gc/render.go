@@ -25,7 +25,11 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if r.DeleteUntagged {
 		du = "with --delete-untagged"
 	}
-	fmt.Fprintf(tw, "GC model %s %s on %s\n", r.Model, du, r.Storage)
+	if r.Mode == ModeAPI {
+		fmt.Fprintf(tw, "GC model %s %s, predicted through the registry API of %s\n", r.Model, du, strings.Join(r.Registries, ", "))
+	} else {
+		fmt.Fprintf(tw, "GC model %s %s on %s\n", r.Model, du, r.Storage)
+	}
 	if r.Abort != nil {
 		fmt.Fprintf(tw, "\nThe collector would ABORT and delete nothing:\n  %s\n", r.Abort.Message)
 	}
@@ -64,9 +68,16 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintf(tw, "\nskipped %s: %s", s.Reference, s.Reason)
 	}
 	c := r.Counts
-	fmt.Fprintf(tw, "\n%d would break, %d already broken; would delete %d manifests, %d blobs, %d layer links\n", c.WouldBreak, c.AlreadyBroken, c.Manifests, c.Blobs, c.LayerLinks)
+	if r.Mode == ModeAPI {
+		fmt.Fprintf(tw, "\n%d would break, %d already broken; would delete %d manifests (blobs: storage mode only)\n", c.WouldBreak, c.AlreadyBroken, c.Manifests)
+	} else {
+		fmt.Fprintf(tw, "\n%d would break, %d already broken; would delete %d manifests, %d blobs, %d layer links\n", c.WouldBreak, c.AlreadyBroken, c.Manifests, c.Blobs, c.LayerLinks)
+	}
 	if len(r.Advice) > 0 {
 		fmt.Fprintf(tw, "\nWhat to do:\n  - %s\n", strings.Join(r.Advice, "\n  - "))
+	}
+	if len(r.Notes) > 0 {
+		fmt.Fprintf(tw, "\nNotes:\n  - %s\n", strings.Join(r.Notes, "\n  - "))
 	}
 	return tw.Flush()
 }

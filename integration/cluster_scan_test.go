@@ -6,9 +6,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -304,6 +307,57 @@ func TestClusterScan(t *testing.T) {
 		pod2.Status.ContainerStatuses[0].ImageID = "docker-pullable://" + ref("c/coturn", "@"+coturnA)
 		if _, err := cs.CoreV1().Pods(ns).UpdateStatus(ctx, pod2, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
+		}
+	})
+
+	// pin --from-cluster and --from-records pin to the digest that runs (A),
+	// not to the one the tag has moved to (B): the safe choice, already on
+	// the nodes.
+	t.Run("pin to what runs", func(t *testing.T) {
+		manifest := fmt.Sprintf(`# coturn, as deployed
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: coturn
+  namespace: %s
+spec:
+  template:
+    spec:
+      containers:
+        - name: coturn
+          image: %s # the TURN relay
+          imagePullPolicy: Always
+`, ns, ref("c/coturn", ":latest"))
+		history := filepath.Join(t.TempDir(), "history.json")
+		var out, errb bytes.Buffer
+		if code := cli.Run(ctx, cli.Streams{Out: &out, Err: &errb}, []string{"record", "-A", "--kubeconfig", kubeconfig, "--out", history}); code != cli.ExitClean {
+			t.Fatalf("record: exit %d\n%s", code, errb.String())
+		}
+		for _, source := range [][]string{
+			{"--from-cluster", "-A", "--kubeconfig", kubeconfig},
+			{"--from-records", history},
+		} {
+			dir := t.TempDir()
+			file := filepath.Join(dir, "coturn.yaml")
+			if err := os.WriteFile(file, []byte(manifest), 0o640); err != nil {
+				t.Fatal(err)
+			}
+			out.Reset()
+			errb.Reset()
+			args := append([]string{"pin", "--write", "--pull-policy", "IfNotPresent"}, append(source, dir)...)
+			if code := cli.Run(ctx, cli.Streams{Out: &out, Err: &errb}, args); code != cli.ExitClean {
+				t.Fatalf("pin %v: exit %d\n%s%s", source, code, out.String(), errb.String())
+			}
+			got, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := strings.NewReplacer(
+				ref("c/coturn", ":latest"), ref("c/coturn", ":latest@"+coturnA),
+				"imagePullPolicy: Always", "imagePullPolicy: IfNotPresent").Replace(manifest)
+			if string(got) != want {
+				t.Errorf("pin %v wrote:\n%s\nwant:\n%s", source, got, want)
+			}
 		}
 	})
 

@@ -238,7 +238,9 @@ func TestPinCheck(t *testing.T) {
 		var doc struct {
 			Version string
 			Runs    []struct {
-				Tool struct{ Driver struct{ Rules []struct{ ID string } } }
+				Tool struct {
+					Driver struct{ Rules []struct{ ID string } }
+				}
 				Results []struct {
 					RuleID    string
 					Level     string

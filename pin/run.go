@@ -376,7 +376,7 @@ type plan struct {
 	running string // the digest Config.Running gave
 	change  bool   // the reference is to be (re)pinned
 
-	digest   string   // the digest to pin to, once resolved
+	digest   string // the digest to pin to, once resolved
 	verdict  scan.Verdict
 	problems []string // the walk's findings, for the messages
 	fault    string   // why the digest could not be had

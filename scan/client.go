@@ -40,6 +40,8 @@ type client struct {
 	tags  memo[string, descriptor]
 	mfs   memo[string, manifestBytes]
 	blobs memo[string, struct{}]
+	// tagLists holds each repository's tag list (see Scanner.Tags).
+	tagLists memo[string, []string]
 }
 
 type descriptor struct {

@@ -139,6 +139,9 @@ func advice(c Code, platform, digest string) string {
 	case ManifestMissing:
 		return "the digest is gone from the registry: rebuild and push, then pin the workload to the new digest"
 	case ChildMissing:
+		if digest == "" {
+			return fmt.Sprintf("build and push the image for %s, or drop the platform if no such node runs it", platform)
+		}
 		return fmt.Sprintf("rebuild and push; the tag resolves but its %s manifest %s is gone", platform, ShortDigest(digest))
 	case BlobMissing:
 		return "rebuild and push; the manifest resolves but a blob it needs is gone"

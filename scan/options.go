@@ -83,7 +83,8 @@ func WithConcurrency(n int) Option {
 	}
 }
 
-// WithTimeout bounds each request, retries apart. The default is 30s.
+// WithTimeout bounds each request, its retries and their waits included.
+// The default is 30s.
 func WithTimeout(d time.Duration) Option {
 	return func(o *options) error {
 		if d <= 0 {

@@ -213,12 +213,19 @@ func TestCheckDamage(t *testing.T) {
 			want:    []findingKey{{scan.ChildMissing, arm.Digest.String(), "linux/arm64/v8"}},
 		},
 		{
-			name:    "attestation of a platform not required",
+			name:    "attestation of a required platform",
 			ref:     buildx.Ref,
 			hook:    hide(manifestPath("buildx", bxAtt.Digest.String())),
-			options: []scan.Option{scan.WithPlatforms("linux/arm64", "linux/amd64")},
+			options: []scan.Option{scan.WithPlatforms("linux/amd64")},
 			verdict: scan.AtRisk,
 			want:    []findingKey{{scan.AttestationMissing, bxAtt.Digest.String(), "unknown/unknown"}},
+		},
+		{
+			name:    "no child for a required platform",
+			ref:     buildx.Ref,
+			options: []scan.Option{scan.WithPlatforms("linux/arm64", "linux/amd64")},
+			verdict: scan.Broken,
+			want:    []findingKey{{scan.ChildMissing, "", "linux/arm64"}},
 		},
 	}
 	for _, tc := range tests {
@@ -570,9 +577,18 @@ func TestOptions(t *testing.T) {
 				// Check must refuse the options before asking anything.
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				defer cancel()
-				im, err := scan.Check(ctx, "127.0.0.1:1/x:y", tc.opt)
-				if err == nil || errors.Is(err, context.DeadlineExceeded) {
-					t.Errorf("Check: %+v, %v; want the options' error", im, err)
+				done := make(chan error, 1)
+				go func() {
+					_, err := scan.Check(ctx, "127.0.0.1:1/x:y", tc.opt)
+					done <- err
+				}()
+				select {
+				case err := <-done:
+					if err == nil || errors.Is(err, context.DeadlineExceeded) {
+						t.Errorf("Check: %v; want the options' error", err)
+					}
+				case <-time.After(10 * time.Second):
+					t.Errorf("Check still running after 10s; want the options' error")
 				}
 			}
 		})

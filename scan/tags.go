@@ -7,11 +7,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"weak"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"golang.org/x/sync/errgroup"
@@ -19,23 +17,6 @@ import (
 
 // maxTagPages bounds the pages of one tag listing a registry may send.
 const maxTagPages = 1000
-
-// tagLists keeps each Scanner's tag listings, one per repository. It lives
-// beside the Scanner rather than in it, and an entry is dropped when its
-// Scanner is collected.
-var tagLists sync.Map // weak.Pointer[Scanner] → *memo[string, []string]
-
-func (s *Scanner) tagMemo() *memo[string, []string] {
-	k := weak.Make(s)
-	if m, ok := tagLists.Load(k); ok {
-		return m.(*memo[string, []string])
-	}
-	m, loaded := tagLists.LoadOrStore(k, &memo[string, []string]{})
-	if !loaded {
-		runtime.AddCleanup(s, func(k weak.Pointer[Scanner]) { tagLists.Delete(k) }, k)
-	}
-	return m.(*memo[string, []string])
-}
 
 // Tags returns every tag of repo ("registry/path", or any reference to the
 // repository, as Parse reads it) with GET /v2/<repo>/tags/list, following
@@ -50,7 +31,7 @@ func (s *Scanner) Tags(ctx context.Context, repo string) ([]string, error) {
 }
 
 func (s *Scanner) tags(ctx context.Context, repo name.Repository) ([]string, error) {
-	return s.tagMemo().do(ctx, repo.Name(), func() ([]string, error) {
+	return s.c.tagLists.do(ctx, repo.Name(), func() ([]string, error) {
 		var out []string
 		page := "list"
 		seen := map[string]bool{}

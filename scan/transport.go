@@ -1,8 +1,10 @@
 package scan
 
 import (
+	"bytes"
 	"crypto/tls"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"sort"
@@ -88,6 +90,48 @@ func requestKind(req *http.Request) string {
 	return "other"
 }
 
+// pingCache answers a registry's version check (GET /v2/) from memory after
+// the first time per scheme and host: go-containerregistry pings once per
+// repository, and a scan may touch hundreds of repositories on one registry.
+// The ping carries no credentials; its answer is the auth challenge.
+type pingCache struct {
+	next http.RoundTripper
+	m    memo[string, pingAnswer]
+}
+
+type pingAnswer struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (p *pingCache) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method != http.MethodGet || (req.URL.Path != "/v2/" && req.URL.Path != "/v2") || req.Header.Get("Authorization") != "" {
+		return p.next.RoundTrip(req)
+	}
+	a, err := p.m.do(req.Context(), req.URL.Scheme+"://"+req.URL.Host, func() (pingAnswer, error) {
+		resp, err := p.next.RoundTrip(req)
+		if err != nil {
+			return pingAnswer{}, err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		if err != nil {
+			return pingAnswer{}, err
+		}
+		return pingAnswer{status: resp.StatusCode, header: resp.Header.Clone(), body: body}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &http.Response{
+		Status: fmt.Sprintf("%d %s", a.status, http.StatusText(a.status)), StatusCode: a.status,
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: a.header.Clone(), Body: io.NopCloser(bytes.NewReader(a.body)), ContentLength: int64(len(a.body)),
+		Request: req,
+	}, nil
+}
+
 // plainHTTPGuard refuses plain-HTTP requests to hosts other than loopback and
 // the ones the user named insecure, so that credentials and pulls never fall
 // back to cleartext on their own.
@@ -130,7 +174,7 @@ func isLoopback(hostport string) bool {
 }
 
 // buildTransport layers the transport every request goes through, innermost
-// first: base → counter → retry → plain-HTTP guard → user agent. The registry auth layer
+// first: base → counter → retry → ping cache → plain-HTTP guard → user agent. The registry auth layer
 // (go-containerregistry's) goes on top, per repository.
 func buildTransport(o *options) (http.RoundTripper, *counter) {
 	base := o.transport
@@ -143,5 +187,5 @@ func buildTransport(o *options) (http.RoundTripper, *counter) {
 	}
 	c := &counter{next: base, n: map[RequestCount]int{}}
 	rt := &retry.Transport{Next: c, Attempts: o.attempts, Base: o.backoff, Max: o.maxBackoff}
-	return transport.NewUserAgent(plainHTTPGuard{next: rt, insecure: o.insecure}, o.userAgent), c
+	return transport.NewUserAgent(plainHTTPGuard{next: &pingCache{next: rt}, insecure: o.insecure}, o.userAgent), c
 }

@@ -171,6 +171,19 @@ func (w *walker) walkIndex(ctx context.Context, p parsed, depth int) {
 			required[d.Digest.String()] = true
 		}
 	}
+	// A platform the index has no child for cannot be pulled on such a node.
+	for _, want := range w.o.platforms {
+		found := false
+		for _, d := range p.Manifests {
+			if !isAttestation(d) && (d.Platform == nil || matches(d.Platform, want)) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			w.add(newFinding(ChildMissing, "", want.String(), "the index has no manifest for %s: a %s node cannot pull it", want.String(), want.String()))
+		}
+	}
 	g, ctx := errgroup.WithContext(ctx)
 	for _, d := range p.Manifests {
 		att := isAttestation(d)
@@ -257,12 +270,17 @@ func (w *walker) wanted(d ocispec.Descriptor) bool {
 		return true // a child with no platform cannot be ruled out
 	}
 	for _, want := range w.o.platforms {
-		if d.Platform.OS == want.OS && d.Platform.Architecture == want.Architecture &&
-			(want.Variant == "" || d.Platform.Variant == want.Variant) {
+		if matches(d.Platform, want) {
 			return true
 		}
 	}
 	return false
+}
+
+// matches reports whether a child's platform serves a wanted one; a wanted
+// platform without a variant accepts any.
+func matches(p *ocispec.Platform, want v1.Platform) bool {
+	return p.OS == want.OS && p.Architecture == want.Architecture && (want.Variant == "" || p.Variant == want.Variant)
 }
 
 func isAttestation(d ocispec.Descriptor) bool {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/regcheck/regcheck/gc"
 	"github.com/regcheck/regcheck/scan"
@@ -17,6 +18,9 @@ type gcCheckFlags struct {
 	deleteUntagged bool
 	output         string
 	host           string
+	concurrency    int
+	timeout        time.Duration
+	insecure       []string
 }
 
 func newGCCheckCmd(s Streams, g *globals) *cobra.Command {
@@ -42,13 +46,23 @@ It prints what would be deleted per repository and, for the in-use images
 surveys what is already broken: unlinked index children, revision and
 _layers links whose blob data is gone, tags whose manifest is gone.
 
-API mode (no --storage) is not implemented yet.
+Without --storage (API mode) it asks the registry instead, through its API:
+the repositories of its _catalog where the registry allows listing them, else
+those of the in-use images; their tags; and the manifests the tags and the
+in-use pins reach. It reports the in-use digests no tag names directly (index
+children under distribution-2.8, pins whose tag moved) or, under
+distribution-3, that no tag reaches at all; which in-use images that breaks
+and how; and what is broken already, as "regcheck scan" sees it. API mode
+lists manifests only: which blobs a run deletes depends on blob sharing,
+which only storage mode sees. Without --delete-untagged no manifest is
+deleted by either model, and the report says so.
 
 Exit codes: 0 nothing in use breaks; 1 an in-use image would break or is
 already broken; 2 usage or configuration error; 3 incomplete (some inputs
 could not be read).`,
 		Example: `  regcheck gc-check --storage /var/lib/registry --delete-untagged -f k8s/
-  regcheck gc-check --storage /var/lib/registry --gc-model distribution-3 --delete-untagged -o json reg.example.com/app:v1`,
+  regcheck gc-check --storage /var/lib/registry --gc-model distribution-3 --delete-untagged -o json reg.example.com/app:v1
+  regcheck gc-check --delete-untagged -f k8s/                      # API mode: asks each registry the manifests name`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.args = args
 			return runGCCheck(cmd, s, g, f)
@@ -62,6 +76,9 @@ could not be read).`,
 	fl.StringArrayVarP(&f.filenames, "filename", "f", nil, "Kubernetes YAML file or folder to read in-use image references from (repeatable)")
 	fl.StringVar(&f.imagesFrom, "images-from", "", "file with one in-use image reference per line (# comments; - for stdin)")
 	fl.StringVarP(&f.output, "output", "o", "table", "output format: table or json")
+	fl.IntVar(&f.concurrency, "concurrency", 8, "API mode: registry requests in flight at once")
+	fl.DurationVar(&f.timeout, "timeout", 30*time.Second, "API mode: timeout of each registry request")
+	fl.StringArrayVar(&f.insecure, "insecure-registry", nil, "API mode: allow plain HTTP and unverified TLS for this host[:port] only (repeatable)")
 	return cmd
 }
 
@@ -79,10 +96,10 @@ func runGCCheck(cmd *cobra.Command, s Streams, g *globals, f *gcCheckFlags) erro
 	default:
 		return usageError(fmt.Errorf("--output %q: want table or json", f.output))
 	}
-	if f.storage == "" {
-		return usageError(errors.New("API mode is not implemented yet: give --storage"))
-	}
 	targets, incomplete := gcCheckTargets(s, g, f)
+	if f.storage == "" {
+		return runGCCheckAPI(cmd, s, g, f, model, render, targets, incomplete)
+	}
 	st, err := gc.Open(f.storage)
 	if err != nil {
 		return usageError(fmt.Errorf("--storage: %w", err))
@@ -94,6 +111,11 @@ func runGCCheck(cmd *cobra.Command, s Streams, g *globals, f *gcCheckFlags) erro
 	for _, sk := range rep.Skipped {
 		g.logger.Warn("in-use image not checked", "ref", sk.Reference, "reason", sk.Reason)
 	}
+	return gcCheckReport(s, rep, render, incomplete)
+}
+
+// gcCheckReport renders rep and picks the exit code.
+func gcCheckReport(s Streams, rep *gc.Report, render func(*gc.Report, io.Writer) error, incomplete bool) error {
 	if err := render(rep, s.Out); err != nil {
 		return fmt.Errorf("writing the report: %w", err)
 	}
@@ -108,6 +130,38 @@ func runGCCheck(cmd *cobra.Command, s Streams, g *globals, f *gcCheckFlags) erro
 		return &exitError{code: ExitIncomplete}
 	}
 	return nil
+}
+
+// runGCCheckAPI is API mode: no storage, the registries' API.
+func runGCCheckAPI(cmd *cobra.Command, s Streams, g *globals, f *gcCheckFlags, model gc.Model, render func(*gc.Report, io.Writer) error, targets []scan.Target, incomplete bool) error {
+	if len(targets) == 0 && f.host == "" {
+		if incomplete {
+			return &exitError{code: ExitIncomplete, err: errors.New("no image references could be read")}
+		}
+		return usageError(errors.New("API mode needs in-use images (arguments, -f, --images-from) or --registry; or give --storage"))
+	}
+	sc, err := scan.New(
+		scan.WithConcurrency(f.concurrency),
+		scan.WithTimeout(f.timeout),
+		scan.WithInsecureRegistries(f.insecure...),
+		scan.WithLogger(g.logger),
+		scan.WithUserAgent("regcheck/"+Version),
+	)
+	if err != nil {
+		return usageError(err)
+	}
+	rep, err := gc.CheckAPI(cmd.Context(), sc, gc.Options{Model: model, DeleteUntagged: f.deleteUntagged, Host: f.host}, targets)
+	if rep == nil {
+		return &exitError{code: ExitIncomplete, err: err}
+	}
+	if err != nil {
+		g.logger.Error("gc-check incomplete", "err", err)
+		incomplete = true
+	}
+	for _, sk := range rep.Skipped {
+		g.logger.Warn("in-use image not checked", "ref", sk.Reference, "reason", sk.Reason)
+	}
+	return gcCheckReport(s, rep, render, incomplete)
 }
 
 // gcCheckTargets is the in-use set: arguments, -f manifests, --images-from.

@@ -64,7 +64,7 @@ func TestGCCheck(t *testing.T) {
 		{"bad model", []string{"--storage", root, "--gc-model", "distribution-4"}, ExitUsage, ""},
 		{"bad output", []string{"--storage", root, "-o", "yaml"}, ExitUsage, ""},
 		{"not storage", []string{"--storage", t.TempDir()}, ExitUsage, ""},
-		{"no storage: API mode not yet", []string{"reg.example/app:v1"}, ExitUsage, ""},
+		{"API mode needs an in-use set", []string{"--delete-untagged"}, ExitUsage, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errb bytes.Buffer

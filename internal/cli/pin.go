@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/regcheck/regcheck/inventory"
 	"github.com/regcheck/regcheck/manifest"
 	"github.com/regcheck/regcheck/pin"
 	"github.com/regcheck/regcheck/record"
@@ -29,6 +30,8 @@ type pinFlags struct {
 	exclude     []string
 	imagesOnly  string
 	fromRecords string
+	fromCluster bool
+	kube        kubeFlags
 	output      string
 	concurrency int
 	timeout     time.Duration
@@ -71,7 +74,8 @@ could not be handled (nothing else failed).`,
   regcheck pin --write k8s/
   regcheck pin --check -o github k8s/      # in CI
   regcheck pin --update --write --images-only 'ghcr.io/org/' k8s/
-  regcheck pin --from-records history.json --write k8s/`,
+  regcheck pin --from-records history.json --write k8s/
+  regcheck pin --from-cluster -A --write k8s/  # pin to what runs now`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.paths = args
 			return runPin(cmd, s, g, f)
@@ -86,6 +90,8 @@ could not be handled (nothing else failed).`,
 	fl.StringArrayVar(&f.exclude, "exclude", nil, "skip files matching this glob, relative to each PATH; without a slash it matches any path element (repeatable)")
 	fl.StringVar(&f.imagesOnly, "images-only", "", "only touch references (as written) matching this regular expression")
 	fl.StringVar(&f.fromRecords, "from-records", "", "pin to the digest last recorded running (history file of regcheck record) instead of the tag's")
+	fl.BoolVar(&f.fromCluster, "from-cluster", false, "pin to the digest each workload's container runs now in the cluster (its pods' imageIDs) instead of the tag's")
+	f.kube.addTo(fl)
 	fl.StringVarP(&f.output, "output", "o", "text", "output of --check: "+strings.Join(pinFormats, ", "))
 	fl.IntVar(&f.concurrency, "concurrency", 8, "registry requests in flight at once")
 	fl.DurationVar(&f.timeout, "timeout", 30*time.Second, "timeout of each registry request")
@@ -97,6 +103,10 @@ could not be handled (nothing else failed).`,
 func runPin(cmd *cobra.Command, s Streams, g *globals, f *pinFlags) error {
 	c, err := f.config(cmd, g)
 	if err != nil {
+		var ee *exitError
+		if errors.As(err, &ee) {
+			return err // already carries its exit code
+		}
 		return usageError(err)
 	}
 	paths := f.paths
@@ -164,6 +174,23 @@ func runPin(cmd *cobra.Command, s Streams, g *globals, f *pinFlags) error {
 	return pinExit(r)
 }
 
+// runningIn looks up the digest h last saw running for a manifest's
+// workload container. Compose services and kustomize entries have no
+// workload to look up.
+func runningIn(h *record.History) func(manifest.Image) (string, bool) {
+	return func(img manifest.Image) (string, bool) {
+		if img.Kind == "Compose" || img.Kind == "Kustomization" {
+			return "", false
+		}
+		ns := img.Namespace
+		if ns == "" {
+			ns = "default"
+		}
+		rec, ok := h.Running(record.Query{Namespace: ns, OwnerKind: img.Kind, OwnerName: img.Name, Container: img.Container})
+		return rec.Digest, ok
+	}
+}
+
 func (f *pinFlags) config(cmd *cobra.Command, g *globals) (pin.Config, error) {
 	c := pin.Config{
 		Check: f.check, Write: f.write, Update: f.update, AllowBroken: f.allowBroken,
@@ -173,8 +200,12 @@ func (f *pinFlags) config(cmd *cobra.Command, g *globals) (pin.Config, error) {
 		return c, fmt.Errorf("-o %q: want %s", f.output, strings.Join(pinFormats, ", "))
 	}
 	switch {
-	case f.check && (f.write || f.update || f.fromRecords != "" || f.allowBroken || f.pullPolicy != ""):
-		return c, errors.New("--check changes nothing: it cannot be combined with --write, --update, --from-records, --allow-broken or --pull-policy")
+	case f.check && (f.write || f.update || f.fromRecords != "" || f.fromCluster || f.allowBroken || f.pullPolicy != ""):
+		return c, errors.New("--check changes nothing: it cannot be combined with --write, --update, --from-records, --from-cluster, --allow-broken or --pull-policy")
+	case f.fromRecords != "" && f.fromCluster:
+		return c, errors.New("--from-records and --from-cluster cannot be used together")
+	case !f.fromCluster && (f.kube.allNamespaces || f.kube.namespace != "" || f.kube.context != "" || f.kube.kubeconfig != ""):
+		return c, errors.New("--kubeconfig, --context, -n and -A go with --from-cluster")
 	case !f.check && f.output != "text":
 		return c, errors.New("-o is for --check; pin prints a diff or the changes made")
 	}
@@ -193,17 +224,21 @@ func (f *pinFlags) config(cmd *cobra.Command, g *globals) (pin.Config, error) {
 		if err != nil {
 			return c, fmt.Errorf("--from-records: %w", err)
 		}
-		c.Running = func(img manifest.Image) (string, bool) {
-			if img.Kind == "Compose" || img.Kind == "Kustomization" {
-				return "", false
-			}
-			ns := img.Namespace
-			if ns == "" {
-				ns = "default"
-			}
-			rec, ok := h.Running(record.Query{Namespace: ns, OwnerKind: img.Kind, OwnerName: img.Name, Container: img.Container})
-			return rec.Digest, ok
+		c.Running = runningIn(h)
+	}
+	if f.fromCluster {
+		kt, err := f.kube.connect()
+		if err != nil {
+			return c, err
 		}
+		inv, err := inventory.List(cmd.Context(), kt.client, kt.namespace)
+		if err != nil {
+			return c, &exitError{code: ExitIncomplete, err: fmt.Errorf("--from-cluster: reading %s: %w", kt.name, err)}
+		}
+		// What runs now, as a one-snapshot history: the same lookup as --from-records.
+		h := record.NewHistory()
+		h.Merge(record.FromInventory(kt.name, time.Now(), inv))
+		c.Running = runningIn(h)
 	}
 	if f.check {
 		return c, c.Validate()

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -179,7 +181,7 @@ func TestPinUsage(t *testing.T) {
 // pagedRegistry serves gcr's in-memory registry but pages tags/list one
 // tag at a time with Link headers, and counts the pages asked for.
 func pagedRegistry(t *testing.T) (*httptest.Server, *atomic.Int32) {
-	reg := registry.New()
+	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
 	var pages atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !strings.HasSuffix(r.URL.Path, "/tags/list") {

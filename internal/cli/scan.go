@@ -16,6 +16,7 @@ import (
 type scanFlags struct {
 	inputs
 	cluster     bool
+	pullSecrets bool
 	kube        kubeFlags
 	output      string
 	failOn      string
@@ -59,6 +60,7 @@ nothing at or above --fail-on found).`,
 	fl.StringArrayVar(&f.platforms, "platform", nil, "only require index children for this os/arch[/variant] (repeatable; default: every child)")
 	fl.StringArrayVar(&f.insecure, "insecure-registry", nil, "allow plain HTTP and unverified TLS for this host[:port] only (repeatable)")
 	fl.BoolVar(&f.cluster, "cluster", false, "scan what a live cluster runs and will run: pods and the templates of their workloads, with drift against the running digests")
+	fl.BoolVar(&f.pullSecrets, "pull-secrets", false, "with --cluster, use each pod's imagePullSecrets and its service account's, as the kubelet does (needs get on secrets and serviceaccounts)")
 	f.kube.addTo(fl)
 	return cmd
 }
@@ -81,14 +83,18 @@ func runScan(cmd *cobra.Command, s Streams, g *globals, f *scanFlags) error {
 	case !f.cluster && (f.kube.allNamespaces || f.kube.namespace != "" || f.kube.context != "" || f.kube.kubeconfig != ""):
 		return usageError(errors.New("--kubeconfig, --context, -n and -A go with --cluster"))
 	}
-	scanner, err := scan.New(
+	if f.pullSecrets && !f.cluster {
+		return usageError(errors.New("--pull-secrets goes with --cluster"))
+	}
+	opts := []scan.Option{
 		scan.WithConcurrency(f.concurrency),
 		scan.WithTimeout(f.timeout),
 		scan.WithPlatforms(f.platforms...),
 		scan.WithInsecureRegistries(f.insecure...),
 		scan.WithLogger(g.logger),
-		scan.WithUserAgent("regcheck/"+Version),
-	)
+		scan.WithUserAgent("regcheck/" + Version),
+	}
+	scanner, err := scan.New(opts...) // validates the options before anything is contacted
 	if err != nil {
 		return usageError(err)
 	}
@@ -100,6 +106,15 @@ func runScan(cmd *cobra.Command, s Streams, g *globals, f *scanFlags) error {
 		inv, err := inventory.List(cmd.Context(), kt.client, kt.namespace)
 		if err != nil {
 			return fmt.Errorf("reading cluster %s: %w", kt.name, err)
+		}
+		if f.pullSecrets {
+			kc, err := cluster.Keychain(cmd.Context(), kt.client, inv)
+			if err != nil {
+				return err
+			}
+			if scanner, err = scan.New(append(opts, scan.WithKeychain(kc))...); err != nil {
+				return usageError(err)
+			}
 		}
 		g.logger.Info("cluster read", "cluster", kt.name, "containers", len(inv.Containers))
 		res, err := cluster.Check(cmd.Context(), scanner, inv)

@@ -60,9 +60,24 @@ type Registry struct {
 	log    *os.File
 }
 
+// Option changes the registry's configuration.
+type Option func(*config)
+
+type config struct {
+	htpasswd string
+}
+
+// WithHtpasswd makes the registry require basic auth against an htpasswd
+// file (bcrypt entries only, as the registry requires).
+func WithHtpasswd(path string) Option { return func(c *config) { c.htpasswd = path } }
+
 // Start writes a config under dir and starts binary serving on addr
 // ("127.0.0.1:0" or "" picks a free port). Storage lives in dir/storage.
-func Start(ctx context.Context, binary, dir, addr string) (*Registry, error) {
+func Start(ctx context.Context, binary, dir, addr string, opts ...Option) (*Registry, error) {
+	var c config
+	for _, o := range opts {
+		o(&c)
+	}
 	if addr == "" || strings.HasSuffix(addr, ":0") {
 		free, err := freeAddr()
 		if err != nil {
@@ -91,6 +106,9 @@ http:
   addr: %s
   secret: regcheck-test-only
 `, r.Root, addr)
+	if c.htpasswd != "" {
+		conf += fmt.Sprintf("auth:\n  htpasswd:\n    realm: regcheck-test\n    path: %s\n", c.htpasswd)
+	}
 	if err := os.WriteFile(r.config, []byte(conf), 0o644); err != nil {
 		return nil, fmt.Errorf("writing registry config: %w", err)
 	}
@@ -127,8 +145,8 @@ func (r *Registry) waitReady(ctx context.Context) error {
 		resp, err := http.DefaultClient.Do(req)
 		if err == nil {
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
+			if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusUnauthorized {
+				return nil // up; a 401 is the auth challenge of a registry with htpasswd
 			}
 		}
 		select {

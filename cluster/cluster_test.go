@@ -1,0 +1,137 @@
+package cluster
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/static"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/regcheck/regcheck/inventory"
+	"github.com/regcheck/regcheck/scan"
+)
+
+func push(t *testing.T, ref, content string) string {
+	t.Helper()
+	img, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.DockerManifestSchema2), static.NewLayer([]byte(content), types.DockerLayer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tag, err := name.NewTag(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(tag, img); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := img.Digest()
+	return d.String()
+}
+
+func deleteManifest(t *testing.T, host, repo, digest string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodDelete, "http://"+host+"/v2/"+repo+"/manifests/"+digest, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("delete %s@%s: %d", repo, digest, resp.StatusCode)
+	}
+}
+
+func TestCheck(t *testing.T) {
+	srv := httptest.NewServer(registry.New())
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+
+	oldApp := push(t, host+"/app:latest", "app v1")
+	newApp := push(t, host+"/app:latest", "app v2") // latest moved after the pod started
+	steady := push(t, host+"/steady:v1", "steady")
+	gone := push(t, host+"/gone:v1", "gone v1")
+	push(t, host+"/gone:v1", "gone v2")
+	deleteManifest(t, host, "gone", gone) // the running digest is deleted from the registry
+	orphan := push(t, host+"/orphan:v1", "orphan v1")
+	push(t, host+"/orphan:v1", "orphan v2") // the pinned digest is untagged now
+
+	inv := &inventory.Inventory{
+		NodeImages: map[string][]string{gone: {"node-a", "node-b"}},
+		Containers: []inventory.Container{
+			{Namespace: "prod", OwnerKind: "Deployment", OwnerName: "app", Pod: "app-1", Container: "app",
+				Image: host + "/app:latest", RunningDigest: oldApp, PullPolicy: "Always", Node: "node-a"},
+			{Namespace: "prod", OwnerKind: "Deployment", OwnerName: "app", Pod: "app-2", Container: "app",
+				Image: host + "/app:latest", RunningDigest: oldApp, PullPolicy: "Always", Node: "node-b"},
+			{Namespace: "prod", OwnerKind: "StatefulSet", OwnerName: "steady", Pod: "steady-0", Container: "db",
+				Image: host + "/steady:v1@" + steady, RunningDigest: steady, PullPolicy: "IfNotPresent"},
+			{Namespace: "prod", OwnerKind: "DaemonSet", OwnerName: "gone", Pod: "gone-x", Container: "agent",
+				Image: host + "/gone:v1", RunningDigest: gone, PullPolicy: "IfNotPresent"},
+			{Namespace: "prod", OwnerKind: "CronJob", OwnerName: "orphan", Container: "job",
+				Image: host + "/orphan:v1@" + orphan, PullPolicy: "IfNotPresent"}, // a template: no pod
+		},
+	}
+	s, err := scan.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Check(context.Background(), s, inv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]*scan.Image{}
+	for _, im := range res.Images {
+		got[im.Reference] = im
+	}
+	for _, tc := range []struct {
+		ref     string
+		verdict scan.Verdict
+		codes   []scan.Code
+	}{
+		{host + "/app:latest", scan.AtRisk, []scan.Code{Drift, MutableReference, PullAlwaysMutable}},
+		{host + "/steady:v1@" + steady, scan.OK, nil},
+		{host + "/gone:v1", scan.AtRisk, []scan.Code{Drift, MutableReference, RunningDigestMissing}},
+		{host + "/orphan:v1@" + orphan, scan.AtRisk, []scan.Code{PinnedDigestUntagged}},
+	} {
+		t.Run(tc.ref, func(t *testing.T) {
+			im := got[tc.ref]
+			if im == nil {
+				t.Fatalf("not in the result; have %v", res.Images)
+			}
+			var codes []scan.Code
+			for _, f := range im.Findings {
+				codes = append(codes, f.Code)
+			}
+			sort.Slice(codes, func(i, j int) bool { return codes[i] < codes[j] })
+			if im.Verdict != tc.verdict || !slices.Equal(codes, tc.codes) {
+				t.Errorf("%s %v, want %s %v", im.Verdict, codes, tc.verdict, tc.codes)
+			}
+		})
+	}
+	app := got[host+"/app:latest"]
+	for _, f := range app.Findings {
+		if f.Code == Drift && (f.Severity != scan.SeverityHigh || f.Digest != newApp || !strings.Contains(f.Message, oldApp)) {
+			t.Errorf("drift on latest with Always: %+v; want high, tag now %s, running %s", f, newApp, oldApp)
+		}
+	}
+	if n := len(app.Findings); n != 3 {
+		t.Errorf("two pods of one Deployment gave %d findings, want one of each code (3)", n)
+	}
+	for _, f := range got[host+"/gone:v1"].Findings {
+		if f.Code == RunningDigestMissing && !strings.Contains(f.Message, "node-a, node node-b") {
+			t.Errorf("running-digest-missing should name the nodes holding it: %s", f.Message)
+		}
+		if f.Code == Drift && f.Severity != scan.SeverityWarning {
+			t.Errorf("drift with IfNotPresent on a version tag: %s, want warning", f.Severity)
+		}
+	}
+}

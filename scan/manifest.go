@@ -1,0 +1,57 @@
+package scan
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+)
+
+// Manifest is a manifest or index as the registry served it.
+type Manifest struct {
+	// Digest is the digest the bytes were fetched by, and hash to.
+	Digest    string
+	MediaType string
+	Body      []byte
+}
+
+// Children returns the manifests an index lists, or nil for an image manifest.
+func (m Manifest) Children() ([]ocispec.Descriptor, error) {
+	p := kindOf(manifestBytes{Body: m.Body, MediaType: m.MediaType})
+	if !isIndex(p.MediaType) {
+		return nil, nil
+	}
+	var idx ocispec.Index
+	if err := json.Unmarshal(m.Body, &idx); err != nil {
+		return nil, fmt.Errorf("parsing index %s: %w", m.Digest, err)
+	}
+	return idx.Manifests, nil
+}
+
+// Manifest fetches what ref points at (resolving a tag first), checking that
+// the bytes hash to the digest. It shares the Scanner's cache: a manifest a
+// walk fetched is not fetched again. Errors unwrap to the Err* sentinels.
+func (s *Scanner) Manifest(ctx context.Context, ref string) (Manifest, error) {
+	_, r, err := s.Parse(ref)
+	if err != nil {
+		return Manifest{}, err
+	}
+	digest := ""
+	switch r := r.(type) {
+	case name.Digest:
+		digest = r.DigestStr()
+	case name.Tag:
+		d, err := s.c.resolve(ctx, r)
+		if err != nil {
+			return Manifest{}, fmt.Errorf("resolving %s: %w", ref, err)
+		}
+		digest = d.Digest
+	}
+	m, err := s.c.manifest(ctx, r.Context(), digest)
+	if err != nil {
+		return Manifest{}, fmt.Errorf("fetching %s@%s: %w", r.Context().Name(), digest, err)
+	}
+	return Manifest{Digest: digest, MediaType: kindOf(m).MediaType, Body: m.Body}, nil
+}
