@@ -50,6 +50,33 @@ func Targets(inv *inventory.Inventory) []scan.Target {
 	return out
 }
 
+// RunningTargets returns one target per distinct digest a container runs,
+// as repo@digest: what a reschedule onto a node without the image, or a
+// rollback, needs the registry to still serve.
+func RunningTargets(inv *inventory.Inventory) []scan.Target {
+	byRef := map[string]int{}
+	var out []scan.Target
+	for _, c := range inv.Containers {
+		if c.RunningDigest == "" {
+			continue
+		}
+		repo := c.RunningRepo // the repository the runtime pulled from
+		if repo == "" {
+			repo = inventory.ParseImage(c.Image).Repo
+		}
+		ref := repo + "@" + c.RunningDigest
+		use := scan.Use{Source: "cluster", Kind: c.OwnerKind, Namespace: c.Namespace, Name: c.OwnerName,
+			Container: c.Container, Pod: c.Pod, Node: c.Node, PullPolicy: c.PullPolicy, RunningDigest: c.RunningDigest}
+		if i, ok := byRef[ref]; ok {
+			out[i].Uses = append(out[i].Uses, use)
+			continue
+		}
+		byRef[ref] = len(out)
+		out = append(out, scan.Target{Ref: ref, Uses: []scan.Use{use}})
+	}
+	return out
+}
+
 // Check scans every image the inventory's containers use, then adds what
 // only a cluster shows: drift between the running digest and the tag,
 // running digests the registry no longer has (naming the nodes that still
@@ -61,36 +88,19 @@ func Check(ctx context.Context, s *scan.Scanner, inv *inventory.Inventory) (*sca
 		return res, err
 	}
 
-	// Walk every running digest that is not what its tag resolves to now:
-	// it is what a rollback, or a node without the image, would need.
-	running := map[string]scan.Target{}
-	for _, im := range res.Images {
-		for _, u := range im.Uses {
-			if u.RunningDigest == "" || u.RunningDigest == im.Digest {
-				continue
-			}
-			repo, ok := repoOf(s, im.Reference)
-			if !ok {
-				continue
-			}
-			ref := repo + "@" + u.RunningDigest
-			running[ref] = scan.Target{Ref: ref}
-		}
-	}
-	walked := map[string]*scan.Image{}
-	if len(running) > 0 {
-		targets := make([]scan.Target, 0, len(running))
-		for _, t := range running {
-			targets = append(targets, t)
-		}
-		rres, err := s.Run(ctx, targets)
+	// Walk every running digest: what a rollback, or a node without the
+	// image, needs. A digest the tag walk fetched comes from the cache.
+	walked := map[useKey]*scan.Image{}
+	if running := RunningTargets(inv); len(running) > 0 {
+		rres, err := s.Run(ctx, running)
 		if err != nil {
 			return res, err
 		}
 		for _, im := range rres.Images {
-			walked[im.Reference] = im
+			for _, u := range im.Uses {
+				walked[keyOf(u)] = im
+			}
 		}
-		res.Requests = rres.Requests
 		res.Duration += rres.Duration
 	}
 
@@ -105,11 +115,12 @@ func Check(ctx context.Context, s *scan.Scanner, inv *inventory.Inventory) (*sca
 }
 
 // annotate adds the cluster findings of one image.
-func annotate(ctx context.Context, s *scan.Scanner, inv *inventory.Inventory, im *scan.Image, walked map[string]*scan.Image) error {
+func annotate(ctx context.Context, s *scan.Scanner, inv *inventory.Inventory, im *scan.Image, walked map[useKey]*scan.Image) error {
 	ref := inventory.ParseImage(im.Reference)
 	pinned := ref.Digest != ""
 	mutableTag := !pinned && (ref.Tag == "" || ref.Tag == "latest")
-	repo, parsed := repoOf(s, im.Reference)
+	_, _, perr := s.Parse(im.Reference)
+	parsed := perr == nil
 
 	// One finding per workload container and digest, however many pods.
 	seen := map[string]bool{}
@@ -130,7 +141,7 @@ func annotate(ctx context.Context, s *scan.Scanner, inv *inventory.Inventory, im
 		if u.RunningDigest == "" || !parsed || !once("running "+who+" "+u.RunningDigest) {
 			continue
 		}
-		if old, ok := walked[repo+"@"+u.RunningDigest]; ok && old.Verdict == scan.Broken {
+		if old, ok := walked[keyOf(u)]; ok && u.RunningDigest != im.Digest && gone(old) {
 			f := scan.NewFinding(RunningDigestMissing, u.RunningDigest, "",
 				fmt.Sprintf("%s runs %s, which the registry no longer serves in full (%s); it lives only in the cache of %s",
 					who, u.RunningDigest, firstCode(old), nodesOf(inv, u.RunningDigest)),
@@ -171,14 +182,25 @@ func annotate(ctx context.Context, s *scan.Scanner, inv *inventory.Inventory, im
 	return nil
 }
 
-// repoOf returns the reference's repository as scan parses it.
-func repoOf(s *scan.Scanner, ref string) (string, bool) {
-	norm, _, err := s.Parse(ref)
-	if err != nil {
-		return "", false
+// gone reports whether a walk of a running digest found it broken in the
+// registry (not merely unparseable).
+func gone(im *scan.Image) bool {
+	if im.Verdict != scan.Broken {
+		return false
 	}
-	r := inventory.ParseImage(norm)
-	return r.Repo, true
+	for _, f := range im.Findings {
+		if f.Code == scan.InvalidReference {
+			return false
+		}
+	}
+	return true
+}
+
+// useKey identifies one container's use of one running digest.
+type useKey struct{ namespace, kind, name, pod, container, digest string }
+
+func keyOf(u scan.Use) useKey {
+	return useKey{u.Namespace, u.Kind, u.Name, u.Pod, u.Container, u.RunningDigest}
 }
 
 func useName(u scan.Use) string {

@@ -361,6 +361,36 @@ spec:
 		}
 	})
 
+	// gc-check with the cluster as the in-use set, before the GC: it must
+	// name every in-use image and running digest the GC is about to break.
+	t.Run("gc-check --cluster", func(t *testing.T) {
+		var out, errb bytes.Buffer
+		code := cli.Run(ctx, cli.Streams{Out: &out, Err: &errb}, []string{"gc-check", "--storage", reg.Root,
+			"--delete-untagged", "--cluster", "-A", "--kubeconfig", kubeconfig, "-o", "json"})
+		if code != cli.ExitFindings {
+			t.Fatalf("exit %d, want 1\n%s%s", code, out.String(), errb.String())
+		}
+		var rep struct{ WouldBreak []struct{ Reference string } }
+		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, e := range rep.WouldBreak {
+			got = append(got, e.Reference)
+		}
+		want := []string{
+			ref("gc/buildx", ":v1"),                      // the index's children are untagged
+			ref("gc/buildx", "@"+buildx.Digest.String()), // and the same index as it runs
+			ref("c/coturn", "@"+coturnA),                 // the running digest, untagged since latest moved
+			ref("c/rollback", "@"+rollbackC),             // likewise
+			ref("c/orphanpin", ":v1@"+orphanO1),          // the pinned digest no tag reaches
+			ref("c/orphanpin", "@"+orphanO1),             // and the same digest as it runs
+		}
+		if !sameSet(got, want) {
+			t.Errorf("wouldBreak %v\nwant %v", got, want)
+		}
+	})
+
 	// The registry's own GC deletes every untagged manifest: the index
 	// children, the digests the tags moved away from.
 	collect(t, reg)

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 	"text/tabwriter"
 
@@ -26,9 +27,9 @@ func Table(w io.Writer, r *scan.Result) error {
 		}
 		fmt.Fprintf(w, "\n%s  %s\n", strings.ToUpper(string(im.Verdict)), im.Reference)
 		for _, f := range im.Findings {
-			fmt.Fprintf(w, "  %-8s %-20s %s\n", f.Severity, f.Code, f.Message)
+			fmt.Fprintf(w, "  %-8s %-20s %s\n", f.Severity, f.Code, shortDigests(f.Message))
 			if f.Advice != "" {
-				fmt.Fprintf(w, "  %-8s %-20s → %s\n", "", "", f.Advice)
+				fmt.Fprintf(w, "  %-8s %-20s → %s\n", "", "", shortDigests(f.Advice))
 			}
 		}
 		for _, u := range im.Uses {
@@ -45,6 +46,14 @@ func Table(w io.Writer, r *scan.Result) error {
 	_, err := fmt.Fprintf(w, "\n%d images: %d broken, %d unknown, %d at-risk, %d ok (%d requests in %s)\n",
 		len(r.Images), c[scan.Broken], c[scan.Unknown], c[scan.AtRisk], c[scan.OK], requests, r.Duration.Round(1e6))
 	return err
+}
+
+var digestRE = regexp.MustCompile(`sha256:[0-9a-f]{64}`)
+
+// shortDigests abbreviates every digest in a sentence for the table; -o json
+// keeps them whole.
+func shortDigests(s string) string {
+	return digestRE.ReplaceAllStringFunc(s, func(d string) string { return scan.ShortDigest(d) + "…" })
 }
 
 // short abbreviates a digest for the table, "-" when there is none.

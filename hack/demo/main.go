@@ -1,9 +1,12 @@
 // Command demo reproduces the seed incident on a real docker/distribution
 // 2.8.3 registry and lets regcheck diagnose it: it starts the registry on
 // 127.0.0.1, pushes images shaped like the seed's (a buildx index with an
-// attestation, multi-platform indexes, a manifest list, single images), runs
-// the registry's own `garbage-collect --delete-untagged`, and runs
-// `regcheck scan -f examples/manifests`. It stops what it started.
+// attestation, multi-platform indexes, a manifest list, single images),
+// predicts with `regcheck gc-check` what the collector will break, runs the
+// registry's own `garbage-collect --delete-untagged`, and runs
+// `regcheck scan -f examples/manifests`, then previews `regcheck pin` on the
+// same manifests (it refuses to pin the broken images). It stops what it
+// started.
 //
 // usage: go run ./hack/demo -regcheck bin/regcheck [-addr 127.0.0.1:5055] [-manifests examples/manifests] [-- regcheck flags]
 package main
@@ -70,10 +73,18 @@ func run(ctx context.Context, regcheck, addr, manifests string, extra []string) 
 		fmt.Printf("    %-40s %s (%s)\n", im.Ref, im.Digest.String()[:19], kind)
 	}
 
-	step("running the registry's own garbage collector: registry garbage-collect --delete-untagged=true")
 	if err := reg.Stop(); err != nil {
 		return err
 	}
+	step("before collecting: regcheck gc-check --storage <registry storage> --delete-untagged -f %s", manifests)
+	cmd := exec.CommandContext(ctx, regcheck, "gc-check", "--storage", reg.Root, "--delete-untagged", "-f", manifests)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stdout
+	var ee *exec.ExitError
+	if err := cmd.Run(); err != nil && !errors.As(err, &ee) {
+		return fmt.Errorf("running %s gc-check: %w", regcheck, err)
+	}
+
+	step("running the registry's own garbage collector: registry garbage-collect --delete-untagged=true")
 	start := time.Now()
 	out, err := reg.GC(ctx, true, false)
 	if err != nil {
@@ -92,10 +103,9 @@ func run(ctx context.Context, regcheck, addr, manifests string, extra []string) 
 
 	args := append([]string{"scan", "-f", manifests}, extra...)
 	step("regcheck %s", strings.Join(args, " "))
-	cmd := exec.CommandContext(ctx, regcheck, args...)
+	cmd = exec.CommandContext(ctx, regcheck, args...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	err = cmd.Run()
-	var ee *exec.ExitError
 	switch {
 	case err == nil:
 		fmt.Println("\nregcheck exited 0: nothing broken.")
@@ -103,6 +113,12 @@ func run(ctx context.Context, regcheck, addr, manifests string, extra []string) 
 		fmt.Printf("\nregcheck exited %d (1 = an image at or above --fail-on, as expected here).\n", ee.ExitCode())
 	default:
 		return fmt.Errorf("running %s: %w", regcheck, err)
+	}
+	step("regcheck pin %s   (a preview: prints the diff, changes nothing)", manifests)
+	cmd = exec.CommandContext(ctx, regcheck, "pin", manifests)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stdout
+	if err := cmd.Run(); err != nil && !errors.As(err, &ee) {
+		return fmt.Errorf("running %s pin: %w", regcheck, err)
 	}
 	step("stopping the registry and removing its storage")
 	return nil

@@ -6,7 +6,10 @@ import (
 	"io"
 	"time"
 
+	"github.com/regcheck/regcheck/cluster"
 	"github.com/regcheck/regcheck/gc"
+	"github.com/regcheck/regcheck/inventory"
+	"github.com/regcheck/regcheck/record"
 	"github.com/regcheck/regcheck/scan"
 	"github.com/spf13/cobra"
 )
@@ -21,6 +24,9 @@ type gcCheckFlags struct {
 	concurrency    int
 	timeout        time.Duration
 	insecure       []string
+	cluster        bool
+	kube           kubeFlags
+	fromRecords    string
 }
 
 func newGCCheckCmd(s Streams, g *globals) *cobra.Command {
@@ -72,6 +78,9 @@ could not be read).`,
 	fl.StringVar(&f.storage, "storage", "", "the registry's filesystem storage rootdirectory (holding docker/registry/v2); read only")
 	fl.StringVar(&f.model, "gc-model", string(gc.Distribution28), "garbage collector to simulate: distribution-2.8 or distribution-3")
 	fl.BoolVar(&f.deleteUntagged, "delete-untagged", false, "simulate garbage-collect --delete-untagged")
+	fl.BoolVar(&f.cluster, "cluster", false, "add what a live cluster runs to the in-use set: workload images and running digests")
+	fl.StringVar(&f.fromRecords, "from-records", "", "add every image and digest recorded running (history file of regcheck record) to the in-use set")
+	f.kube.addTo(fl)
 	fl.StringVar(&f.host, "registry", "", "only match in-use references on this registry host[:port] (default: match storage repositories by path)")
 	fl.StringArrayVarP(&f.filenames, "filename", "f", nil, "Kubernetes YAML file or folder to read in-use image references from (repeatable)")
 	fl.StringVar(&f.imagesFrom, "images-from", "", "file with one in-use image reference per line (# comments; - for stdin)")
@@ -96,7 +105,13 @@ func runGCCheck(cmd *cobra.Command, s Streams, g *globals, f *gcCheckFlags) erro
 	default:
 		return usageError(fmt.Errorf("--output %q: want table or json", f.output))
 	}
-	targets, incomplete := gcCheckTargets(s, g, f)
+	if !f.cluster && (f.kube.allNamespaces || f.kube.namespace != "" || f.kube.context != "" || f.kube.kubeconfig != "") {
+		return usageError(errors.New("--kubeconfig, --context, -n and -A go with --cluster"))
+	}
+	targets, incomplete, err := gcCheckTargets(cmd, s, g, f)
+	if err != nil {
+		return err
+	}
 	if f.storage == "" {
 		return runGCCheckAPI(cmd, s, g, f, model, render, targets, incomplete)
 	}
@@ -164,20 +179,36 @@ func runGCCheckAPI(cmd *cobra.Command, s Streams, g *globals, f *gcCheckFlags, m
 	return gcCheckReport(s, rep, render, incomplete)
 }
 
-// gcCheckTargets is the in-use set: arguments, -f manifests, --images-from.
-// The seam for more sources (a live cluster, recorded runs) is here: append
-// their targets to the slice; gc.Check matches them to the storage.
-func gcCheckTargets(s Streams, g *globals, f *gcCheckFlags) ([]scan.Target, bool) {
-	targets, problems := f.targets(s.In)
-	incomplete := false
-	for _, p := range problems {
-		var n notice
-		if errors.As(p, &n) {
-			g.logger.Warn(p.Error())
-			continue
+// gcCheckTargets is the in-use set: arguments, -f manifests, --images-from,
+// and with --cluster or --from-records every workload's image and every
+// digest a container runs or ran (a GC that deletes it breaks the next
+// reschedule, and any rollback).
+func gcCheckTargets(cmd *cobra.Command, s Streams, g *globals, f *gcCheckFlags) ([]scan.Target, bool, error) {
+	targets, incomplete := f.read(s.In, g.logger)
+	if f.cluster {
+		kt, err := f.kube.connect()
+		if err != nil {
+			return nil, false, err
 		}
-		g.logger.Error("input skipped", "err", p)
-		incomplete = true
+		inv, err := inventory.List(cmd.Context(), kt.client, kt.namespace)
+		if err != nil {
+			return nil, false, &exitError{code: ExitIncomplete, err: fmt.Errorf("reading cluster %s: %w", kt.name, err)}
+		}
+		targets = append(targets, cluster.Targets(inv)...)
+		targets = append(targets, cluster.RunningTargets(inv)...)
 	}
-	return targets, incomplete
+	if f.fromRecords != "" {
+		h, err := (&record.File{Path: f.fromRecords}).Load(cmd.Context())
+		if err != nil {
+			return nil, false, usageError(fmt.Errorf("--from-records: %w", err))
+		}
+		for _, r := range h.Records {
+			use := scan.Use{Source: "records", Kind: r.OwnerKind, Namespace: r.Namespace, Name: r.OwnerName, Container: r.Container, Pod: r.Pod, Node: r.Node, RunningDigest: r.Digest}
+			targets = append(targets, scan.Target{Ref: r.Image, Uses: []scan.Use{use}})
+			if r.Digest != "" {
+				targets = append(targets, scan.Target{Ref: inventory.ParseImage(r.Image).Repo + "@" + r.Digest, Uses: []scan.Use{use}})
+			}
+		}
+	}
+	return targets, incomplete, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 
@@ -57,6 +58,24 @@ func (in inputs) targets(stdin io.Reader) ([]scan.Target, []error) {
 		}
 	}
 	return out, problems
+}
+
+// read returns targets, logging each problem with an input: a skipped Helm
+// template as a warning, an unreadable file as an error that makes the run
+// incomplete (the second result).
+func (in inputs) read(stdin io.Reader, logger *slog.Logger) ([]scan.Target, bool) {
+	targets, problems := in.targets(stdin)
+	incomplete := false
+	for _, p := range problems {
+		var n notice
+		if errors.As(p, &n) {
+			logger.Warn(p.Error())
+			continue
+		}
+		logger.Error("input skipped", "err", p)
+		incomplete = true
+	}
+	return targets, incomplete
 }
 
 // notice is a problem that does not make a run incomplete (a Helm template

@@ -126,17 +126,7 @@ func runScan(cmd *cobra.Command, s Streams, g *globals, f *scanFlags) error {
 		}
 		return exitFor(res, threshold, false)
 	}
-	targets, problems := f.targets(s.In)
-	incomplete := false
-	for _, p := range problems {
-		var n notice
-		if errors.As(p, &n) {
-			g.logger.Warn(p.Error())
-			continue
-		}
-		g.logger.Error("input skipped", "err", p)
-		incomplete = true
-	}
+	targets, incomplete := f.read(s.In, g.logger)
 	if len(targets) == 0 {
 		if incomplete {
 			return &exitError{code: ExitIncomplete, err: errors.New("no image references could be read")}
