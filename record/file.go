@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
+
+	"github.com/regcheck/regcheck/internal/atomicfile"
 )
 
 // DefaultPath is where the history file lives by default:
@@ -90,49 +92,8 @@ func (f *File) Update(ctx context.Context, fn func(*History) error) (UpdateResul
 	if err != nil {
 		return UpdateResult{}, fmt.Errorf("encoding history: %w", err)
 	}
-	if err := writeAtomic(f.Path, data); err != nil {
+	if err := atomicfile.Write(f.Path, data, 0o600); err != nil {
 		return UpdateResult{}, fmt.Errorf("writing history %s: %w", f.Path, err)
 	}
 	return UpdateResult{}, nil
-}
-
-// writeAtomic replaces path with data through a synced temporary file in the
-// same folder, keeping path's mode (0600 for a new file).
-func writeAtomic(path string, data []byte) (err error) {
-	mode := fs.FileMode(0o600)
-	if fi, err := os.Stat(path); err == nil {
-		mode = fi.Mode().Perm()
-	}
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if err := tmp.Chmod(mode); err != nil {
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	// Make the rename itself durable; not every filesystem supports syncing a folder.
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
 }
