@@ -9,33 +9,6 @@ import (
 	"github.com/regcheck/regcheck/scan"
 )
 
-// Findings only a cluster can show: they compare what runs with what the
-// registry would serve now.
-const (
-	// Drift: the tag now resolves to another digest than the container runs;
-	// the next pull runs other code.
-	Drift scan.Code = "drift"
-	// RunningDigestMissing: the digest a container runs is gone from the
-	// registry; it lives only in node caches.
-	RunningDigestMissing scan.Code = "running-digest-missing"
-	// MutableReference: the image is referenced by tag, not pinned by digest.
-	MutableReference scan.Code = "mutable-reference"
-	// PullAlwaysMutable: imagePullPolicy Always on a mutable reference: every
-	// container start asks the registry what the tag means today.
-	PullAlwaysMutable scan.Code = "pull-always-mutable"
-	// PinnedDigestUntagged: a workload pins a digest no tag points at; a GC
-	// that deletes untagged manifests will delete it.
-	PinnedDigestUntagged scan.Code = "pinned-digest-untagged"
-)
-
-func init() {
-	scan.RegisterCode(Drift, scan.SeverityWarning, false)
-	scan.RegisterCode(RunningDigestMissing, scan.SeverityHigh, false)
-	scan.RegisterCode(MutableReference, scan.SeverityWarning, false)
-	scan.RegisterCode(PullAlwaysMutable, scan.SeverityWarning, false)
-	scan.RegisterCode(PinnedDigestUntagged, scan.SeverityWarning, false)
-}
-
 // Targets turns an inventory into scan targets: one use per container, with
 // its owner, pod, node, pull policy and running digest.
 func Targets(inv *inventory.Inventory) []scan.Target {
@@ -44,7 +17,7 @@ func Targets(inv *inventory.Inventory) []scan.Target {
 		out = append(out, scan.Target{Ref: c.Image, Uses: []scan.Use{{
 			Source: "cluster", Kind: c.OwnerKind, Namespace: c.Namespace, Name: c.OwnerName,
 			Container: c.Container, Pod: c.Pod, Node: c.Node, PullPolicy: c.PullPolicy,
-			RunningDigest: c.RunningDigest,
+			RunningDigest: c.RunningDigest, ImageID: c.ImageID,
 		}}})
 	}
 	return out
@@ -134,22 +107,27 @@ func annotate(ctx context.Context, s *scan.Scanner, inv *inventory.Inventory, im
 	for _, u := range im.Uses {
 		who := useName(u)
 		if !pinned && u.PullPolicy == "Always" && once("policy "+who) {
-			im.Findings = append(im.Findings, scan.NewFinding(PullAlwaysMutable, "", "",
+			im.Findings = append(im.Findings, scan.NewFinding(scan.PullAlwaysMutable, "", "",
 				fmt.Sprintf("%s pulls %s with imagePullPolicy: Always: every container start runs whatever the tag means that day", who, im.Reference),
 				"pin the image by digest (regcheck pin) and use imagePullPolicy: IfNotPresent"))
+		}
+		if u.RunningDigest == "" && u.ImageID != "" && once("image-id "+who) {
+			im.Findings = append(im.Findings, scan.NewFinding(scan.ImageIDOnly, "", "",
+				fmt.Sprintf("%s: the runtime reports only %s, an image ID, not a registry digest: which digest runs, and whether it drifted, cannot be told", who, u.ImageID),
+				"record it anyway (regcheck record); pin the workload by digest so that what runs is known"))
 		}
 		if u.RunningDigest == "" || !parsed || !once("running "+who+" "+u.RunningDigest) {
 			continue
 		}
 		if old, ok := walked[keyOf(u)]; ok && u.RunningDigest != im.Digest && gone(old) {
-			f := scan.NewFinding(RunningDigestMissing, u.RunningDigest, "",
+			f := scan.NewFinding(scan.RunningDigestMissing, u.RunningDigest, "",
 				fmt.Sprintf("%s runs %s, which the registry no longer serves in full (%s); it lives only in the cache of %s",
 					who, u.RunningDigest, firstCode(old), nodesOf(inv, u.RunningDigest)),
 				"record it now (regcheck record) and rebuild or re-push that digest before a reschedule, eviction or node image GC turns it into ImagePullBackOff")
 			im.Findings = append(im.Findings, f)
 		}
-		if !pinned && im.Digest != "" && u.RunningDigest != im.Digest {
-			f := scan.NewFinding(Drift, im.Digest, "",
+		if !pinned && im.Digest != "" && u.RunningDigest != im.Digest && !childOf(ctx, s, im, u.RunningDigest) {
+			f := scan.NewFinding(scan.Drift, im.Digest, "",
 				fmt.Sprintf("%s runs %s, but %s now resolves to %s: the next pull runs other code", who, u.RunningDigest, im.Reference, im.Digest),
 				fmt.Sprintf("pin %s@%s to keep what runs (regcheck pin --from-records), or roll out the new digest deliberately", im.Reference, u.RunningDigest))
 			if u.PullPolicy == "Always" || mutableTag {
@@ -162,7 +140,7 @@ func annotate(ctx context.Context, s *scan.Scanner, inv *inventory.Inventory, im
 		return nil // a reference that does not resolve says nothing about pins and tags
 	}
 	if !pinned {
-		im.Findings = append(im.Findings, scan.NewFinding(MutableReference, "", "",
+		im.Findings = append(im.Findings, scan.NewFinding(scan.MutableReference, "", "",
 			fmt.Sprintf("%s is referenced by tag: a reschedule onto a node without the image pulls whatever the tag means then", im.Reference),
 			"pin it as tag@digest (regcheck pin)"))
 		return nil
@@ -175,11 +153,36 @@ func annotate(ctx context.Context, s *scan.Scanner, inv *inventory.Inventory, im
 		return nil // the tag list could not be read: nothing to claim
 	}
 	if !tagged {
-		im.Findings = append(im.Findings, scan.NewFinding(PinnedDigestUntagged, ref.Digest, "",
+		im.Findings = append(im.Findings, scan.NewFinding(scan.PinnedDigestUntagged, ref.Digest, "",
 			fmt.Sprintf("%s pins %s, which no tag points at: a registry GC that deletes untagged manifests will delete it", im.Reference, ref.Digest),
 			"tag the digest in the registry (crane tag), or re-pin to a tagged digest"))
 	}
 	return nil
+}
+
+// childOf reports whether digest is one of the children of the index im
+// resolved to: some runtimes (CRI-O) report the platform manifest they
+// pulled, not the index. The index was fetched by the walk: this is a cache
+// hit, not a request.
+func childOf(ctx context.Context, s *scan.Scanner, im *scan.Image, digest string) bool {
+	norm, _, err := s.Parse(im.Reference)
+	if err != nil {
+		return false
+	}
+	m, err := s.Manifest(ctx, inventory.ParseImage(norm).Repo+"@"+im.Digest)
+	if err != nil {
+		return false
+	}
+	children, err := m.Children()
+	if err != nil {
+		return false
+	}
+	for _, c := range children {
+		if c.Digest.String() == digest {
+			return true
+		}
+	}
+	return false
 }
 
 // gone reports whether a walk of a running digest found it broken in the

@@ -65,6 +65,18 @@ func TestCheck(t *testing.T) {
 	orphan := push(t, host+"/orphan:v1", "orphan v1")
 	push(t, host+"/orphan:v1", "orphan v2") // the pinned digest is untagged now
 
+	// An index; a CRI-O node reports the platform child it pulled.
+	child, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.OCIManifestSchema1), static.NewLayer([]byte("multi amd64"), types.OCILayer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex), mutate.IndexAddendum{Add: child})
+	multiTag, _ := name.NewTag(host + "/multi:v1")
+	if err := remote.WriteIndex(multiTag, idx); err != nil {
+		t.Fatal(err)
+	}
+	childDigest, _ := child.Digest()
+
 	inv := &inventory.Inventory{
 		NodeImages: map[string][]string{gone: {"node-a", "node-b"}},
 		Containers: []inventory.Container{
@@ -76,6 +88,10 @@ func TestCheck(t *testing.T) {
 				Image: host + "/steady:v1@" + steady, RunningDigest: steady, PullPolicy: "IfNotPresent"},
 			{Namespace: "prod", OwnerKind: "DaemonSet", OwnerName: "gone", Pod: "gone-x", Container: "agent",
 				Image: host + "/gone:v1", RunningDigest: gone, PullPolicy: "IfNotPresent"},
+			{Namespace: "prod", OwnerKind: "Deployment", OwnerName: "multi", Pod: "multi-1", Container: "m",
+				Image: host + "/multi:v1", RunningDigest: childDigest.String(), PullPolicy: "IfNotPresent"},
+			{Namespace: "prod", OwnerKind: "Deployment", OwnerName: "old-docker", Pod: "od-1", Container: "c",
+				Image: host + "/steady:v1", ImageID: "docker://sha256:7777777777777777777777777777777777777777777777777777777777777777", PullPolicy: "IfNotPresent"},
 			{Namespace: "prod", OwnerKind: "CronJob", OwnerName: "orphan", Container: "job",
 				Image: host + "/orphan:v1@" + orphan, PullPolicy: "IfNotPresent"}, // a template: no pod
 		},
@@ -97,10 +113,14 @@ func TestCheck(t *testing.T) {
 		verdict scan.Verdict
 		codes   []scan.Code
 	}{
-		{host + "/app:latest", scan.AtRisk, []scan.Code{Drift, MutableReference, PullAlwaysMutable}},
+		{host + "/app:latest", scan.AtRisk, []scan.Code{scan.Drift, scan.MutableReference, scan.PullAlwaysMutable}},
 		{host + "/steady:v1@" + steady, scan.OK, nil},
-		{host + "/gone:v1", scan.AtRisk, []scan.Code{Drift, MutableReference, RunningDigestMissing}},
-		{host + "/orphan:v1@" + orphan, scan.AtRisk, []scan.Code{PinnedDigestUntagged}},
+		{host + "/gone:v1", scan.AtRisk, []scan.Code{scan.Drift, scan.MutableReference, scan.RunningDigestMissing}},
+		{host + "/orphan:v1@" + orphan, scan.AtRisk, []scan.Code{scan.PinnedDigestUntagged}},
+		// The platform child of the index the tag still points at: no drift.
+		{host + "/multi:v1", scan.AtRisk, []scan.Code{scan.MutableReference}},
+		// Only an image ID: said, not guessed.
+		{host + "/steady:v1", scan.AtRisk, []scan.Code{scan.ImageIDOnly, scan.MutableReference}},
 	} {
 		t.Run(tc.ref, func(t *testing.T) {
 			im := got[tc.ref]
@@ -119,7 +139,7 @@ func TestCheck(t *testing.T) {
 	}
 	app := got[host+"/app:latest"]
 	for _, f := range app.Findings {
-		if f.Code == Drift && (f.Severity != scan.SeverityHigh || f.Digest != newApp || !strings.Contains(f.Message, oldApp)) {
+		if f.Code == scan.Drift && (f.Severity != scan.SeverityHigh || f.Digest != newApp || !strings.Contains(f.Message, oldApp)) {
 			t.Errorf("drift on latest with Always: %+v; want high, tag now %s, running %s", f, newApp, oldApp)
 		}
 	}
@@ -127,10 +147,10 @@ func TestCheck(t *testing.T) {
 		t.Errorf("two pods of one Deployment gave %d findings, want one of each code (3)", n)
 	}
 	for _, f := range got[host+"/gone:v1"].Findings {
-		if f.Code == RunningDigestMissing && !strings.Contains(f.Message, "node-a, node node-b") {
+		if f.Code == scan.RunningDigestMissing && !strings.Contains(f.Message, "node-a, node node-b") {
 			t.Errorf("running-digest-missing should name the nodes holding it: %s", f.Message)
 		}
-		if f.Code == Drift && f.Severity != scan.SeverityWarning {
+		if f.Code == scan.Drift && f.Severity != scan.SeverityWarning {
 			t.Errorf("drift with IfNotPresent on a version tag: %s, want warning", f.Severity)
 		}
 	}

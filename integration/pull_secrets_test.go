@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -111,6 +113,33 @@ func TestClusterPullSecrets(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Another tenant uses the same image with a stale password: its pods'
+	// pulls fail, and that must not be hidden by the first tenant's success
+	// nor borrow its credentials.
+	other := "other"
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: other}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().ServiceAccounts(other).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	stale := base64.StdEncoding.EncodeToString([]byte(user + ":rotated-away"))
+	if _, err := cs.CoreV1().Secrets(other).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "regcred"},
+		Type:       corev1.SecretTypeDockerConfigJson,
+		Data:       map[string][]byte{corev1.DockerConfigJsonKey: []byte(fmt.Sprintf(`{"auths":{%q:{"auth":%q}}}`, reg.Host(), stale))},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().Pods(other).Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "app"},
+		Spec: corev1.PodSpec{
+			ImagePullSecrets: []corev1.LocalObjectReference{{Name: "regcred"}},
+			Containers:       []corev1.Container{{Name: "app", Image: image}},
+		},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	if err := kc.WriteKubeconfig(kubeconfig, "private", adminToken(t, kc)); err != nil {
 		t.Fatal(err)
@@ -124,13 +153,16 @@ func TestClusterPullSecrets(t *testing.T) {
 		code    int
 		verdict scan.Verdict
 		finding scan.Code
+		naming  string // the fault's message names these credentials
 	}{
-		{"without pull secrets", nil, cli.ExitIncomplete, scan.Unknown, scan.Unauthorized},
-		{"with pull secrets", []string{"--pull-secrets"}, cli.ExitClean, scan.AtRisk, "mutable-reference"},
+		{"without pull secrets", []string{"-n", ns}, cli.ExitIncomplete, scan.Unknown, scan.Unauthorized, ""},
+		{"with pull secrets", []string{"-n", ns, "--pull-secrets"}, cli.ExitClean, scan.AtRisk, "mutable-reference", ""},
+		{"stale secret in another namespace", []string{"-n", other, "--pull-secrets"}, cli.ExitIncomplete, scan.Unknown, scan.Unauthorized, "namespace other"},
+		{"both namespaces: each with its own", []string{"-A", "--pull-secrets"}, cli.ExitIncomplete, scan.Unknown, "", "namespace other"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
-			args := append([]string{"scan", "--cluster", "-n", ns, "--kubeconfig", kubeconfig, "-o", "json", "--log-level", "debug"}, tc.flags...)
+			args := append([]string{"scan", "--cluster", "--kubeconfig", kubeconfig, "-o", "json", "--log-level", "debug"}, tc.flags...)
 			code := cli.Run(ctx, cli.Streams{Out: &out, Err: &errb}, args)
 			if bytes.Contains(out.Bytes(), []byte(password)) || bytes.Contains(errb.Bytes(), []byte(password)) ||
 				bytes.Contains(errb.Bytes(), []byte(base64.StdEncoding.EncodeToString([]byte(user+":"+password)))) {
@@ -144,8 +176,19 @@ func TestClusterPullSecrets(t *testing.T) {
 				t.Fatalf("%d images, want 1", len(doc.Images))
 			}
 			im := doc.Images[0]
-			if code != tc.code || im.Verdict != tc.verdict || len(im.Findings) != 1 || im.Findings[0].Code != tc.finding {
+			if tc.finding == "" { // both namespaces: the private one's check passed, the other's met a 401
+				var codes []scan.Code
+				for _, f := range im.Findings {
+					codes = append(codes, f.Code)
+				}
+				if code != tc.code || im.Verdict != tc.verdict || len(im.Uses) != 2 || !slices.Equal(codes, []scan.Code{scan.Unauthorized, "mutable-reference"}) {
+					t.Fatalf("exit %d, %s %v, %d uses; want exit %d, %s with unauthorized and mutable-reference, 2 uses", code, im.Verdict, codes, len(im.Uses), tc.code, tc.verdict)
+				}
+			} else if code != tc.code || im.Verdict != tc.verdict || len(im.Findings) != 1 || im.Findings[0].Code != tc.finding {
 				t.Fatalf("exit %d, %s %+v; want exit %d, %s with %s", code, im.Verdict, im.Findings, tc.code, tc.verdict, tc.finding)
+			}
+			if tc.naming != "" && !strings.Contains(im.Findings[0].Message, tc.naming) {
+				t.Errorf("the fault %q does not name %q", im.Findings[0].Message, tc.naming)
 			}
 		})
 	}

@@ -58,6 +58,17 @@ const (
 	UnsupportedMedia   Code = "unsupported-media-type"
 )
 
+// Findings about what a cluster runs, computed on top of a walk (package
+// cluster): they compare what runs with what the registry serves now.
+const (
+	Drift                Code = "drift"                  // the tag resolves to another digest than the one running
+	RunningDigestMissing Code = "running-digest-missing" // the running digest is gone: it lives only in node caches
+	MutableReference     Code = "mutable-reference"      // referenced by tag, not pinned by digest
+	PullAlwaysMutable    Code = "pull-always-mutable"    // imagePullPolicy Always on a mutable reference
+	PinnedDigestUntagged Code = "pinned-digest-untagged" // a pinned digest no tag points at: a GC may delete it
+	ImageIDOnly          Code = "image-id-only"          // the runtime reports an image ID, not a registry digest
+)
+
 // Faults: the registry could not be asked. They prove nothing about the image.
 const (
 	Unauthorized  Code = "unauthorized"
@@ -81,24 +92,18 @@ var codeInfo = map[Code]struct {
 	AttestationMissing: {SeverityWarning, false},
 	UnsupportedMedia:   {SeverityWarning, false},
 	ForeignLayer:       {SeverityInfo, false},
-	Unauthorized:       {SeverityWarning, true},
-	Forbidden:          {SeverityWarning, true},
-	RateLimited:        {SeverityWarning, true},
-	RegistryFault:      {SeverityWarning, true},
-	Unreachable:        {SeverityWarning, true},
-}
-
-// RegisterCode adds a code to the vocabulary, for packages that compute
-// findings of their own on top of a scan (cluster drift, for one). It panics
-// on a code already known, as registering twice is a programming error.
-func RegisterCode(c Code, s Severity, fault bool) {
-	if _, ok := codeInfo[c]; ok {
-		panic("scan: code registered twice: " + string(c))
-	}
-	codeInfo[c] = struct {
-		severity Severity
-		fault    bool
-	}{s, fault}
+	// Drift is raised to high by package cluster where the next start pulls.
+	Drift:                {SeverityWarning, false},
+	RunningDigestMissing: {SeverityHigh, false},
+	MutableReference:     {SeverityWarning, false},
+	PullAlwaysMutable:    {SeverityWarning, false},
+	PinnedDigestUntagged: {SeverityWarning, false},
+	ImageIDOnly:          {SeverityInfo, false},
+	Unauthorized:         {SeverityWarning, true},
+	Forbidden:            {SeverityWarning, true},
+	RateLimited:          {SeverityWarning, true},
+	RegistryFault:        {SeverityWarning, true},
+	Unreachable:          {SeverityWarning, true},
 }
 
 // Severity returns the code's default severity.
@@ -127,7 +132,7 @@ func newFinding(c Code, digest, platform, format string, args ...any) Finding {
 }
 
 // NewFinding makes a finding with the code's severity, for packages that add
-// findings to a scan's images.
+// findings to a scan's images (package cluster).
 func NewFinding(c Code, digest, platform, message, advice string) Finding {
 	return Finding{Code: c, Severity: c.Severity(), Digest: digest, Platform: platform, Message: message, Advice: advice}
 }

@@ -27,6 +27,8 @@ type Use struct {
 	PullPolicy string `json:"pullPolicy,omitempty"`
 	// RunningDigest is the repo digest the container runs, from its imageID.
 	RunningDigest string `json:"runningDigest,omitempty"`
+	// ImageID is the container status's imageID as the runtime reported it.
+	ImageID string `json:"imageID,omitempty"`
 }
 
 // Target is one image reference to scan and where it is used.

@@ -85,12 +85,17 @@ pull. It is read-only against registries and clusters.`,
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "warn", "log level on stderr: debug, info, warn or error")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
 	root.AddCommand(newScanCmd(s, g), newPinCmd(s, g), newVersionCmd(s), newGCCheckCmd(s, g), newRecordCmd(s, g))
+	for _, c := range root.Commands() {
+		incompleteOnFailure(c)
+	}
 
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return ExitClean
 	}
-	code := ExitUsage // cobra's own errors (unknown command, bad flag) are usage errors
+	// Errors from a command's run carry their exit code (incompleteOnFailure);
+	// what is left is cobra's own: an unknown command, bad arguments.
+	code := ExitUsage
 	var ee *exitError
 	if errors.As(err, &ee) {
 		code = ee.code
@@ -106,6 +111,31 @@ pull. It is read-only against registries and clusters.`,
 	}
 	fmt.Fprintln(s.Err, msg)
 	return code
+}
+
+// incompleteOnFailure makes a command's run errors exit 3 unless they carry
+// a code of their own: a cluster or registry that could not be read, a
+// report that could not be written, mean the check is incomplete, not that
+// the user typed something wrong. Cobra's argument checks still exit 2.
+func incompleteOnFailure(c *cobra.Command) {
+	if run := c.RunE; run != nil {
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			err := run(cmd, args)
+			var ee *exitError
+			if err == nil || errors.As(err, &ee) {
+				return err
+			}
+			return &exitError{code: ExitIncomplete, err: err}
+		}
+	}
+	if args := c.Args; args != nil {
+		c.Args = func(cmd *cobra.Command, a []string) error {
+			if err := args(cmd, a); err != nil {
+				return usageError(err)
+			}
+			return nil
+		}
+	}
 }
 
 func newVersionCmd(s Streams) *cobra.Command {

@@ -107,17 +107,13 @@ func runScan(cmd *cobra.Command, s Streams, g *globals, f *scanFlags) error {
 		if err != nil {
 			return fmt.Errorf("reading cluster %s: %w", kt.name, err)
 		}
-		if f.pullSecrets {
-			kc, err := cluster.Keychain(cmd.Context(), kt.client, inv)
-			if err != nil {
-				return err
-			}
-			if scanner, err = scan.New(append(opts, scan.WithKeychain(kc))...); err != nil {
-				return usageError(err)
-			}
-		}
 		g.logger.Info("cluster read", "cluster", kt.name, "containers", len(inv.Containers))
-		res, err := cluster.Check(cmd.Context(), scanner, inv)
+		var res *scan.Result
+		if f.pullSecrets {
+			res, err = cluster.CheckWithPullSecrets(cmd.Context(), kt.client, inv, opts...)
+		} else {
+			res, err = cluster.Check(cmd.Context(), scanner, inv)
+		}
 		if err != nil {
 			return &exitError{code: ExitIncomplete, err: err}
 		}
