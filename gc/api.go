@@ -38,8 +38,9 @@ const (
 // CheckAPI predicts the collector run opts describes from what registries
 // serve, with no access to their storage, and crosses it with the in-use
 // targets. For each registry host the in-use images name (or opts.Host
-// alone) it examines every repository of the host's _catalog where the
-// registry allows it, else the in-use images' repositories: their tags, the
+// alone) it examines the in-use images' repositories (with
+// opts.AllRepositories, every repository of the host's _catalog where the
+// registry allows it): their tags, the
 // manifests the tags reach through indexes, and the in-use pins. Under
 // distribution-2.8 with --delete-untagged every manifest no tag names
 // directly is deleted, index children included; under distribution-3 only
@@ -117,6 +118,10 @@ func CheckAPI(ctx context.Context, sc *scan.Scanner, opts Options, targets []sca
 	sort.Strings(names)
 	for _, h := range names {
 		rep.Registries = append(rep.Registries, h)
+		if !opts.AllRepositories {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("only the repositories of in-use images on %s were examined; --all-repositories examines every repository its _catalog lists", h))
+			continue
+		}
 		cat, err := sc.Catalog(ctx, h)
 		switch {
 		case err == nil:

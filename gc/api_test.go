@@ -279,25 +279,34 @@ func TestCheckAPICatalog(t *testing.T) {
 		}
 	}
 	child := s.host + "/gc/multiarch@" + multi.Children[0].Digest.String()
-	for _, blocked := range []bool{false, true} {
-		t.Run(fmt.Sprintf("catalog blocked=%t", blocked), func(t *testing.T) {
-			if blocked {
+	for _, tc := range []struct {
+		name         string
+		all, blocked bool
+		listed       bool
+		note         string
+	}{
+		{"in-use repositories only (default)", false, false, false, "only the repositories of in-use images"},
+		{"all repositories", true, false, true, ""},
+		{"all repositories, catalog blocked", true, true, false, "does not list its repositories"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.blocked {
 				s.blockPath("/v2/_catalog", http.StatusUnauthorized)
 			}
 			sc, _ := scan.New()
-			rep, err := CheckAPI(context.Background(), sc, Options{Model: Distribution28, DeleteUntagged: true}, s.targets("multiarch"))
+			rep, err := CheckAPI(context.Background(), sc, Options{Model: Distribution28, DeleteUntagged: true, AllRepositories: tc.all}, s.targets("multiarch"))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := slices.Contains(deletedSet(rep), child); got == blocked {
-				t.Errorf("multiarch's child listed: %t; catalog blocked: %t", got, blocked)
+			if got := slices.Contains(deletedSet(rep), child); got != tc.listed {
+				t.Errorf("multiarch's child listed: %t, want %t", got, tc.listed)
 			}
 			noted := false
 			for _, n := range rep.Notes {
-				noted = noted || strings.Contains(n, "does not list its repositories")
+				noted = noted || tc.note != "" && strings.Contains(n, tc.note)
 			}
-			if noted != blocked {
-				t.Errorf("notes %q", rep.Notes)
+			if noted != (tc.note != "") {
+				t.Errorf("notes %q, want one containing %q", rep.Notes, tc.note)
 			}
 			if _, ok := lostBy(rep.WouldBreak)[multi.Ref]; ok {
 				t.Error("multiarch is not in use")

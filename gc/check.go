@@ -88,6 +88,10 @@ type Options struct {
 	// Host, when set, limits the in-use set to references on this registry
 	// host; otherwise references match storage repositories by path alone.
 	Host string
+	// AllRepositories makes API mode examine every repository the
+	// registry's _catalog lists, not only those of in-use images: a
+	// complete wouldDelete list, at the cost of reading the whole registry.
+	AllRepositories bool
 }
 
 // Check predicts the run opts describes on s and crosses it with the in-use
@@ -211,18 +215,33 @@ func group(s *Storage, p *Plan) Deletions {
 	return out
 }
 
+// Hosts returns the registry hosts the parseable targets name, sorted.
+func Hosts(targets []scan.Target) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, t := range targets {
+		_, ref, err := scan.ParseReference(t.Ref)
+		if err != nil || seen[ref.Context().RegistryStr()] {
+			continue
+		}
+		seen[ref.Context().RegistryStr()] = true
+		out = append(out, ref.Context().RegistryStr())
+	}
+	sort.Strings(out)
+	return out
+}
+
 // Resolve maps in-use targets to storage repositories: by repository path,
 // and only on host when host is set. References that do not parse, are on
 // another host, or name a repository the storage does not hold are
 // returned as skipped. A digest-pinned reference with a tag is looked up
 // by its digest, as a runtime pulls it.
 func Resolve(s *Storage, targets []scan.Target, host string) ([]InUse, []Skipped) {
-	sc, _ := scan.New()
 	var out []InUse
 	var skipped []Skipped
 	idx := map[string]int{}
 	for _, t := range targets {
-		norm, ref, err := sc.Parse(t.Ref)
+		norm, ref, err := scan.ParseReference(t.Ref)
 		if err != nil {
 			skipped = append(skipped, Skipped{Reference: t.Ref, Reason: err.Error()})
 			continue

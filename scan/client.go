@@ -3,8 +3,10 @@ package scan
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/sha512"
 	"encoding/hex"
 	"fmt"
+	"hash"
 	"io"
 	"net/http"
 	"strings"
@@ -173,12 +175,16 @@ func (c *client) manifest(ctx context.Context, repo name.Repository, digest stri
 		if err != nil {
 			return manifestBytes{}, err
 		}
-		if got := digestOf(body); got != digest {
-			// A caller's transport need not set resp.Request.
-			u := fmt.Sprintf("%s://%s/v2/%s/manifests/%s", repo.Scheme(), repo.RegistryStr(), repo.RepositoryStr(), digest)
-			if resp.Request != nil && resp.Request.URL != nil {
-				u = resp.Request.URL.String()
-			}
+		// A caller's transport need not set resp.Request.
+		u := fmt.Sprintf("%s://%s/v2/%s/manifests/%s", repo.Scheme(), repo.RegistryStr(), repo.RepositoryStr(), digest)
+		if resp.Request != nil && resp.Request.URL != nil {
+			u = resp.Request.URL.String()
+		}
+		got, err := digestOf(digest, body)
+		if err != nil {
+			return manifestBytes{}, &RegistryError{Method: http.MethodGet, URL: redactURL(u), Status: resp.StatusCode, Detail: err.Error(), Err: ErrRegistry}
+		}
+		if got != digest {
 			return manifestBytes{}, &RegistryError{Method: http.MethodGet, URL: redactURL(u), Status: resp.StatusCode,
 				Detail: fmt.Sprintf("body hashes to %s", got), Err: ErrDigestMismatch}
 		}
@@ -195,11 +201,24 @@ func (c *client) blob(ctx context.Context, repo name.Repository, digest string) 
 	return err
 }
 
-// digestOf is the sha256 digest of body. Registries use sha256 only; a
-// reference with another algorithm is reported as a mismatch.
-func digestOf(body []byte) string {
-	sum := sha256.Sum256(body)
-	return "sha256:" + hex.EncodeToString(sum[:])
+// digestOf hashes body with the algorithm of the digest it was asked by
+// (sha256, sha384 or sha512, as the OCI spec registers them). Another
+// algorithm is an error: it proves nothing about the image either way.
+func digestOf(want string, body []byte) (string, error) {
+	alg, _, _ := strings.Cut(want, ":")
+	var h hash.Hash
+	switch alg {
+	case "sha256":
+		h = sha256.New()
+	case "sha384":
+		h = sha512.New384()
+	case "sha512":
+		h = sha512.New()
+	default:
+		return "", fmt.Errorf("unsupported digest algorithm %q", alg)
+	}
+	h.Write(body)
+	return alg + ":" + hex.EncodeToString(h.Sum(nil)), nil
 }
 
 func mediaType(ct string) string {

@@ -102,8 +102,18 @@ func (s *Scanner) Run(ctx context.Context, targets []Target) (*Result, error) {
 // Parse normalizes an image reference as a container runtime does
 // ("nginx" is docker.io/library/nginx:latest) and returns it with its
 // parsed form. A reference with both a tag and a digest is pulled, and
-// walked, by its digest.
+// walked, by its digest. Hosts named insecure get plain HTTP.
 func (s *Scanner) Parse(ref string) (string, name.Reference, error) {
+	return parse(ref, s.o.insecure)
+}
+
+// ParseReference is Parse for callers without a Scanner: the normalized
+// reference and its parsed form, for naming and matching, not fetching.
+func ParseReference(ref string) (string, name.Reference, error) {
+	return parse(ref, nil)
+}
+
+func parse(ref string, insecure map[string]bool) (string, name.Reference, error) {
 	named, err := reference.ParseNormalizedNamed(strings.TrimSpace(ref))
 	if err != nil {
 		return "", nil, fmt.Errorf("invalid image reference %q: %w", ref, err)
@@ -111,7 +121,7 @@ func (s *Scanner) Parse(ref string) (string, name.Reference, error) {
 	named = reference.TagNameOnly(named)
 	norm := named.String()
 	opts := []name.Option{name.WeakValidation}
-	if s.o.insecure[reference.Domain(named)] {
+	if insecure[reference.Domain(named)] {
 		opts = append(opts, name.Insecure)
 	}
 	repo := reference.Domain(named) + "/" + reference.Path(named)

@@ -18,6 +18,12 @@ import (
 // maxTagPages bounds the pages of one tag listing a registry may send.
 const maxTagPages = 1000
 
+// maxTaggedResolves bounds the tags Tagged resolves (one HEAD each) in a
+// repository: past it Tagged gives up with an error rather than send
+// thousands of requests to answer one question, or claim an answer it did
+// not check.
+const maxTaggedResolves = 256
+
 // Tags returns every tag of repo ("registry/path", or any reference to the
 // repository, as Parse reads it) with GET /v2/<repo>/tags/list, following
 // Link pagination. The list is fetched once per Scanner and repository;
@@ -81,7 +87,8 @@ func nextPage(link string) (string, bool) {
 // collector that deletes untagged manifests. ref must carry a digest
 // (repo@sha256:… or repo:tag@sha256:…). When its own tag resolves to the
 // digest no tags are listed; otherwise every tag is resolved (one HEAD
-// each, shared with Resolve and walks) until one matches.
+// each, shared with Resolve and walks) until one matches, up to 256 tags:
+// past that it returns an error, not a guess.
 func (s *Scanner) Tagged(ctx context.Context, ref string) (bool, error) {
 	named, r, err := s.Parse(ref)
 	if err != nil {
@@ -104,6 +111,9 @@ func (s *Scanner) Tagged(ctx context.Context, ref string) (bool, error) {
 	tags, err := s.tags(ctx, repo)
 	if err != nil {
 		return false, err
+	}
+	if len(tags) > maxTaggedResolves {
+		return false, fmt.Errorf("tagged: %s has %d tags; regcheck resolves at most %d to look for %s", repo.Name(), len(tags), maxTaggedResolves, want)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

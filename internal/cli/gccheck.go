@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/regcheck/regcheck/cluster"
@@ -21,6 +22,7 @@ type gcCheckFlags struct {
 	deleteUntagged bool
 	output         string
 	host           string
+	allRepos       bool
 	concurrency    int
 	timeout        time.Duration
 	insecure       []string
@@ -81,7 +83,8 @@ could not be read).`,
 	fl.BoolVar(&f.cluster, "cluster", false, "add what a live cluster runs to the in-use set: workload images and running digests")
 	fl.StringVar(&f.fromRecords, "from-records", "", "add every image and digest recorded running (history file of regcheck record) to the in-use set")
 	f.kube.addTo(fl)
-	fl.StringVar(&f.host, "registry", "", "only match in-use references on this registry host[:port] (default: match storage repositories by path)")
+	fl.BoolVar(&f.allRepos, "all-repositories", false, "API mode: also examine every repository the registry's _catalog lists, not only the in-use ones (reads the whole registry)")
+	fl.StringVar(&f.host, "registry", "", "the registry host[:port] whose storage this is; in-use references on other hosts are skipped (default: the one host the in-use images name)")
 	fl.StringArrayVarP(&f.filenames, "filename", "f", nil, "Kubernetes YAML file or folder to read in-use image references from (repeatable)")
 	fl.StringVar(&f.imagesFrom, "images-from", "", "file with one in-use image reference per line (# comments; - for stdin)")
 	fl.StringVarP(&f.output, "output", "o", "table", "output format: table or json")
@@ -105,7 +108,7 @@ func runGCCheck(cmd *cobra.Command, s Streams, g *globals, f *gcCheckFlags) erro
 	default:
 		return usageError(fmt.Errorf("--output %q: want table or json", f.output))
 	}
-	if !f.cluster && (f.kube.allNamespaces || f.kube.namespace != "" || f.kube.context != "" || f.kube.kubeconfig != "") {
+	if !f.cluster && f.kube.set() {
 		return usageError(errors.New("--kubeconfig, --context, -n and -A go with --cluster"))
 	}
 	targets, incomplete, err := gcCheckTargets(cmd, s, g, f)
@@ -119,7 +122,19 @@ func runGCCheck(cmd *cobra.Command, s Streams, g *globals, f *gcCheckFlags) erro
 	if err != nil {
 		return usageError(fmt.Errorf("--storage: %w", err))
 	}
-	rep, err := gc.Check(st, gc.Options{Model: model, DeleteUntagged: f.deleteUntagged, Host: f.host}, targets)
+	host := f.host
+	if host == "" {
+		// Storage holds no host name: matching references of two registries
+		// by path alone would confuse ghcr.io/org/app with this org/app.
+		switch hosts := gc.Hosts(targets); len(hosts) {
+		case 0:
+		case 1:
+			host = hosts[0]
+		default:
+			return usageError(fmt.Errorf("the in-use images name %d registries (%s): pass --registry HOST for the one whose storage this is", len(hosts), strings.Join(hosts, ", ")))
+		}
+	}
+	rep, err := gc.Check(st, gc.Options{Model: model, DeleteUntagged: f.deleteUntagged, Host: host}, targets)
 	if err != nil {
 		return &exitError{code: ExitIncomplete, err: err}
 	}
@@ -165,7 +180,7 @@ func runGCCheckAPI(cmd *cobra.Command, s Streams, g *globals, f *gcCheckFlags, m
 	if err != nil {
 		return usageError(err)
 	}
-	rep, err := gc.CheckAPI(cmd.Context(), sc, gc.Options{Model: model, DeleteUntagged: f.deleteUntagged, Host: f.host}, targets)
+	rep, err := gc.CheckAPI(cmd.Context(), sc, gc.Options{Model: model, DeleteUntagged: f.deleteUntagged, Host: f.host, AllRepositories: f.allRepos}, targets)
 	if rep == nil {
 		return &exitError{code: ExitIncomplete, err: err}
 	}

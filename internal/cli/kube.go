@@ -24,6 +24,12 @@ func (k *kubeFlags) addTo(fs *pflag.FlagSet) {
 	fs.BoolVarP(&k.allNamespaces, "all-namespaces", "A", false, "read every namespace")
 }
 
+// set reports whether any of the flags was given, for commands where they
+// only make sense together with another flag (scan --cluster, say).
+func (k *kubeFlags) set() bool {
+	return k.allNamespaces || k.namespace != "" || k.context != "" || k.kubeconfig != ""
+}
+
 // kubeTarget is a connected cluster: its client, a name for records, and the
 // namespace to read ("" for all).
 type kubeTarget struct {

@@ -80,7 +80,7 @@ func runScan(cmd *cobra.Command, s Streams, g *globals, f *scanFlags) error {
 		return usageError(errors.New("--cluster reads its images from the cluster: give no references, --images-from or -f with it"))
 	case !f.cluster && !hasInputs:
 		return usageError(errors.New("nothing to scan: give image references, --images-from, -f or --cluster"))
-	case !f.cluster && (f.kube.allNamespaces || f.kube.namespace != "" || f.kube.context != "" || f.kube.kubeconfig != ""):
+	case !f.cluster && f.kube.set():
 		return usageError(errors.New("--kubeconfig, --context, -n and -A go with --cluster"))
 	}
 	if f.pullSecrets && !f.cluster {

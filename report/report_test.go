@@ -1,0 +1,138 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/regcheck/regcheck/scan"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+const (
+	indexDigest = "sha256:daf12a12d7854d40f9055e8980fee37dfacffc1399c26768eb897ed6c30082b7"
+	childDigest = "sha256:3e191394b1008e11cd85b092d540ce09682f7a8d70789139c741ddfbb6a85fe4"
+	attDigest   = "sha256:2d70ba5b4282f059b084303eefc9771ec0daf88f213b48123b2182ad6ea92504"
+	okDigest    = "sha256:1905ffd07d0677e04eabe8620ef5624130c22d3d8d455f9bb9247e7db9e0ac8a"
+)
+
+// result is a scan result as the demo produces it, in input order: ok
+// first, so that rendering must sort.
+func result() *scan.Result {
+	return &scan.Result{
+		Started:  time.Date(2026, 11, 11, 5, 8, 0, 0, time.UTC),
+		Duration: 59 * time.Millisecond,
+		Images: []*scan.Image{
+			{
+				Reference: "127.0.0.1:5055/demo/single:v1", Digest: okDigest,
+				MediaType: "application/vnd.docker.distribution.manifest.v2+json", Verdict: scan.OK, Findings: []scan.Finding{},
+				Uses:      []scan.Use{{Source: "file", File: "examples/manifests/coturn.yaml", Line: 19, Kind: "Deployment", Namespace: "dam-prod", Name: "dam-coturn", Container: "coturn", PullPolicy: "Always"}},
+				Manifests: 1, Blobs: 3,
+			},
+			{
+				Reference: "127.0.0.1:5055/demo/buildx:v1", Digest: indexDigest,
+				MediaType: "application/vnd.oci.image.index.v1+json", Verdict: scan.Broken,
+				Findings: []scan.Finding{
+					{Code: scan.ChildMissing, Severity: scan.SeverityCritical, Digest: childDigest, Platform: "linux/amd64",
+						Message: "the index lists a linux/amd64 manifest " + childDigest + " that the registry no longer serves",
+						Advice:  "rebuild and push; the tag resolves but its linux/amd64 manifest sha256:3e191394b100 is gone"},
+					{Code: scan.AttestationMissing, Severity: scan.SeverityWarning, Digest: attDigest, Platform: "unknown/unknown",
+						Message: "attestation manifest " + attDigest + " (for " + childDigest + ") is gone"},
+				},
+				Uses:      []scan.Use{{Source: "file", File: "examples/manifests/signaling.yaml", Line: 19, Kind: "Deployment", Namespace: "dam-prod", Name: "signaling", Container: "signaling"}},
+				Manifests: 3, Blobs: 0,
+			},
+			{
+				Reference: "registry.example/app:v1", Verdict: scan.Unknown,
+				Findings: []scan.Finding{{Code: scan.Unauthorized, Severity: scan.SeverityWarning, Message: "GET https://registry.example/v2/: 401 Unauthorized"}},
+				Uses:     []scan.Use{{Source: "args"}, {Source: "images-from", File: "images.txt", Line: 3}},
+			},
+		},
+		Requests: []scan.RequestCount{
+			{Host: "127.0.0.1:5055", Kind: "blob-head", Status: "200", Count: 3},
+			{Host: "127.0.0.1:5055", Kind: "manifest-get", Status: "200", Count: 3},
+			{Host: "127.0.0.1:5055", Kind: "manifest-get", Status: "404", Count: 2},
+			{Host: "registry.example", Kind: "ping", Status: "401", Count: 1},
+		},
+	}
+}
+
+func TestRenderers(t *testing.T) {
+	for _, format := range Formats() {
+		t.Run(format, func(t *testing.T) {
+			r, err := For(format)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var buf bytes.Buffer
+			if err := r.Render(&buf, result()); err != nil {
+				t.Fatal(err)
+			}
+			golden := filepath.Join("testdata", "result."+format+".golden")
+			if *update {
+				if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if !bytes.Equal(buf.Bytes(), want) {
+				t.Errorf("%s output differs from %s:\n%s", format, golden, buf.String())
+			}
+		})
+	}
+}
+
+// The JSON document keeps what the schema promises: a version, images worst
+// first with full digests, and counts that add up.
+func TestJSONDocument(t *testing.T) {
+	var buf bytes.Buffer
+	if err := JSON(&buf, result()); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		SchemaVersion string
+		Images        []struct {
+			Reference, Verdict string
+			Findings           []struct{ Code, Severity, Digest string }
+		}
+		Summary struct {
+			Images   int
+			Verdicts map[string]int
+			Requests map[string]int
+		}
+	}
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.SchemaVersion != SchemaVersion {
+		t.Errorf("schemaVersion %q", doc.SchemaVersion)
+	}
+	var order []string
+	for _, im := range doc.Images {
+		order = append(order, im.Verdict)
+	}
+	if want := []string{"broken", "unknown", "ok"}; !slices.Equal(order, want) {
+		t.Errorf("verdict order %v, want %v", order, want)
+	}
+	if f := doc.Images[0].Findings[0]; f.Code != "child-missing" || f.Severity != "critical" || f.Digest != childDigest {
+		t.Errorf("first finding %+v", f)
+	}
+	if s := doc.Summary; s.Images != 3 || s.Verdicts["broken"] != 1 || s.Verdicts["at-risk"] != 0 || s.Requests["manifest-get"] != 5 {
+		t.Errorf("summary %+v", s)
+	}
+}
+
+func TestFor(t *testing.T) {
+	if _, err := For("yaml"); err == nil {
+		t.Error("For(yaml) should fail")
+	}
+}
