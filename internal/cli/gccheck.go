@@ -108,6 +108,9 @@ func runGCCheck(cmd *cobra.Command, s Streams, g *globals, f *gcCheckFlags) erro
 	default:
 		return usageError(fmt.Errorf("--output %q: want table or json", f.output))
 	}
+	if err := f.validate(); err != nil {
+		return usageError(err)
+	}
 	if !f.cluster && f.kube.set() {
 		return usageError(errors.New("--kubeconfig, --context, -n and -A go with --cluster"))
 	}

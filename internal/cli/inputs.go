@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/regcheck/regcheck/manifest"
@@ -58,6 +59,14 @@ func (in inputs) targets(stdin io.Reader) ([]scan.Target, []error) {
 		}
 	}
 	return out, problems
+}
+
+// validate rejects inputs that cannot all be read: standard input once.
+func (in inputs) validate() error {
+	if in.imagesFrom == "-" && slices.Contains(in.filenames, "-") {
+		return errors.New("--images-from - and -f - both read standard input: give one of them a file")
+	}
+	return nil
 }
 
 // read returns targets, logging each problem with an input: a skipped Helm

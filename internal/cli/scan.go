@@ -74,6 +74,9 @@ func runScan(cmd *cobra.Command, s Streams, g *globals, f *scanFlags) error {
 	if err != nil {
 		return usageError(err)
 	}
+	if err := f.validate(); err != nil {
+		return usageError(err)
+	}
 	hasInputs := len(f.args) > 0 || f.imagesFrom != "" || len(f.filenames) > 0
 	switch {
 	case f.cluster && hasInputs:
