@@ -466,7 +466,7 @@ func (r *remoteRepo) losses(d string, deleted map[string]string) []Loss {
 		}
 		for _, c := range r.children[d] {
 			cd, plat := c.Digest.String(), platformOf(c)
-			att := attestation || attestationOf(c)
+			att := attestation || scan.IsAttestation(c)
 			if !r.served[cd] {
 				continue // gone already
 			}
@@ -515,23 +515,12 @@ func noTagsEffect(model Model) string {
 	return "distribution 3 skips it and deletes the data of its manifests no other repository's tags reach"
 }
 
+// platformOf names an index child's platform for a report line.
 func platformOf(d ocispec.Descriptor) string {
 	if d.Platform == nil {
 		return "unknown platform"
 	}
-	s := d.Platform.OS + "/" + d.Platform.Architecture
-	if d.Platform.Variant != "" {
-		s += "/" + d.Platform.Variant
-	}
-	return s
-}
-
-// attestationOf: buildx's annotations on an attestation's descriptor.
-func attestationOf(d ocispec.Descriptor) bool {
-	if d.Annotations["vnd.docker.reference.type"] == "attestation-manifest" {
-		return true
-	}
-	return platformOf(d) == "unknown/unknown" && d.Annotations["vnd.docker.reference.digest"] != ""
+	return scan.PlatformString(d.Platform)
 }
 
 // sentinel names the scan error err unwraps to.

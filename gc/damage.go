@@ -2,6 +2,7 @@ package gc
 
 import (
 	"fmt"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"sort"
 	"strings"
 
@@ -126,7 +127,7 @@ func walkImage(s *Storage, r *Repository, d string, model Model) []Loss {
 			return
 		}
 		for i, b := range m.references() {
-			if b.Digest == "" || isForeign(b.MediaType) || s.linkedBlob(r, b.Digest) {
+			if b.Digest == "" || scan.IsForeignLayer(b.MediaType) || s.linkedBlob(r, b.Digest) {
 				continue
 			}
 			what := "layer"
@@ -148,23 +149,13 @@ func walkImage(s *Storage, r *Repository, d string, model Model) []Loss {
 	return out
 }
 
-// Annotations buildx puts on an attestation manifest's index descriptor.
+// isAttestation asks scan, which knows buildx's annotations.
 func isAttestation(d Descriptor) bool {
-	if d.Annotations["vnd.docker.reference.type"] == "attestation-manifest" {
-		return true
+	od := ocispec.Descriptor{Annotations: d.Annotations}
+	if d.Platform != nil {
+		od.Platform = &ocispec.Platform{OS: d.Platform.OS, Architecture: d.Platform.Architecture, Variant: d.Platform.Variant}
 	}
-	return d.Platform.String() == "unknown/unknown" && d.Annotations["vnd.docker.reference.digest"] != ""
-}
-
-func isForeign(mt string) bool {
-	switch mt {
-	case "application/vnd.docker.image.rootfs.foreign.diff.tar.gzip",
-		"application/vnd.oci.image.layer.nondistributable.v1.tar",
-		"application/vnd.oci.image.layer.nondistributable.v1.tar+gzip",
-		"application/vnd.oci.image.layer.nondistributable.v1.tar+zstd":
-		return true
-	}
-	return false
+	return scan.IsAttestation(od)
 }
 
 // InUse is one in-use image as found in the storage.

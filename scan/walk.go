@@ -167,7 +167,7 @@ func (w *walker) walkManifest(ctx context.Context, m manifestBytes, digest, plat
 func (w *walker) walkIndex(ctx context.Context, p parsed, depth int) {
 	required := map[string]bool{} // digests of the image children the platforms need
 	for _, d := range p.Manifests {
-		if !isAttestation(d) && w.wanted(d) {
+		if !IsAttestation(d) && w.wanted(d) {
 			required[d.Digest.String()] = true
 		}
 	}
@@ -175,7 +175,7 @@ func (w *walker) walkIndex(ctx context.Context, p parsed, depth int) {
 	for _, want := range w.o.platforms {
 		found := false
 		for _, d := range p.Manifests {
-			if !isAttestation(d) && (d.Platform == nil || matches(d.Platform, want)) {
+			if !IsAttestation(d) && (d.Platform == nil || matches(d.Platform, want)) {
 				found = true
 				break
 			}
@@ -186,7 +186,7 @@ func (w *walker) walkIndex(ctx context.Context, p parsed, depth int) {
 	}
 	g, ctx := errgroup.WithContext(ctx)
 	for _, d := range p.Manifests {
-		att := isAttestation(d)
+		att := IsAttestation(d)
 		if att && len(w.o.platforms) > 0 && !required[d.Annotations[annotationRefDigest]] {
 			continue // attests to a platform nobody asked for
 		}
@@ -202,7 +202,7 @@ func (w *walker) walkIndex(ctx context.Context, p parsed, depth int) {
 }
 
 func (w *walker) walkChild(ctx context.Context, d ocispec.Descriptor, attestation bool, depth int) {
-	digest, plat := d.Digest.String(), platformString(d.Platform)
+	digest, plat := d.Digest.String(), PlatformString(d.Platform)
 	m, err := w.c.manifest(ctx, w.repo, digest)
 	w.count(1, 0)
 	switch {
@@ -234,7 +234,7 @@ func (w *walker) walkBlobs(ctx context.Context, p parsed, digest, platform strin
 	}
 	g, ctx := errgroup.WithContext(ctx)
 	for _, b := range all {
-		if isForeign(b.d) {
+		if IsForeignLayer(b.d.MediaType) {
 			w.add(newFinding(ForeignLayer, b.d.Digest.String(), platform, "%s %s is non-distributable (%s): not checked", b.what, b.d.Digest, b.d.MediaType))
 			continue
 		}
@@ -283,15 +283,21 @@ func matches(p *ocispec.Platform, want v1.Platform) bool {
 	return p.OS == want.OS && p.Architecture == want.Architecture && (want.Variant == "" || p.Variant == want.Variant)
 }
 
-func isAttestation(d ocispec.Descriptor) bool {
+// IsAttestation reports whether an index child is an attestation manifest
+// as docker buildx pushes it (annotation vnd.docker.reference.type, or
+// platform unknown/unknown with vnd.docker.reference.digest): metadata about
+// an image, not an image a node runs.
+func IsAttestation(d ocispec.Descriptor) bool {
 	if d.Annotations[annotationRefType] == refTypeAttestation {
 		return true
 	}
-	return d.Platform != nil && platformString(d.Platform) == platformUnknownShort && d.Annotations[annotationRefDigest] != ""
+	return d.Platform != nil && PlatformString(d.Platform) == platformUnknownShort && d.Annotations[annotationRefDigest] != ""
 }
 
-func isForeign(d ocispec.Descriptor) bool {
-	switch d.MediaType {
+// IsForeignLayer reports whether a layer media type is non-distributable
+// (Windows base layers): registries need not hold such blobs.
+func IsForeignLayer(mediaType string) bool {
+	switch mediaType {
 	case string(types.DockerForeignLayer), ocispec.MediaTypeImageLayerNonDistributable, //nolint:staticcheck // still in use
 		ocispec.MediaTypeImageLayerNonDistributableGzip, ocispec.MediaTypeImageLayerNonDistributableZstd: //nolint:staticcheck
 		return true
@@ -299,7 +305,8 @@ func isForeign(d ocispec.Descriptor) bool {
 	return false
 }
 
-func platformString(p *ocispec.Platform) string {
+// PlatformString writes a platform as os/arch[/variant], "" for none.
+func PlatformString(p *ocispec.Platform) string {
 	if p == nil {
 		return ""
 	}
