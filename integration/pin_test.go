@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -24,6 +25,7 @@ import (
 	"github.com/regcheck/regcheck/internal/cli"
 	"github.com/regcheck/regcheck/internal/fixture"
 	"github.com/regcheck/regcheck/internal/testregistry"
+	"github.com/regcheck/regcheck/record"
 )
 
 // runCLI runs regcheck with args and returns the exit code, stdout and stderr.
@@ -387,5 +389,54 @@ func TestPinRefusesBroken(t *testing.T) {
 	}
 	if !strings.Contains(readFile(t, sig), "buildx:v1@"+fixtureDigests(imgs)["buildx"]) {
 		t.Error("--allow-broken did not pin buildx")
+	}
+}
+
+// TestPinFromRecordsPlatformAndClusters: with a history recorded by a
+// runtime that reports platform manifests (CRI-O), --from-records pins the
+// index the tag points at, never the child; two clusters that ran different
+// digests pin nothing until --records-cluster picks one.
+func TestPinFromRecordsPlatformAndClusters(t *testing.T) {
+	r, imgs := startRegistry(t, testregistry.V3)
+	var multi fixture.Image
+	for _, im := range imgs {
+		if im.Name == "multiarch" {
+			multi = im
+		}
+	}
+	child := multi.Children[0].Digest.String()
+	ref := r.Host() + "/gc/multiarch:v1"
+	other := pushSmall(t, r.Host()+"/gc/multiarch:single", "another build").String()
+
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	h := record.NewHistory()
+	entry := func(digest string) []record.Entry {
+		return []record.Entry{{Namespace: "default", OwnerKind: "Deployment", OwnerName: "app", Pod: "app-1", Container: "app",
+			Image: ref, Digest: digest}}
+	}
+	h.Merge(record.Snapshot{Cluster: "crio", Time: at, Entries: entry(child)})
+	h.Merge(record.Snapshot{Cluster: "other", Time: at.Add(time.Hour), Entries: entry(other)})
+	data, err := record.Encode(h, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	history := writeFile(t, t.TempDir(), "history.json", string(data))
+
+	dir := t.TempDir()
+	p := writeFile(t, dir, "app.yaml", deployment("app", ref, ""))
+	code, out, errs := runCLI(t, "pin", "--write", "--from-records", history, dir)
+	if code != cli.ExitIncomplete || readFile(t, p) != deployment("app", ref, "") {
+		t.Fatalf("clusters disagree: exit %d, want 3 and the file as is\n%s%s", code, out, errs)
+	}
+	if want := p + ":10: ambiguous-record:"; !strings.Contains(errs, want) || !strings.Contains(errs, "crio runs "+child) || !strings.Contains(errs, "--records-cluster") {
+		t.Errorf("stderr lacks %q naming both clusters and --records-cluster:\n%s", want, errs)
+	}
+
+	code, out, errs = runCLI(t, "pin", "--write", "--from-records", history, "--records-cluster", "crio", dir)
+	if code != cli.ExitClean {
+		t.Fatalf("--records-cluster crio: exit %d\n%s%s", code, out, errs)
+	}
+	if got, want := readFile(t, p), deployment("app", ref+"@"+multi.Digest.String(), ""); got != want {
+		t.Errorf("pinned:\n%s\nwant the index digest:\n%s", got, want)
 	}
 }

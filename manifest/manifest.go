@@ -158,44 +158,77 @@ func Find(paths []string) ([]Image, []error) {
 			add("-", data)
 			continue
 		}
-		fi, err := os.Stat(root)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if !fi.IsDir() {
-			data, err := os.ReadFile(root)
+		files, walkErrs := Files([]string{root}, nil)
+		errs = append(errs, walkErrs...)
+		for _, p := range files {
+			data, err := os.ReadFile(p)
 			if err != nil {
 				errs = append(errs, err)
 				continue
 			}
-			add(root, data)
+			add(p, data)
+		}
+	}
+	return imgs, errs
+}
+
+// Files lists the manifest files under roots, in order: a root that is a
+// file is listed whatever its name; a folder is walked recursively in
+// lexical order, skipping folders whose name starts with a dot, for
+// *.yaml, *.yml and *.json files. exclude, when not nil, is asked about
+// each path relative to its root (for a root that is a file, its base
+// name): an excluded folder is not walked, an excluded file not listed; a
+// root folder itself is always walked. Problems reading the tree are
+// returned as *fs.PathError, one per path, and never stop the walk.
+func Files(roots []string, exclude func(rel string) bool) ([]string, []error) {
+	var (
+		out  []string
+		errs []error
+	)
+	skip := func(rel string) bool { return exclude != nil && exclude(rel) }
+	for _, root := range roots {
+		fi, err := os.Stat(root)
+		if err != nil {
+			errs = append(errs, pathError(root, err))
 			continue
 		}
-		_ = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if !fi.IsDir() {
+			if !skip(filepath.Base(root)) {
+				out = append(out, root)
+			}
+			continue
+		}
+		_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
-				errs = append(errs, err)
+				errs = append(errs, pathError(p, err))
 				return nil
 			}
+			rel, _ := filepath.Rel(root, p)
 			if d.IsDir() {
-				if path != root && strings.HasPrefix(d.Name(), ".") {
+				if p != root && (strings.HasPrefix(d.Name(), ".") || skip(rel)) {
 					return filepath.SkipDir
 				}
 				return nil
 			}
-			switch strings.ToLower(filepath.Ext(path)) {
+			switch strings.ToLower(filepath.Ext(p)) {
 			case ".yaml", ".yml", ".json":
 			default:
 				return nil
 			}
-			data, err := os.ReadFile(path)
-			if err != nil {
-				errs = append(errs, err)
-				return nil
+			if !skip(rel) {
+				out = append(out, p)
 			}
-			add(path, data)
 			return nil
 		})
 	}
-	return imgs, errs
+	return out, errs
+}
+
+// pathError makes sure err names path.
+func pathError(path string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return err
+	}
+	return &fs.PathError{Op: "walk", Path: path, Err: err}
 }

@@ -3,6 +3,7 @@ package manifest
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -182,6 +183,47 @@ func TestFind(t *testing.T) {
 	var skip *SkipError
 	if len(errs) == 0 || !errors.As(errs[0], &skip) || filepath.ToSlash(skip.File) != "testdata/tree/chart/templates/deploy.yaml" {
 		t.Errorf("first error %v is not a *SkipError naming the template", errs)
+	}
+}
+
+func TestFiles(t *testing.T) {
+	t.Parallel()
+	root := filepath.Join("testdata", "tree")
+	for _, tc := range []struct {
+		name    string
+		roots   []string
+		exclude func(rel string) bool
+		want    []string
+	}{
+		{"a folder, recursively", []string{root}, nil, []string{
+			"testdata/tree/chart/templates/deploy.yaml", "testdata/tree/chart/values.yaml", "testdata/tree/deploy.json", "testdata/tree/kustomize/kustomization.yaml",
+			"testdata/tree/sub/broken.yaml", "testdata/tree/sub/list.yml"}},
+		{"exclude a folder and a file", []string{root}, func(rel string) bool {
+			return rel == "chart" || filepath.Base(rel) == "broken.yaml"
+		}, []string{"testdata/tree/deploy.json", "testdata/tree/kustomize/kustomization.yaml", "testdata/tree/sub/list.yml"}},
+		{"a file named is listed whatever its name", []string{filepath.Join("testdata", "tree", "README.md")}, nil, []string{"testdata/tree/README.md"}},
+		{"a file named is asked about by its base name", []string{filepath.Join("testdata", "list.yaml")},
+			func(rel string) bool { return rel == "list.yaml" }, nil},
+		{"the root folder is walked even if excluded", []string{root}, func(rel string) bool { return rel == "." }, []string{
+			"testdata/tree/chart/templates/deploy.yaml", "testdata/tree/chart/values.yaml", "testdata/tree/deploy.json", "testdata/tree/kustomize/kustomization.yaml",
+			"testdata/tree/sub/broken.yaml", "testdata/tree/sub/list.yml"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			files, errs := Files(tc.roots, tc.exclude)
+			var got []string
+			for _, f := range files {
+				got = append(got, filepath.ToSlash(f))
+			}
+			if !slices.Equal(got, tc.want) || len(errs) != 0 {
+				t.Errorf("Files = %q, %v; want %q", got, errs, tc.want)
+			}
+		})
+	}
+	files, errs := Files([]string{filepath.Join("testdata", "missing"), filepath.Join("testdata", "list.yaml")}, nil)
+	var pe *fs.PathError
+	if len(files) != 1 || len(errs) != 1 || !errors.As(errs[0], &pe) || pe.Path != filepath.Join("testdata", "missing") {
+		t.Errorf("missing root: %q, %v; want the other root listed and a *fs.PathError naming the missing one", files, errs)
 	}
 }
 

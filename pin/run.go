@@ -2,19 +2,25 @@ package pin
 
 import (
 	"bytes"
+	"cmp"
 	stdctx "context"
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/distribution/reference"
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/regcheck/regcheck/internal/atomicfile"
 	"github.com/regcheck/regcheck/manifest"
 	"github.com/regcheck/regcheck/scan"
 )
@@ -27,7 +33,8 @@ type Config struct {
 	// Check changes nothing and asks no registry: it reports every unpinned
 	// reference (KindUnpinned, KindInvalid).
 	Check bool
-	// Write replaces the files Run changes (atomically, see WriteFile).
+	// Write replaces the files Run changes (atomically, see WriteFile), each
+	// only if it still holds what Run read (KindChanged otherwise).
 	// Otherwise Report.Files holds the would-be contents.
 	Write bool
 	// Update also moves existing pins to their tag's current digest.
@@ -45,9 +52,34 @@ type Config struct {
 	// Images, when set, limits Run to references (as written) it matches.
 	Images *regexp.Regexp
 	// Running, when set, gives the digest to pin img to (the digest running
-	// in a cluster, say) instead of its tag's current digest; ok=false
-	// leaves img as it is (KindNoRecord).
-	Running func(img manifest.Image) (digest string, ok bool)
+	// in a cluster, say) instead of its tag's current digest. It is asked
+	// once per image site, so two workloads on one tag can be pinned to
+	// different digests. An error leaves img as it is: ErrNoRecord
+	// (KindNoRecord), an *AmbiguousError (KindAmbiguous), anything else
+	// KindUnresolved. A platform manifest's digest (CRI-O reports the one it
+	// pulled) is pinned as the index the tag points at when that index lists
+	// it, and refused otherwise (KindPlatform).
+	Running func(img manifest.Image) (digest string, err error)
+}
+
+// ErrNoRecord is what a Config.Running func returns when it knows no
+// running digest for an image.
+var ErrNoRecord = errors.New("no running digest recorded")
+
+// AmbiguousError is what a Config.Running func returns when its sources
+// disagree on the running digest: the newest records of several clusters
+// name different digests.
+type AmbiguousError struct {
+	// Digests maps each source (a cluster name) to the digest it reports.
+	Digests map[string]string
+}
+
+func (e *AmbiguousError) Error() string {
+	var parts []string
+	for _, src := range slices.Sorted(maps.Keys(e.Digests)) {
+		parts = append(parts, fmt.Sprintf("%s runs %s", src, e.Digests[src]))
+	}
+	return "the clusters recorded disagree: " + strings.Join(parts, ", ")
 }
 
 // Kind names a kind of finding. The set is fixed: outputs and CI match on it.
@@ -67,16 +99,20 @@ const (
 	KindUnparseable Kind = "unparseable"       // the file is not YAML: skipped, left as is
 	KindTemplate    Kind = "template"          // a Helm template: skipped on purpose
 	KindUnwritable  Kind = "unwritable"        // the file could not be read or written
+	KindChanged     Kind = "changed-on-disk"   // --write: the file changed after Run read it: left as is
+	KindAmbiguous   Kind = "ambiguous-record"  // the running digest recorded differs between clusters: left as is
+	KindPlatform    Kind = "platform-digest"   // the running digest is a platform manifest of an index the tag no longer points at
 )
 
 // Kinds is every finding kind, for outputs that list rules.
 var Kinds = []Kind{KindUnpinned, KindInvalid, KindBroken, KindUnresolved, KindUnverified, KindAtRisk,
-	KindUntagged, KindNotEdited, KindNoRecord, KindUnparseable, KindTemplate, KindUnwritable}
+	KindUntagged, KindNotEdited, KindNoRecord, KindUnparseable, KindTemplate, KindUnwritable, KindChanged,
+	KindAmbiguous, KindPlatform}
 
 // Level is "error", "warning" or "note", as SARIF and GitHub name them.
 func (k Kind) Level() string {
 	switch k {
-	case KindInvalid, KindBroken, KindUnparseable, KindUnwritable, KindUnresolved:
+	case KindInvalid, KindBroken, KindUnparseable, KindUnwritable, KindUnresolved, KindChanged, KindPlatform:
 		return "error"
 	case KindTemplate, KindNoRecord:
 		return "note"
@@ -91,7 +127,11 @@ func (k Kind) Fails() bool { return k == KindUnpinned || k == KindInvalid || k =
 // Incomplete reports whether a finding of kind k means something could not
 // be done (exit 3 when nothing fails).
 func (k Kind) Incomplete() bool {
-	return k == KindUnparseable || k == KindUnwritable || k == KindUnresolved || k == KindUnverified
+	switch k {
+	case KindUnparseable, KindUnwritable, KindUnresolved, KindUnverified, KindChanged, KindAmbiguous, KindPlatform:
+		return true
+	}
+	return false
 }
 
 // Describe says in a sentence what a finding of kind k means.
@@ -121,6 +161,12 @@ func (k Kind) Describe() string {
 		return "Helm template: skipped"
 	case KindUnwritable:
 		return "file could not be read or written"
+	case KindChanged:
+		return "file changed on disk while pin ran: left as is"
+	case KindAmbiguous:
+		return "not pinned: the clusters recorded run different digests"
+	case KindPlatform:
+		return "not pinned: the running digest is a platform manifest of an index the tag no longer points at"
 	}
 	return string(k)
 }
@@ -217,7 +263,7 @@ func Run(ctx stdctx.Context, roots []string, c Config) (*Report, error) {
 		return r, nil
 	}
 
-	p := &planner{c: c, s: c.Scanner, plans: map[string]*plan{}}
+	p := &planner{c: c, s: c.Scanner, plans: map[string]*plan{}, sites: map[manifest.Image]*site{}}
 	for _, pf := range parsed {
 		for _, img := range pf.imgs {
 			if c.wanted(img) {
@@ -230,8 +276,8 @@ func Run(ctx stdctx.Context, roots []string, c Config) (*Report, error) {
 	}
 	for i, pf := range parsed {
 		for _, img := range pf.imgs {
-			if pl := p.plans[p.key(img)]; pl != nil && c.wanted(img) {
-				r.Findings = append(r.Findings, pl.findings(img)...)
+			if s := p.sites[img]; s != nil {
+				r.Findings = append(r.Findings, s.findings(img)...)
 			}
 		}
 		out, changes, err := Rewrite(pf.path, pf.data, p.lookup, c.options()...)
@@ -245,14 +291,24 @@ func Run(ctx stdctx.Context, roots []string, c Config) (*Report, error) {
 					Message: fmt.Sprintf("%s %s not edited: %s; pin it by hand to %s", ch.Field, ch.Old, ch.Skipped, ch.New)})
 			}
 		}
-		r.Changes = append(r.Changes, changes...)
 		r.Files[i].New = out
 		if c.Write && r.Files[i].Changed() {
-			if err := WriteFile(pf.path, out); err != nil {
-				r.Findings = append(r.Findings, Finding{Kind: KindUnwritable, File: pf.path, Message: err.Error()})
+			// The walk may have taken minutes: write only over what was read.
+			if err := atomicfile.Replace(pf.path, pf.data, out); err != nil {
+				f := Finding{Kind: KindUnwritable, File: pf.path, Message: err.Error()}
+				if errors.Is(err, atomicfile.ErrChanged) {
+					f.Kind, f.Message = KindChanged, "changed since pin read it; left as is: run pin again"
+				}
+				r.Findings = append(r.Findings, f)
 				r.Files[i].New = nil
+				for j := range changes {
+					if changes[j].Skipped == "" {
+						changes[j].Skipped = "file not written: " + string(f.Kind)
+					}
+				}
 			}
 		}
+		r.Changes = append(r.Changes, changes...)
 	}
 	r.Requests = c.Scanner.Requests()
 	return r, ctx.Err()
@@ -311,40 +367,15 @@ func parseFinding(file string, err error) Finding {
 // files lists the manifest files under root, leaving out excluded ones.
 // Problems reading the tree are added to r.
 func (c Config) files(root string, r *Report) []string {
-	fi, err := os.Stat(root)
-	if err != nil {
-		r.Findings = append(r.Findings, Finding{Kind: KindUnwritable, File: root, Message: err.Error()})
-		return nil
+	out, errs := manifest.Files([]string{root}, c.excluded)
+	for _, err := range errs {
+		f := Finding{Kind: KindUnwritable, File: root, Message: err.Error()}
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			f.File = pe.Path
+		}
+		r.Findings = append(r.Findings, f)
 	}
-	if !fi.IsDir() {
-		if c.excluded(filepath.Base(root)) {
-			return nil
-		}
-		return []string{root}
-	}
-	var out []string
-	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			r.Findings = append(r.Findings, Finding{Kind: KindUnwritable, File: p, Message: err.Error()})
-			return nil
-		}
-		rel, _ := filepath.Rel(root, p)
-		if d.IsDir() {
-			if p != root && (strings.HasPrefix(d.Name(), ".") || c.excluded(rel)) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		switch strings.ToLower(filepath.Ext(p)) {
-		case ".yaml", ".yml", ".json":
-		default:
-			return nil
-		}
-		if !c.excluded(rel) {
-			out = append(out, p)
-		}
-		return nil
-	})
 	return out
 }
 
@@ -367,7 +398,7 @@ func (c Config) excluded(rel string) bool {
 	return false
 }
 
-// plan is what Run does with one distinct reference.
+// plan is what Run does with one distinct reference and running digest.
 type plan struct {
 	ref     string // as first written
 	norm    string // normalized
@@ -376,78 +407,117 @@ type plan struct {
 	running string // the digest Config.Running gave
 	change  bool   // the reference is to be (re)pinned
 
+	index    string // the index listing running, pinned in its stead
+	platform string // the index of the tag's that does not list running, a platform manifest
+
 	digest   string // the digest to pin to, once resolved
 	verdict  scan.Verdict
 	problems []string // the walk's findings, for the messages
 	fault    string   // why the digest could not be had
-	noRecord bool
 
 	gcCheck  string // repo:tag@digest to ask Tagged about
 	untagged bool
 	gcErr    string
 }
 
+// site is one image site: the plan it follows, or why it has none.
+type site struct {
+	pl  *plan
+	err error // Config.Running's error; pl is nil
+}
+
 type planner struct {
 	c     Config
 	s     *scan.Scanner
-	plans map[string]*plan
+	plans map[string]*plan // by normalized reference and running digest
 	order []*plan
+	sites map[manifest.Image]*site
 }
 
-func (p *planner) key(img manifest.Image) string {
-	norm, _, err := p.s.Parse(img.Ref)
-	if err != nil {
-		return ""
-	}
-	return norm
-}
-
+// add plans img, asking Config.Running for its digest when it is to be
+// (re)pinned.
 func (p *planner) add(img manifest.Image) {
-	k := p.key(img)
-	if k == "" || p.plans[k] != nil {
+	if p.sites[img] != nil {
 		return
 	}
+	norm, _, err := p.s.Parse(img.Ref)
+	if err != nil {
+		return // left for Check to report
+	}
 	named, _ := reference.ParseNormalizedNamed(strings.TrimSpace(img.Ref))
-	pl := &plan{ref: img.Ref, norm: k}
+	var pinned, tag string
 	if d, ok := named.(reference.Digested); ok {
-		pl.pinned = d.Digest().String()
+		pinned = d.Digest().String()
 	}
 	if t, ok := named.(reference.Tagged); ok {
-		pl.tag = reference.TrimNamed(named).String() + ":" + t.Tag()
-	} else if pl.pinned == "" {
-		pl.tag = reference.TrimNamed(named).String() + ":latest"
+		tag = reference.TrimNamed(named).String() + ":" + t.Tag()
+	} else if pinned == "" {
+		tag = reference.TrimNamed(named).String() + ":latest"
 	}
-	pl.change = pl.pinned == "" || p.c.Update && (pl.tag != "" || p.c.Running != nil)
-	if pl.change && p.c.Running != nil {
-		d, ok := p.c.Running(img)
-		if !ok {
-			pl.change, pl.noRecord = false, true
+	change := pinned == "" || p.c.Update && (tag != "" || p.c.Running != nil)
+	running := ""
+	if change && p.c.Running != nil {
+		d, err := p.c.Running(img)
+		if err == nil {
+			if _, perr := digest.Parse(d); perr != nil {
+				err = fmt.Errorf("running digest %q: %w", d, perr)
+			}
 		}
-		pl.running = d
+		if err != nil {
+			p.sites[img] = &site{err: err}
+			return
+		}
+		running = d
 	}
-	p.plans[k] = pl
-	p.order = append(p.order, pl)
+	k := norm + " " + running
+	pl := p.plans[k]
+	if pl == nil {
+		pl = &plan{ref: img.Ref, norm: norm, tag: tag, pinned: pinned, running: running, change: change}
+		p.plans[k] = pl
+		p.order = append(p.order, pl)
+	}
+	p.sites[img] = &site{pl: pl}
 }
 
 // resolve finds every plan's digest: a walk of each tag (or running
 // digest), or with AllowBroken a HEAD of each tag; then whether the digests
 // that differ from their tag's are tagged at all.
 func (p *planner) resolve(ctx stdctx.Context) error {
-	var walk []scan.Target
-	walked := map[*plan]string{}
+	// A runtime may report the platform manifest it pulled rather than
+	// the index: pin the index instead, or refuse.
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(8)
 	for _, pl := range p.order {
+		if pl.change && pl.running != "" {
+			g.Go(func() error {
+				p.checkPlatform(gctx, pl)
+				return nil
+			})
+		}
+	}
+	g.Wait()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+
+	var walk []scan.Target
+	walked := map[*plan]string{}
+	g, gctx = errgroup.WithContext(ctx)
+	g.SetLimit(8)
+	for _, pl := range p.order {
 		if !pl.change {
-			if pl.pinned != "" && !pl.noRecord {
+			if pl.pinned != "" {
 				pl.digest = pl.pinned
 				pl.gcCheck = pl.norm
 			}
 			continue
 		}
+		if pl.platform != "" || pl.fault != "" {
+			continue
+		}
 		target := pl.tag
 		if pl.running != "" {
-			target = trimTag(pl.norm) + "@" + pl.running
+			target = trimTag(pl.norm) + "@" + cmp.Or(pl.index, pl.running)
 		}
 		if !p.c.AllowBroken {
 			walk = append(walk, scan.Target{Ref: target, Uses: []scan.Use{{Source: "file"}}})
@@ -533,15 +603,85 @@ func (p *planner) resolve(ctx stdctx.Context) error {
 	return ctx.Err()
 }
 
+// checkPlatform looks at what pl's running digest is. An index, or an image
+// manifest when the tag points at an image manifest too, is pinned as it
+// is. An image manifest that the tag's index lists is a platform child
+// (CRI-O reports those): the index is pinned instead. One that the tag's
+// index does not list came from an index the tag no longer points at, and
+// is refused: a pin must never be a platform child. A running digest the
+// registry does not serve is left to the walk to report.
+func (p *planner) checkPlatform(ctx stdctx.Context, pl *plan) {
+	m, err := p.s.Manifest(ctx, trimTag(pl.norm)+"@"+pl.running)
+	if err != nil || isIndex(m.MediaType) {
+		return
+	}
+	// Compare with the tag's index; for a digest-only reference, with the
+	// index it is pinned to.
+	base := pl.tag
+	if base == "" {
+		base = pl.norm
+	}
+	bm, err := p.s.Manifest(ctx, base)
+	if errors.Is(err, scan.ErrNotFound) {
+		return // the tag is gone: nothing to compare with
+	}
+	if err != nil {
+		pl.fault = fmt.Sprintf("could not check whether the running digest %s is a platform manifest: %v", pl.running, err)
+		return
+	}
+	if !isIndex(bm.MediaType) {
+		return
+	}
+	children, err := bm.Children()
+	if err != nil {
+		pl.fault = fmt.Sprintf("could not check whether the running digest %s is a platform manifest: %v", pl.running, err)
+		return
+	}
+	for _, c := range children {
+		if c.Digest.String() == pl.running {
+			pl.index = bm.Digest
+			return
+		}
+	}
+	pl.platform = bm.Digest
+}
+
+func isIndex(mediaType string) bool {
+	return mediaType == ocispec.MediaTypeImageIndex || mediaType == "application/vnd.docker.distribution.manifest.list.v2+json"
+}
+
 // lookup is the Lookup Rewrite calls: the planned digest, unless the pin
 // is refused.
 func (p *planner) lookup(img manifest.Image) (string, bool, error) {
-	pl := p.plans[p.key(img)]
-	if pl == nil || !pl.change || !p.c.wanted(img) || pl.digest == "" || pl.fault != "" ||
+	s := p.sites[img]
+	if s == nil || s.pl == nil || !p.c.wanted(img) {
+		return "", false, nil
+	}
+	pl := s.pl
+	if !pl.change || pl.digest == "" || pl.fault != "" || pl.platform != "" ||
 		pl.verdict == scan.Broken && !p.c.AllowBroken {
 		return "", false, nil
 	}
 	return pl.digest, true, nil
+}
+
+// findings are the site's findings at img.
+func (s *site) findings(img manifest.Image) []Finding {
+	if s.pl != nil {
+		return s.pl.findings(img)
+	}
+	f := Finding{Kind: KindUnresolved, File: img.File, Line: img.Line, Ref: img.Ref}
+	what := fmt.Sprintf("%s %s container %s", img.Kind, path.Join(img.Namespace, img.Name), img.Container)
+	var amb *AmbiguousError
+	switch {
+	case errors.Is(s.err, ErrNoRecord):
+		f.Kind, f.Message = KindNoRecord, fmt.Sprintf("no running digest recorded for %s; %s left as is", what, img.Ref)
+	case errors.As(s.err, &amb):
+		f.Kind, f.Message = KindAmbiguous, fmt.Sprintf("which digest runs %s is ambiguous: %v; %s left as is", what, s.err, img.Ref)
+	default:
+		f.Message = fmt.Sprintf("running digest of %s: %v; %s left as is", what, s.err, img.Ref)
+	}
+	return []Finding{f}
 }
 
 // findings are the plan's findings at one use.
@@ -551,10 +691,11 @@ func (pl *plan) findings(img manifest.Image) []Finding {
 	}
 	var out []Finding
 	switch {
-	case pl.noRecord:
-		out = append(out, f(KindNoRecord, fmt.Sprintf("no running digest recorded for %s %s/%s container %s; %s left as is",
-			img.Kind, img.Namespace, img.Name, img.Container, img.Ref)))
 	case !pl.change:
+	case pl.platform != "":
+		out = append(out, f(KindPlatform, fmt.Sprintf("the runtime reports %s, a platform manifest; %s points at index %s, which does not list it: "+
+			"the index it came from is no longer what the tag points at. %s left as is (pin by tag: regcheck pin without --from-cluster or --from-records)",
+			pl.running, cmp.Or(pl.tag, pl.norm), pl.platform, img.Ref)))
 	case pl.fault != "":
 		out = append(out, f(KindUnresolved, fmt.Sprintf("%s left as is: %s", img.Ref, pl.fault)))
 	case pl.verdict == scan.Broken:

@@ -21,22 +21,23 @@ import (
 )
 
 type pinFlags struct {
-	paths       []string
-	write       bool
-	check       bool
-	update      bool
-	allowBroken bool
-	pullPolicy  string
-	exclude     []string
-	imagesOnly  string
-	fromRecords string
-	fromCluster bool
-	kube        kubeFlags
-	output      string
-	concurrency int
-	timeout     time.Duration
-	platforms   []string
-	insecure    []string
+	paths          []string
+	write          bool
+	check          bool
+	update         bool
+	allowBroken    bool
+	pullPolicy     string
+	exclude        []string
+	imagesOnly     string
+	fromRecords    string
+	recordsCluster string
+	fromCluster    bool
+	kube           kubeFlags
+	output         string
+	concurrency    int
+	timeout        time.Duration
+	platforms      []string
+	insecure       []string
 }
 
 // pinFormats are the outputs of --check.
@@ -63,6 +64,16 @@ to one that is broken (the reference is left as is and reported) unless
 --allow-broken. A pin whose digest no tag points at is reported: a registry
 garbage collector that deletes untagged manifests will delete it.
 
+--from-cluster and --from-records pin each workload's container to the
+digest it runs (or last ran) instead, workload by workload: two workloads
+on one tag may be pinned to different digests. A runtime that reports a
+platform manifest (CRI-O) gets the index the tag points at pinned when that
+index lists it; otherwise nothing is pinned (platform-digest). A history
+file may hold several clusters: --records-cluster reads only one; without
+it, a container whose clusters last ran different digests is left as is
+(ambiguous-record). --write replaces a file only if it still holds what pin
+read; one edited meanwhile is left as is (changed-on-disk).
+
 Helm templates are skipped with a notice; references reached through YAML
 aliases are reported, never edited; a file that does not parse is reported
 with file:line, left as is, and the run goes on.
@@ -74,7 +85,7 @@ could not be handled (nothing else failed).`,
   regcheck pin --write k8s/
   regcheck pin --check -o github k8s/      # in CI
   regcheck pin --update --write --images-only 'ghcr.io/org/' k8s/
-  regcheck pin --from-records history.json --write k8s/
+  regcheck pin --from-records history.json --records-cluster prod --write k8s/
   regcheck pin --from-cluster -A --write k8s/  # pin to what runs now`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.paths = args
@@ -90,6 +101,7 @@ could not be handled (nothing else failed).`,
 	fl.StringArrayVar(&f.exclude, "exclude", nil, "skip files matching this glob, relative to each PATH; without a slash it matches any path element (repeatable)")
 	fl.StringVar(&f.imagesOnly, "images-only", "", "only touch references (as written) matching this regular expression")
 	fl.StringVar(&f.fromRecords, "from-records", "", "pin to the digest last recorded running (history file of regcheck record) instead of the tag's")
+	fl.StringVar(&f.recordsCluster, "records-cluster", "", "with --from-records, use only the records of this cluster (its name as recorded: kubeconfig context name or server URL)")
 	fl.BoolVar(&f.fromCluster, "from-cluster", false, "pin to the digest each workload's container runs now in the cluster (its pods' imageIDs) instead of the tag's")
 	f.kube.addTo(fl)
 	fl.StringVarP(&f.output, "output", "o", "text", "output of --check: "+strings.Join(pinFormats, ", "))
@@ -175,19 +187,37 @@ func runPin(cmd *cobra.Command, s Streams, g *globals, f *pinFlags) error {
 }
 
 // runningIn looks up the digest h last saw running for a manifest's
-// workload container. Compose services and kustomize entries have no
-// workload to look up.
-func runningIn(h *record.History) func(manifest.Image) (string, bool) {
-	return func(img manifest.Image) (string, bool) {
+// workload container, in cluster ("" for any). Compose services and
+// kustomize entries have no workload to look up. With no cluster, when the
+// clusters h holds records of last saw different digests, the answer is a
+// *pin.AmbiguousError: a manifest is deployed to one cluster, and which
+// one is not for pin to guess.
+func runningIn(h *record.History, cluster string) func(manifest.Image) (string, error) {
+	return func(img manifest.Image) (string, error) {
 		if img.Kind == "Compose" || img.Kind == "Kustomization" {
-			return "", false
+			return "", pin.ErrNoRecord
 		}
 		ns := img.Namespace
 		if ns == "" {
 			ns = "default"
 		}
-		rec, ok := h.Running(record.Query{Namespace: ns, OwnerKind: img.Kind, OwnerName: img.Name, Container: img.Container})
-		return rec.Digest, ok
+		rs := h.Find(record.Query{Cluster: cluster, Namespace: ns, OwnerKind: img.Kind, OwnerName: img.Name, Container: img.Container})
+		if len(rs) == 0 {
+			return "", pin.ErrNoRecord
+		}
+		// Each cluster's newest record (rs is newest first).
+		newest := map[string]string{}
+		for _, r := range rs {
+			if _, ok := newest[r.Cluster]; !ok {
+				newest[r.Cluster] = r.Digest
+			}
+		}
+		for _, d := range newest {
+			if d != rs[0].Digest {
+				return "", fmt.Errorf("%w; pass --records-cluster to choose", &pin.AmbiguousError{Digests: newest})
+			}
+		}
+		return rs[0].Digest, nil
 	}
 }
 
@@ -204,6 +234,8 @@ func (f *pinFlags) config(cmd *cobra.Command, g *globals) (pin.Config, error) {
 		return c, errors.New("--check changes nothing: it cannot be combined with --write, --update, --from-records, --from-cluster, --allow-broken or --pull-policy")
 	case f.fromRecords != "" && f.fromCluster:
 		return c, errors.New("--from-records and --from-cluster cannot be used together")
+	case f.recordsCluster != "" && f.fromRecords == "":
+		return c, errors.New("--records-cluster goes with --from-records")
 	case !f.fromCluster && (f.kube.allNamespaces || f.kube.namespace != "" || f.kube.context != "" || f.kube.kubeconfig != ""):
 		return c, errors.New("--kubeconfig, --context, -n and -A go with --from-cluster")
 	case !f.check && f.output != "text":
@@ -224,7 +256,10 @@ func (f *pinFlags) config(cmd *cobra.Command, g *globals) (pin.Config, error) {
 		if err != nil {
 			return c, fmt.Errorf("--from-records: %w", err)
 		}
-		c.Running = runningIn(h)
+		if f.recordsCluster != "" && !recorded(h, f.recordsCluster) {
+			return c, fmt.Errorf("--records-cluster %q: %s has no records of it; it has %s", f.recordsCluster, f.fromRecords, clusters(h))
+		}
+		c.Running = runningIn(h, f.recordsCluster)
 	}
 	if f.fromCluster {
 		kt, err := f.kube.connect()
@@ -238,7 +273,7 @@ func (f *pinFlags) config(cmd *cobra.Command, g *globals) (pin.Config, error) {
 		// What runs now, as a one-snapshot history: the same lookup as --from-records.
 		h := record.NewHistory()
 		h.Merge(record.FromInventory(kt.name, time.Now(), inv))
-		c.Running = runningIn(h)
+		c.Running = runningIn(h, kt.name)
 	}
 	if f.check {
 		return c, c.Validate()
@@ -256,6 +291,26 @@ func (f *pinFlags) config(cmd *cobra.Command, g *globals) (pin.Config, error) {
 	}
 	c.Scanner = sc
 	return c, c.Validate()
+}
+
+// recorded reports whether h holds records of cluster.
+func recorded(h *record.History, cluster string) bool {
+	return slices.ContainsFunc(h.Records, func(r record.Record) bool { return r.Cluster == cluster })
+}
+
+// clusters lists the clusters h holds records of, for messages.
+func clusters(h *record.History) string {
+	var names []string
+	for _, r := range h.Records {
+		if q := fmt.Sprintf("%q", r.Cluster); !slices.Contains(names, q) {
+			names = append(names, q)
+		}
+	}
+	if len(names) == 0 {
+		return "none"
+	}
+	slices.Sort(names)
+	return strings.Join(names, ", ")
 }
 
 // pinExit applies the exit-code contract: 1 when a finding fails the run,

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
@@ -25,6 +26,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/regcheck/regcheck/pin"
+	"github.com/regcheck/regcheck/record"
 )
 
 func runPinCmd(t *testing.T, args ...string) (int, string, string) {
@@ -167,6 +169,7 @@ func TestPinUsage(t *testing.T) {
 		{"--exclude", "[", dir},
 		{"--concurrency", "0", dir},
 		{"--from-records", filepath.Join(dir, "pod.yaml"), dir},
+		{"--records-cluster", "prod", dir},
 		{"-"},
 	} {
 		t.Run(strings.Join(args[:len(args)-1], " "), func(t *testing.T) {
@@ -282,4 +285,93 @@ func TestChangeLine(t *testing.T) {
 
 func pinChange(file string, line int, field, old, new string) pin.Change {
 	return pin.Change{File: file, Line: line, Field: field, Old: old, New: new}
+}
+
+// writeHistory writes a history of snapshots to a new file.
+func writeHistory(t *testing.T, snaps ...record.Snapshot) string {
+	t.Helper()
+	h := record.NewHistory()
+	for _, s := range snaps {
+		h.Merge(s)
+	}
+	data, err := record.Encode(h, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "history.json")
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func ran(cluster string, at time.Time, name, digest string) record.Snapshot {
+	return record.Snapshot{Cluster: cluster, Time: at, Entries: []record.Entry{{
+		Namespace: "default", OwnerKind: "Deployment", OwnerName: name, Pod: name + "-1", Container: "app", Digest: digest}}}
+}
+
+func pinDeployment(name, image string) string {
+	return fmt.Sprintf("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: %s\nspec:\n  template:\n    spec:\n      containers:\n        - name: app\n          image: %s\n", name, image)
+}
+
+// TestPinFromRecordsClusters: a history of several clusters that disagree
+// on what a workload runs pins nothing for it (ambiguous-record, exit 3)
+// unless --records-cluster picks one; clusters that agree are fine.
+func TestPinFromRecordsClusters(t *testing.T) {
+	t.Parallel()
+	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(reg.Close)
+	host := strings.TrimPrefix(reg.URL, "http://")
+	ref := host + "/app:latest"
+	a := pushTest(t, ref, "build a")
+	b := pushTest(t, ref, "build b")
+	t1 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	t2 := t1.Add(time.Hour)
+	history := writeHistory(t,
+		ran("prod", t1, "api", b), ran("staging", t2, "api", a), // staging recorded last
+		ran("prod", t1, "web", a), ran("staging", t2, "web", a))
+	for _, tc := range []struct {
+		name           string
+		args           []string
+		code           int
+		api, web       string // digests pinned, "" for none
+		stderr, absent []string
+	}{
+		{"clusters disagree", nil, ExitIncomplete, "", a,
+			[]string{"api.yaml:10: ambiguous-record: which digest runs Deployment api container app is ambiguous: the clusters recorded disagree: prod runs " + b + ", staging runs " + a + "; pass --records-cluster to choose"},
+			[]string{"web.yaml:10: ambiguous"}},
+		{"prod", []string{"--records-cluster", "prod"}, ExitClean, b, a, nil, []string{"ambiguous"}},
+		{"staging", []string{"--records-cluster", "staging"}, ExitClean, a, a, nil, []string{"ambiguous"}},
+		{"unknown cluster", []string{"--records-cluster", "qa"}, ExitUsage, "", "",
+			[]string{`--records-cluster "qa": ` + history + ` has no records of it; it has "prod", "staging"`}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := pinTree(t, map[string]string{"api.yaml": pinDeployment("api", ref), "web.yaml": pinDeployment("web", ref)})
+			args := append([]string{"--write", "--from-records", history}, append(tc.args, dir)...)
+			code, out, errs := runPinCmd(t, args...)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d\n%s%s", code, tc.code, out, errs)
+			}
+			for file, d := range map[string]string{"api": tc.api, "web": tc.web} {
+				want := pinDeployment(file, ref)
+				if d != "" {
+					want = pinDeployment(file, ref+"@"+d)
+				}
+				if got, _ := os.ReadFile(filepath.Join(dir, file+".yaml")); string(got) != want {
+					t.Errorf("%s.yaml:\n%s\nwant:\n%s", file, got, want)
+				}
+			}
+			for _, s := range tc.stderr {
+				if !strings.Contains(errs, s) {
+					t.Errorf("stderr lacks %q:\n%s", s, errs)
+				}
+			}
+			for _, s := range tc.absent {
+				if strings.Contains(errs, s) {
+					t.Errorf("stderr has %q:\n%s", s, errs)
+				}
+			}
+		})
+	}
 }
