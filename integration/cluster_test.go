@@ -6,6 +6,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +19,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
+	k8sauth "github.com/google/go-containerregistry/pkg/authn/kubernetes"
+	"github.com/google/go-containerregistry/pkg/name"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -27,6 +32,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 
+	"github.com/regcheck/regcheck/internal/cli"
 	"github.com/regcheck/regcheck/internal/testkube"
 	"github.com/regcheck/regcheck/inventory"
 	"github.com/regcheck/regcheck/record"
@@ -180,6 +186,67 @@ func TestClusterInventoryAndRecord(t *testing.T) {
 			t.Fatal(err)
 		}
 		assertInventory(t, want, got)
+	})
+
+	t.Run("pull secrets as the regcheck ServiceAccount with deploy/rbac-pull-secrets.yaml", func(t *testing.T) {
+		// What --pull-secrets reads (go-containerregistry pkg/authn/kubernetes,
+		// as cluster.CheckWithPullSecrets calls it): the pod's imagePullSecrets
+		// and its ServiceAccount's, by name, in the pod's namespace.
+		dockerConfig := func(host, user string) map[string][]byte {
+			auth := base64.StdEncoding.EncodeToString([]byte(user + ":not-a-real-password"))
+			return map[string][]byte{corev1.DockerConfigJsonKey: []byte(fmt.Sprintf(`{"auths":{%q:{"auth":%q}}}`, host, auth))}
+		}
+		for _, sec := range []*corev1.Secret{
+			{ObjectMeta: metav1.ObjectMeta{Name: "regcred"}, Type: corev1.SecretTypeDockerConfigJson, Data: dockerConfig("registry.example.com", "pod-puller")},
+			{ObjectMeta: metav1.ObjectMeta{Name: "sa-cred"}, Type: corev1.SecretTypeDockerConfigJson, Data: dockerConfig("ghcr.io", "sa-puller")},
+		} {
+			if _, err := admin.CoreV1().Secrets("shop").Create(ctx, sec, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		defSA, err := admin.CoreV1().ServiceAccounts("shop").Get(ctx, "default", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defSA.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "sa-cred"}}
+		if _, err := admin.CoreV1().ServiceAccounts("shop").Update(ctx, defSA, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		keychain := func() (authn.Keychain, error) {
+			return k8sauth.New(ctx, sa, k8sauth.Options{Namespace: "shop", ServiceAccountName: "default", ImagePullSecrets: []string{"regcred"}})
+		}
+		// Without the binding the ServiceAccount cannot read them: the check below means something.
+		if _, err := keychain(); !apierrors.IsForbidden(err) {
+			t.Fatalf("reading pull secrets before rbac-pull-secrets.yaml: %v, want Forbidden", err)
+		}
+		if err := applyManifest(ctx, admin, filepath.Join("..", "deploy", "rbac-pull-secrets.yaml")); err != nil {
+			t.Fatal(err)
+		}
+		kc, err := eventually(t, keychain, func(_ authn.Keychain, err error) bool { return !apierrors.IsForbidden(err) })
+		if err != nil {
+			t.Fatalf("reading pull secrets with the shipped roles: %v", err)
+		}
+		for host, user := range map[string]string{"registry.example.com": "pod-puller", "ghcr.io": "sa-puller"} {
+			reg, err := name.NewRegistry(host)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, err := kc.Resolve(reg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := a.Authorization()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Username != user {
+				t.Errorf("credentials for %s: user %q, want %q", host, cfg.Username, user)
+			}
+		}
+		// get is all the role grants: listing every Secret stays forbidden.
+		if _, err := sa.CoreV1().Secrets("shop").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+			t.Errorf("listing secrets as the regcheck ServiceAccount: %v, want Forbidden", err)
+		}
 	})
 
 	t.Run("a role without list on daemonsets fails naming verb and resource", func(t *testing.T) {
@@ -389,6 +456,117 @@ func TestClusterInventoryAndRecord(t *testing.T) {
 			t.Errorf("the oldest snapshot was kept")
 		}
 	})
+
+	t.Run("regcheck record: namespace-scoped runs and a trimmed ConfigMap", func(t *testing.T) {
+		kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+		if err := kc.WriteKubeconfig(kubeconfig, "testkube", kc.Config.BearerToken); err != nil {
+			t.Fatal(err)
+		}
+		run := func(args ...string) (stdout, stderr string) {
+			t.Helper()
+			var out, errb bytes.Buffer
+			args = append([]string{"record", "--kubeconfig", kubeconfig}, args...)
+			if code := cli.Run(ctx, cli.Streams{Out: &out, Err: &errb}, args); code != cli.ExitClean {
+				t.Fatalf("regcheck %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, out.String(), errb.String())
+			}
+			return out.String(), errb.String()
+		}
+
+		// A second namespace with one running pod.
+		// No controller-manager runs: the ServiceAccount admission needs "default" made by hand.
+		if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "other"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := admin.CoreV1().ServiceAccounts("other").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		p, err := admin.CoreV1().Pods("other").Create(ctx, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "solo"},
+			Spec:       corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "main", Image: "alpine:3.22"}}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", Image: "docker.io/library/alpine:3.22",
+			ImageID: "docker.io/library/alpine@" + testkube.DigestAlpine,
+			State:   corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(testkube.Started)}}}}
+		if _, err := admin.CoreV1().Pods("other").UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+
+		// record -n shop, record -n other, a restart in shop, record -n shop --diff:
+		// shop is compared with shop's last run, not with other's.
+		history := filepath.Join(t.TempDir(), "history.json")
+		run("-n", "shop", "--out", history)
+		out, _ := run("-n", "other", "--out", history, "--diff")
+		if !strings.Contains(out, "no previous snapshot of testkube") {
+			t.Errorf("first run of -n other --diff:\n%s\nwant it to say there is no previous snapshot", out)
+		}
+		if err := testkube.SetImageID(ctx, admin, "shop", "web-7d9f-bbbbb", "nginx", "docker.io/library/nginx@"+testkube.DigestNginxV2); err != nil {
+			t.Fatal(err)
+		}
+		out, _ = run("-n", "shop", "--out", history, "--diff", "-o", "json")
+		var doc struct{ Changes []record.Change }
+		if err := json.Unmarshal([]byte(out), &doc); err != nil {
+			t.Fatalf("%v in:\n%s", err, out)
+		}
+		wantChange := []record.Change{{
+			Cluster: "testkube", Namespace: "shop", OwnerKind: "Deployment", OwnerName: "web", Container: "nginx",
+			Pod: "web-7d9f-bbbbb", Node: "node-b", Image: "nginx:1.27", From: []string{testkube.DigestNginx}, To: testkube.DigestNginxV2,
+		}}
+		if !reflect.DeepEqual(doc.Changes, wantChange) {
+			t.Errorf("record -n shop --diff after record -n other:\n got %+v\nwant %+v", doc.Changes, wantChange)
+		}
+
+		// A ConfigMap history just under the size limit: this run trims it,
+		// and the warning is logged once.
+		cm := &record.ConfigMap{Client: admin, Namespace: "regcheck", Name: "cli-trim"}
+		if _, err := cm.Update(ctx, func(h *record.History) error {
+			h.Records = nearlyFullHistory(t, record.DefaultConfigMapMaxBytes-500)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		_, stderr := run("-n", "shop", "--configmap", "regcheck/cli-trim")
+		if n := strings.Count(stderr, "trimmed the"); n != 1 {
+			t.Errorf("the trim warning was logged %d times, want once; stderr:\n%s", n, stderr)
+		}
+	})
+}
+
+// nearlyFullHistory returns old records whose compact encoding is at most
+// size bytes and within 2 KiB of it.
+func nearlyFullHistory(t *testing.T, size int) []record.Record {
+	t.Helper()
+	rec := func(i int) record.Record {
+		return record.Record{
+			Key: record.Key{Cluster: "old", Namespace: "ns", OwnerKind: "Deployment", OwnerName: fmt.Sprintf("app-%07d", i),
+				Container: "c", Digest: fmt.Sprintf("sha256:%064x", i)},
+			FirstSeen: time.Unix(1_700_000_000, 0).UTC(), LastSeen: time.Unix(1_700_000_000, 0).UTC(),
+			Pod: fmt.Sprintf("app-%07d-abcde", i), Image: "example.com/app:1",
+		}
+	}
+	one, err := json.Marshal(rec(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := make([]record.Record, size/(len(one)+1))
+	for i := range recs {
+		recs[i] = rec(i)
+	}
+	for {
+		b, err := record.Encode(&record.History{Records: recs}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) <= size {
+			if len(b) < size-2048 {
+				t.Fatalf("history of %d bytes, want close to %d", len(b), size)
+			}
+			return recs
+		}
+		recs = recs[:len(recs)-1]
+	}
 }
 
 func containsString(ss []string, s string) bool {

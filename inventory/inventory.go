@@ -35,23 +35,30 @@ const (
 	FieldEphemeralContainers = "ephemeralContainers"
 )
 
-// Container is one container of one workload: a running pod's, or a pod
-// template's when its owner has no pod (scaled to zero, suspended CronJob).
+// Container is one container of one workload: a pod's, or a pod template's
+// when no pod of its owner runs that template's image for it (see List).
 type Container struct {
 	// Top-level owner: Pod → ReplicaSet → Deployment; Pod → Job → CronJob;
 	// StatefulSet; DaemonSet; a bare Pod is its own owner (OwnerKind "Pod").
 	Namespace, OwnerKind, OwnerName string
-	Pod                             string // empty for a template entry (no pod of that owner exists)
+	Pod                             string // empty for a template entry (no pod of the owner runs this image for this container)
 	Container                       string
 	Field                           string // containers | initContainers | ephemeralContainers
 
 	Image    string   // the spec's image string, as written
 	ImageRef ImageRef // Image parsed: normalized repo, tag, pinned digest
 
-	ImageID       string      // raw status imageID; empty for templates and pods not yet started
-	ImageIDKind   ImageIDKind // what ImageID holds; only ImageIDRepoDigest gives a RunningDigest
-	RunningRepo   string      // normalized repository from ImageID; empty unless ImageIDKind is ImageIDRepoDigest
-	RunningDigest string      // "sha256:…" from ImageID; empty unless ImageIDKind is ImageIDRepoDigest
+	ImageID string // raw status imageID; empty for templates and pods not yet started
+	// ImageIDKind says what ImageID holds: ImageIDRepoDigest for
+	// "repo@sha256:…" (with or without a "docker-pullable://" prefix), the
+	// only kind that sets RunningRepo and RunningDigest; ImageIDConfig for a
+	// local image ID, "docker://sha256:…" or a bare "sha256:…", which no
+	// registry serves (nothing can be pulled or verified by it); ImageIDNone
+	// when ImageID is empty (templates, containers not started);
+	// ImageIDUnknown for anything else.
+	ImageIDKind   ImageIDKind
+	RunningRepo   string // normalized repository from ImageID; empty unless ImageIDKind is ImageIDRepoDigest
+	RunningDigest string // "sha256:…" from ImageID; empty unless ImageIDKind is ImageIDRepoDigest
 
 	Node string // spec.nodeName; empty for templates and unscheduled pods
 	// PullPolicy is the effective policy: the spec's, or Kubernetes' default
@@ -81,17 +88,28 @@ type Inventory struct {
 // pageSize is the Limit of every list call; List follows continue tokens.
 const pageSize = 500
 
-// List lists the containers of every pod, plus the pod templates of owners
-// that have no pod, in namespace ("" for all namespaces), and the images
-// each node holds.
+// List lists the containers of every pod, plus the pod template containers
+// that no pod runs as written, in namespace ("" for all namespaces), and the
+// images each node holds.
 //
 // Counting rule: a pod's containers are listed once per pod, attributed to
-// the pod's top-level owner. A Deployment, StatefulSet, DaemonSet or CronJob
-// with no pod at all gets one template entry per container (Pod empty); so
-// does a ReplicaSet without a Deployment and an unfinished Job without a
-// CronJob. ReplicaSets owned by a Deployment and Jobs owned by a CronJob never
-// get their own template entry: their owner's template covers them. A finished
-// Job (Complete or Failed) without pods gets none, since it will not run again.
+// the pod's top-level owner. Template entries (Pod empty) come from the pod
+// templates of Deployments, StatefulSets, DaemonSets and CronJobs, of
+// ReplicaSets without a Deployment and of unfinished Jobs without a CronJob:
+//
+//   - an owner with no pod at all gets one template entry per container of
+//     its template (containers and initContainers);
+//   - an owner with pods gets a template entry for each template container
+//     whose image differs from every image its pods run for that container
+//     (same field and name, spec image strings compared as written): the
+//     image the next pod will pull while the pods still run an older one
+//     (a CronJob whose jobTemplate changed while completed Job pods are kept,
+//     an OnDelete or partitioned DaemonSet or StatefulSet, a paused or
+//     unfinished Deployment rollout), or a container the pods do not have.
+//
+// ReplicaSets owned by a Deployment and Jobs owned by a CronJob never get
+// their own template entry: their owner's template covers them. A finished
+// Job (Complete or Failed) gets none, since it will not run again.
 //
 // List needs get/list on pods, nodes, deployments, statefulsets, daemonsets,
 // replicasets, jobs and cronjobs. An API error is returned wrapped with what
@@ -204,7 +222,8 @@ func List(ctx context.Context, c kubernetes.Interface, namespace string) (*Inven
 		return o
 	}
 
-	hasPods := map[ownerKey]bool{}
+	// The spec images each owner's pods run, per container field and name.
+	podImages := map[ownerKey]map[slotKey][]string{}
 	for i := range pods {
 		p := &pods[i]
 		o := controllerOf(p.OwnerReferences)
@@ -212,15 +231,33 @@ func List(ctx context.Context, c kubernetes.Interface, namespace string) (*Inven
 			o = owner{KindPod, p.Name}
 		}
 		o = resolve(p.Namespace, o)
-		hasPods[ownerKey{p.Namespace, o.kind, o.name}] = true
-		inv.Containers = append(inv.Containers, podContainers(p, o)...)
+		cs := podContainers(p, o)
+		ok := ownerKey{p.Namespace, o.kind, o.name}
+		imgs := podImages[ok]
+		if imgs == nil {
+			imgs = map[slotKey][]string{}
+			podImages[ok] = imgs
+		}
+		for _, c := range cs {
+			k := slotKey{c.Field, c.Container}
+			if !slices.Contains(imgs[k], c.Image) {
+				imgs[k] = append(imgs[k], c.Image)
+			}
+		}
+		inv.Containers = append(inv.Containers, cs...)
 	}
 
+	// tmpl adds o's template containers that no pod of o runs as written:
+	// all of them when o has no pod, else those whose image differs from
+	// every image its pods run for that container.
 	tmpl := func(ns string, o owner, t *corev1.PodTemplateSpec) {
-		if hasPods[ownerKey{ns, o.kind, o.name}] {
-			return
+		cs := templateContainers(ns, o, &t.Spec)
+		if imgs, ok := podImages[ownerKey{ns, o.kind, o.name}]; ok {
+			cs = slices.DeleteFunc(cs, func(c Container) bool {
+				return slices.Contains(imgs[slotKey{c.Field, c.Container}], c.Image)
+			})
 		}
-		inv.Containers = append(inv.Containers, templateContainers(ns, o, &t.Spec)...)
+		inv.Containers = append(inv.Containers, cs...)
 	}
 	for i := range deps {
 		d := &deps[i]
@@ -260,6 +297,9 @@ func List(ctx context.Context, c kubernetes.Interface, namespace string) (*Inven
 type objKey struct{ ns, name string }
 
 type ownerKey struct{ ns, kind, name string }
+
+// slotKey is one container of a pod spec: its field and name.
+type slotKey struct{ field, name string }
 
 type owner struct{ kind, name string }
 

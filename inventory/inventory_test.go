@@ -58,6 +58,8 @@ func ctrl(kind, name string) []metav1.OwnerReference {
 	return []metav1.OwnerReference{{Kind: kind, Name: name, Controller: &t}}
 }
 
+func ptr[T any](v T) *T { return &v }
+
 func podTemplate(image string) corev1.PodTemplateSpec {
 	return corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: image}}}}
 }
@@ -142,6 +144,189 @@ func TestListOwnerRules(t *testing.T) {
 			}
 			if !reflect.DeepEqual(tt.want, got) {
 				t.Errorf("owners:\n got %+v\nwant %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestListTemplateNotRun: an owner with pods also gets a template entry for
+// each template container whose image none of its pods runs for that
+// container, since the next pod it creates pulls that image.
+func TestListTemplateNotRun(t *testing.T) {
+	t.Parallel()
+	type entry struct{ kind, name, pod, field, container, image string }
+	om := func(name string, owner []metav1.OwnerReference) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Namespace: "ns", Name: name, OwnerReferences: owner}
+	}
+	pod := func(name string, owner []metav1.OwnerReference, spec corev1.PodSpec) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: om(name, owner), Spec: spec}
+	}
+	spec := func(cs ...corev1.Container) corev1.PodSpec { return corev1.PodSpec{Containers: cs} }
+	c := func(name, image string) corev1.Container { return corev1.Container{Name: name, Image: image} }
+	cronJob := func(name, image string) *batchv1.CronJob {
+		return &batchv1.CronJob{ObjectMeta: om(name, nil), Spec: batchv1.CronJobSpec{JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: podTemplate(image)}}}}
+	}
+	done := batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}}
+	fc, fi := inventory.FieldContainers, inventory.FieldInitContainers
+	tests := []struct {
+		name    string
+		objects []runtime.Object
+		want    []entry
+	}{
+		{
+			name: "cronjob template changed, completed job pod kept",
+			objects: []runtime.Object{
+				cronJob("cj", "x:2"),
+				&batchv1.Job{ObjectMeta: om("cj-1", ctrl("CronJob", "cj")), Spec: batchv1.JobSpec{Template: podTemplate("x:1")}, Status: done},
+				pod("cj-1-a", ctrl("Job", "cj-1"), spec(c("c", "x:1"))),
+			},
+			want: []entry{{"CronJob", "cj", "", fc, "c", "x:2"}, {"CronJob", "cj", "cj-1-a", fc, "c", "x:1"}},
+		},
+		{
+			name: "cronjob template unchanged, completed job pod kept",
+			objects: []runtime.Object{
+				cronJob("cj", "x:1"),
+				&batchv1.Job{ObjectMeta: om("cj-1", ctrl("CronJob", "cj")), Spec: batchv1.JobSpec{Template: podTemplate("x:1")}, Status: done},
+				pod("cj-1-a", ctrl("Job", "cj-1"), spec(c("c", "x:1"))),
+			},
+			want: []entry{{"CronJob", "cj", "cj-1-a", fc, "c", "x:1"}},
+		},
+		{
+			name: "daemonset OnDelete, pods on the old image",
+			objects: []runtime.Object{
+				&appsv1.DaemonSet{ObjectMeta: om("ds", nil), Spec: appsv1.DaemonSetSpec{Template: podTemplate("x:2"),
+					UpdateStrategy: appsv1.DaemonSetUpdateStrategy{Type: appsv1.OnDeleteDaemonSetStrategyType}}},
+				pod("ds-a", ctrl("DaemonSet", "ds"), spec(c("c", "x:1"))),
+				pod("ds-b", ctrl("DaemonSet", "ds"), spec(c("c", "x:1"))),
+			},
+			want: []entry{{"DaemonSet", "ds", "", fc, "c", "x:2"}, {"DaemonSet", "ds", "ds-a", fc, "c", "x:1"}, {"DaemonSet", "ds", "ds-b", fc, "c", "x:1"}},
+		},
+		{
+			name: "statefulset partition, no pod updated yet",
+			objects: []runtime.Object{
+				&appsv1.StatefulSet{ObjectMeta: om("s", nil), Spec: appsv1.StatefulSetSpec{Template: podTemplate("x:2"),
+					UpdateStrategy: appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType,
+						RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr[int32](2)}}}},
+				pod("s-0", ctrl("StatefulSet", "s"), spec(c("c", "x:1"))),
+				pod("s-1", ctrl("StatefulSet", "s"), spec(c("c", "x:1"))),
+			},
+			want: []entry{{"StatefulSet", "s", "", fc, "c", "x:2"}, {"StatefulSet", "s", "s-0", fc, "c", "x:1"}, {"StatefulSet", "s", "s-1", fc, "c", "x:1"}},
+		},
+		{
+			name: "statefulset partition, one pod already on the template image",
+			objects: []runtime.Object{
+				&appsv1.StatefulSet{ObjectMeta: om("s", nil), Spec: appsv1.StatefulSetSpec{Template: podTemplate("x:2")}},
+				pod("s-0", ctrl("StatefulSet", "s"), spec(c("c", "x:1"))),
+				pod("s-1", ctrl("StatefulSet", "s"), spec(c("c", "x:2"))),
+			},
+			want: []entry{{"StatefulSet", "s", "s-0", fc, "c", "x:1"}, {"StatefulSet", "s", "s-1", fc, "c", "x:2"}},
+		},
+		{
+			name: "paused deployment rollout, pods of the old replicaset",
+			objects: []runtime.Object{
+				&appsv1.Deployment{ObjectMeta: om("d", nil), Spec: appsv1.DeploymentSpec{Paused: true, Template: podTemplate("x:2")}},
+				&appsv1.ReplicaSet{ObjectMeta: om("d-1", ctrl("Deployment", "d")), Spec: appsv1.ReplicaSetSpec{Template: podTemplate("x:1")}},
+				pod("d-1-a", ctrl("ReplicaSet", "d-1"), spec(c("c", "x:1"))),
+			},
+			want: []entry{{"Deployment", "d", "", fc, "c", "x:2"}, {"Deployment", "d", "d-1-a", fc, "c", "x:1"}},
+		},
+		{
+			name: "template adds a sidecar the pods lack; the unchanged container gets no entry",
+			objects: []runtime.Object{
+				&appsv1.Deployment{ObjectMeta: om("d", nil), Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: spec(c("c", "x:1"), c("proxy", "p:1"))}}},
+				&appsv1.ReplicaSet{ObjectMeta: om("d-1", ctrl("Deployment", "d"))},
+				pod("d-1-a", ctrl("ReplicaSet", "d-1"), spec(c("c", "x:1"))),
+			},
+			want: []entry{{"Deployment", "d", "", fc, "proxy", "p:1"}, {"Deployment", "d", "d-1-a", fc, "c", "x:1"}},
+		},
+		{
+			name: "images are compared per field: an init container is not a container of the same name",
+			objects: []runtime.Object{
+				&appsv1.DaemonSet{ObjectMeta: om("ds", nil), Spec: appsv1.DaemonSetSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+					InitContainers: []corev1.Container{c("c", "x:1")}, Containers: []corev1.Container{c("main", "m:1")}}}}},
+				pod("ds-a", ctrl("DaemonSet", "ds"), corev1.PodSpec{InitContainers: []corev1.Container{c("c", "x:0")}, Containers: []corev1.Container{c("c", "x:1"), c("main", "m:1")}}),
+			},
+			want: []entry{{"DaemonSet", "ds", "", fi, "c", "x:1"}, {"DaemonSet", "ds", "ds-a", fi, "c", "x:0"}, {"DaemonSet", "ds", "ds-a", fc, "c", "x:1"}, {"DaemonSet", "ds", "ds-a", fc, "main", "m:1"}},
+		},
+		{
+			name: "image strings are compared as written",
+			objects: []runtime.Object{
+				&appsv1.DaemonSet{ObjectMeta: om("ds", nil), Spec: appsv1.DaemonSetSpec{Template: podTemplate("nginx:1.27")}},
+				pod("ds-a", ctrl("DaemonSet", "ds"), spec(c("c", "docker.io/library/nginx:1.27"))),
+			},
+			want: []entry{{"DaemonSet", "ds", "", fc, "c", "nginx:1.27"}, {"DaemonSet", "ds", "ds-a", fc, "c", "docker.io/library/nginx:1.27"}},
+		},
+		{
+			name: "bare jobs: an unfinished one with pods is compared, a finished one never gets an entry",
+			objects: []runtime.Object{
+				&batchv1.Job{ObjectMeta: om("running", nil), Spec: batchv1.JobSpec{Template: podTemplate("x:2")}},
+				pod("running-a", ctrl("Job", "running"), spec(c("c", "x:1"))),
+				&batchv1.Job{ObjectMeta: om("done", nil), Spec: batchv1.JobSpec{Template: podTemplate("x:2")}, Status: done},
+				pod("done-a", ctrl("Job", "done"), spec(c("c", "x:1"))),
+			},
+			want: []entry{{"Job", "done", "done-a", fc, "c", "x:1"}, {"Job", "running", "", fc, "c", "x:2"}, {"Job", "running", "running-a", fc, "c", "x:1"}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			inv, err := inventory.List(context.Background(), fake.NewClientset(tt.objects...), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []entry
+			for _, c := range inv.Containers {
+				got = append(got, entry{c.OwnerKind, c.OwnerName, c.Pod, c.Field, c.Container, c.Image})
+				if c.Template() && (c.ImageID != "" || c.State != "" || c.Node != "") {
+					t.Errorf("template entry has pod data: %+v", c)
+				}
+			}
+			if !reflect.DeepEqual(tt.want, got) {
+				t.Errorf("containers:\n got %+v\nwant %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestListImageIDKind: what List puts in ImageIDKind, RunningRepo and
+// RunningDigest for each form of status imageID a runtime reports.
+func TestListImageIDKind(t *testing.T) {
+	t.Parallel()
+	const (
+		digest   = "sha256:abababababababababababababababababababababababababababababababab"
+		configID = "sha256:cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd"
+	)
+	tests := []struct {
+		name, imageID      string
+		kind               inventory.ImageIDKind
+		runRepo, runDigest string
+	}{
+		{"docker image id", "docker://" + configID, inventory.ImageIDConfig, "", ""},
+		{"bare image id", configID, inventory.ImageIDConfig, "", ""},
+		{"docker-pullable repo digest", "docker-pullable://nginx@" + digest, inventory.ImageIDRepoDigest, "docker.io/library/nginx", digest},
+		{"containerd repo digest", "docker.io/library/nginx@" + digest, inventory.ImageIDRepoDigest, "docker.io/library/nginx", digest},
+		{"not started", "", inventory.ImageIDNone, "", ""},
+		{"garbage", "nginx:1.27", inventory.ImageIDUnknown, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx:1.27"}}},
+				Status:     corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "c", ImageID: tt.imageID}}},
+			}
+			inv, err := inventory.List(context.Background(), fake.NewClientset(p), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(inv.Containers) != 1 {
+				t.Fatalf("got %d containers, want 1", len(inv.Containers))
+			}
+			c := inv.Containers[0]
+			if c.ImageID != tt.imageID || c.ImageIDKind != tt.kind || c.RunningRepo != tt.runRepo || c.RunningDigest != tt.runDigest {
+				t.Errorf("ImageID %q: got kind %q, repo %q, digest %q; want %q, %q, %q",
+					tt.imageID, c.ImageIDKind, c.RunningRepo, c.RunningDigest, tt.kind, tt.runRepo, tt.runDigest)
 			}
 		})
 	}

@@ -158,8 +158,9 @@ func (h *History) sort() {
 
 // Latest returns the most recent snapshot of cluster that h holds: the
 // records last seen at the cluster's latest LastSeen, with their last pod.
-// It holds one entry per (owner, container, digest), not per pod, which is
-// what Diff needs. ok is false when h has nothing for cluster.
+// It holds one entry per (owner, container, digest), not per pod. ok is
+// false when h has nothing for cluster. Save compares with Previous instead:
+// a run limited to one namespace is not the previous snapshot of another.
 func (h *History) Latest(cluster string) (s Snapshot, ok bool) {
 	var last time.Time
 	for _, r := range h.Records {
@@ -177,6 +178,47 @@ func (h *History) Latest(cluster string) (s Snapshot, ok bool) {
 		}
 	}
 	return s, true
+}
+
+// Previous returns what h held, before cur, for the owner containers in
+// cur: for each (cluster, namespace, owner kind, owner name, container) of
+// cur, the records of that owner container with the greatest LastSeen
+// earlier than cur.Time (any LastSeen when cur.Time is zero), each as an
+// entry at its LastSeen with its last pod. Owner containers are compared
+// with their own last sighting, not with a cluster-wide latest snapshot, so
+// runs limited to different namespaces do not hide each other's changes;
+// the result is what Diff(prev, cur) needs.
+//
+// The returned snapshot's Cluster is cur's, and its Time the earliest
+// LastSeen among the records it holds (every change Diff finds happened
+// after it); Time is zero and Entries empty when no owner container of cur
+// has earlier records.
+func (h *History) Previous(cur Snapshot) Snapshot {
+	type ownerC struct{ cluster, ns, kind, name, container string }
+	want := map[ownerC]bool{}
+	for _, e := range cur.Entries {
+		want[ownerC{cmp.Or(e.Cluster, cur.Cluster), e.Namespace, e.OwnerKind, e.OwnerName, e.Container}] = true
+	}
+	before := func(t time.Time) bool { return cur.Time.IsZero() || t.Before(cur.Time) }
+	last := map[ownerC]time.Time{}
+	for _, r := range h.Records {
+		o := ownerC{r.Cluster, r.Namespace, r.OwnerKind, r.OwnerName, r.Container}
+		if want[o] && before(r.LastSeen) && r.LastSeen.After(last[o]) {
+			last[o] = r.LastSeen
+		}
+	}
+	prev := Snapshot{Cluster: cur.Cluster}
+	for _, r := range h.Records {
+		t, ok := last[ownerC{r.Cluster, r.Namespace, r.OwnerKind, r.OwnerName, r.Container}]
+		if !ok || !r.LastSeen.Equal(t) {
+			continue
+		}
+		prev.Entries = append(prev.Entries, r.entry(t))
+		if prev.Time.IsZero() || t.Before(prev.Time) {
+			prev.Time = t
+		}
+	}
+	return prev
 }
 
 // Query selects the records of one container of one owner.
@@ -226,10 +268,11 @@ type Change struct {
 }
 
 // Diff reports the containers of cur running a different digest than at
-// prev, which should be the previous snapshot of the same cluster. A pod
-// present in both is compared with itself; a pod new in cur is compared with
-// every digest its owner's container ran in prev, and reported only if its
-// digest is not among them. Containers with no digest on either side, and
+// prev, which should be the previous snapshot of the same cluster, or the
+// previous sighting of each owner container as History.Previous returns it.
+// A pod present in both is compared with itself; a pod new in cur is
+// compared with every digest its owner's container ran in prev, and
+// reported only if its digest is not among them. Containers with no digest on either side, and
 // owners absent from prev, are not changes.
 func Diff(prev, cur Snapshot) []Change {
 	type ownerC struct{ cluster, ns, kind, name, container string }

@@ -1,6 +1,7 @@
 package record
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"testing"
@@ -177,5 +178,142 @@ func TestDecodeRejects(t *testing.T) {
 	h, err := Decode([]byte(`{"schemaVersion":1,"records":[]}`))
 	if err != nil || h.SchemaVersion != 1 {
 		t.Errorf("Decode(valid) = %+v, %v", h, err)
+	}
+}
+
+// memStore is a Store in memory, for Save tests that are not about storage.
+type memStore struct{ h *History }
+
+func (m *memStore) Load(context.Context) (*History, error) {
+	if m.h == nil {
+		return NewHistory(), nil
+	}
+	return m.h, nil
+}
+
+func (m *memStore) Update(ctx context.Context, fn func(*History) error) (UpdateResult, error) {
+	h, _ := m.Load(ctx)
+	if err := fn(h); err != nil {
+		return UpdateResult{}, err
+	}
+	m.h = h
+	return UpdateResult{}, nil
+}
+
+// TestSaveNamespaceScopedRuns: record -n a, record -n b, record -n a again.
+// The third run compares a's containers with a's last records, not with the
+// b-only snapshot that happens to be the cluster's newest.
+func TestSaveNamespaceScopedRuns(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	in := func(ns, owner, pod, digest string) Entry {
+		e := entry(pod, digest)
+		e.Namespace, e.OwnerName = ns, owner
+		return e
+	}
+	t1, t2, t3, t4 := t0, t0.Add(time.Hour), t0.Add(2*time.Hour), t0.Add(3*time.Hour)
+	st := &memStore{}
+	save := func(s Snapshot) Result {
+		t.Helper()
+		res, err := Save(ctx, st, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	change := func(ns, owner, pod string, from []string, to string) Change {
+		return Change{Cluster: "prod", Namespace: ns, OwnerKind: "Deployment", OwnerName: owner, Container: "nginx",
+			Pod: pod, Node: "node-" + pod, Image: "nginx:1.27", From: from, To: to}
+	}
+
+	// record -n a
+	if res := save(snap(t1, in("a", "web", "a1", dA))); !res.Previous.Time.IsZero() || len(res.Changes) != 0 {
+		t.Errorf("first run of -n a: %+v", res)
+	}
+	// record -n b: b was never recorded, so there is no previous snapshot for it.
+	if res := save(snap(t2, in("b", "api", "b1", dB))); !res.Previous.Time.IsZero() || len(res.Changes) != 0 {
+		t.Errorf("first run of -n b: previous %v (%d entries), changes %+v; want none", res.Previous.Time, len(res.Previous.Entries), res.Changes)
+	}
+	// record -n a: web moved from dA to dC since t1.
+	res := save(snap(t3, in("a", "web", "a1", dC)))
+	if want := []Change{change("a", "web", "a1", []string{dA}, dC)}; !reflect.DeepEqual(res.Changes, want) {
+		t.Errorf("second run of -n a: changes\n got %+v\nwant %+v", res.Changes, want)
+	}
+	if !res.Previous.Time.Equal(t1) {
+		t.Errorf("second run of -n a: previous time %v, want %v (a's last run)", res.Previous.Time, t1)
+	}
+	// record -A: web unchanged since t3, api moved from dB to dA since t2 (a
+	// new pod, compared with every digest api ran). Previous.Time is the
+	// earliest of the owners' last sightings.
+	res = save(snap(t4, in("a", "web", "a1", dC), in("b", "api", "b2", dA)))
+	if want := []Change{change("b", "api", "b2", []string{dB}, dA)}; !reflect.DeepEqual(res.Changes, want) {
+		t.Errorf("run of -A: changes\n got %+v\nwant %+v", res.Changes, want)
+	}
+	if !res.Previous.Time.Equal(t2) {
+		t.Errorf("run of -A: previous time %v, want %v", res.Previous.Time, t2)
+	}
+}
+
+func TestPrevious(t *testing.T) {
+	t.Parallel()
+	h := NewHistory()
+	web := func(pod, digest string) Entry { return entry(pod, digest) }
+	api := func(pod, digest string) Entry { e := entry(pod, digest); e.OwnerName = "api"; return e }
+	h.Merge(snap(t0, web("a", dA), web("b", dA), api("x", dA)))
+	h.Merge(snap(t0.Add(time.Hour), web("a", dB), web("b", dA)))
+	h.Merge(snap(t0.Add(2*time.Hour), web("c", dC)))
+	other := web("z", dC)
+	other.Cluster = "staging"
+	h.Merge(Snapshot{Cluster: "staging", Time: t0.Add(5 * time.Hour), Entries: []Entry{other}})
+
+	type got struct {
+		pod, digest string
+		at          time.Time
+	}
+	entries := func(s Snapshot) []got {
+		var out []got
+		for _, e := range s.Entries {
+			out = append(out, got{e.Pod, e.Digest, e.Time})
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		cur  Snapshot
+		want []got
+		time time.Time
+	}{
+		{
+			name: "each owner at its own last sighting",
+			cur:  snap(t0.Add(3*time.Hour), web("c", dC), api("x", dA)),
+			want: []got{{"x", dA, t0}, {"c", dC, t0.Add(2 * time.Hour)}},
+			time: t0,
+		},
+		{
+			name: "only records before cur: a late snapshot is not compared with a later one",
+			cur:  snap(t0.Add(90*time.Minute), web("a", dB)),
+			want: []got{{"b", dA, t0.Add(time.Hour)}, {"a", dB, t0.Add(time.Hour)}},
+			time: t0.Add(time.Hour),
+		},
+		{
+			name: "nothing earlier than cur",
+			cur:  snap(t0, web("a", dA)),
+		},
+		{
+			name: "owner never recorded",
+			cur:  snap(t0.Add(3*time.Hour), func() Entry { e := web("q", dA); e.Namespace = "elsewhere"; return e }()),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p := h.Previous(tt.cur)
+			if g := entries(p); !reflect.DeepEqual(g, tt.want) {
+				t.Errorf("Previous entries\n got %+v\nwant %+v", g, tt.want)
+			}
+			if !p.Time.Equal(tt.time) || p.Cluster != "prod" {
+				t.Errorf("Previous = cluster %q, time %v; want prod, %v", p.Cluster, p.Time, tt.time)
+			}
+		})
 	}
 }

@@ -31,19 +31,23 @@ type UpdateResult struct {
 // Result is what Save did.
 type Result struct {
 	UpdateResult
-	// Previous is the cluster's previous snapshot as the history held it;
-	// Time is zero when the history had none.
+	// Previous is, for each owner container of the saved snapshot, its most
+	// recent earlier records as the history held them (History.Previous).
+	// Time is the earliest of their LastSeen times, and zero when no owner
+	// container of the snapshot had been recorded before.
 	Previous Snapshot
 	// Changes are the containers now running a digest they did not run at Previous.
 	Changes []Change
 }
 
-// Save merges snap into the history in st and reports what changed since
-// the previous snapshot of the same cluster.
+// Save merges snap into the history in st and reports what changed: each
+// owner container of snap is compared with its own most recent earlier
+// records, whichever run recorded them, so runs of different namespaces
+// (record -n a, then -n b) do not hide each other's changes.
 func Save(ctx context.Context, st Store, snap Snapshot) (Result, error) {
 	var res Result
 	ur, err := st.Update(ctx, func(h *History) error {
-		res.Previous, _ = h.Latest(snap.Cluster)
+		res.Previous = h.Previous(snap)
 		h.Merge(snap)
 		return nil
 	})

@@ -92,9 +92,6 @@ func runRecord(cmd *cobra.Command, s Streams, g *globals, f *recordFlags) error 
 	if err != nil {
 		return fmt.Errorf("saving the record: %w", err)
 	}
-	if res.Message != "" {
-		g.logger.Warn(res.Message, "trimmed", res.Trimmed)
-	}
 	g.logger.Info("recorded", "cluster", kt.name, "containers", len(snap.Entries), "store", where)
 	if f.output == "json" {
 		out := struct {

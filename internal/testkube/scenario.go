@@ -35,9 +35,11 @@ var Started = time.Date(2026, 11, 11, 11, 38, 4, 0, time.UTC)
 // Scenario is a namespace of workloads covering every owner shape that
 // inventory resolves: Deployment → ReplicaSet → Pods (plus an old, empty
 // ReplicaSet), a Deployment on :latest whose runtime reports only an image ID,
-// CronJob → Job → Pod, a suspended CronJob, a StatefulSet scaled to zero, a
-// DaemonSet with a pod, and a bare Pod with init and ephemeral containers.
-// Two nodes hold some of the images.
+// CronJob → Job → Pod whose jobTemplate has since moved to a new tag (the
+// completed pod is kept), a suspended CronJob, a StatefulSet scaled to zero,
+// an OnDelete DaemonSet whose pod still runs the image its template had
+// before, and a bare Pod with init and ephemeral containers. Two nodes hold
+// some of the images.
 type Scenario struct {
 	Namespace string
 }
@@ -92,23 +94,27 @@ func (s Scenario) Workloads() []metav1.Object {
 	web := template("web", corev1.PodSpec{Containers: []corev1.Container{ctr("nginx", "nginx:1.27")}})
 	turn := template("turn", corev1.PodSpec{Containers: []corev1.Container{{Name: "coturn", Image: "coturn/coturn:latest", ImagePullPolicy: corev1.PullAlways}}})
 	backup := template("backup", corev1.PodSpec{RestartPolicy: corev1.RestartPolicyOnFailure, Containers: []corev1.Container{ctr("backup", "registry.example.com/ops/backup:2")}})
+	// The CronJob's jobTemplate moved to :3 after its last Job (on :2) ran.
+	backupNext := template("backup", corev1.PodSpec{RestartPolicy: corev1.RestartPolicyOnFailure, Containers: []corev1.Container{ctr("backup", "registry.example.com/ops/backup:3")}})
 	report := template("report", corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, ImagePullSecrets: []corev1.LocalObjectReference{{Name: "regcred"}}, Containers: []corev1.Container{ctr("report", "registry.example.com/ops/report")}})
 	db := template("db", corev1.PodSpec{
 		InitContainers: []corev1.Container{ctr("migrate", "registry.example.com/shop/migrate:5")},
 		Containers:     []corev1.Container{ctr("postgres", "postgres:17")},
 	})
-	agent := template("agent", corev1.PodSpec{Containers: []corev1.Container{ctr("agent", "ghcr.io/acme/agent@"+DigestAgent)}})
+	// OnDelete: the template moved to 1.1, the running pod keeps the old pinned image.
+	agent := template("agent", corev1.PodSpec{Containers: []corev1.Container{ctr("agent", "ghcr.io/acme/agent:1.1")}})
 	return []metav1.Object{
 		&appsv1.Deployment{ObjectMeta: om("web", nil), Spec: appsv1.DeploymentSpec{Replicas: ptr[int32](2), Selector: sel("web"), Template: web}},
 		&appsv1.ReplicaSet{ObjectMeta: om("web-7d9f", ownerRef("Deployment", "apps/v1", "web")), Spec: appsv1.ReplicaSetSpec{Replicas: ptr[int32](2), Selector: sel("web"), Template: web}},
 		&appsv1.ReplicaSet{ObjectMeta: om("web-5c4b", ownerRef("Deployment", "apps/v1", "web")), Spec: appsv1.ReplicaSetSpec{Replicas: ptr[int32](0), Selector: sel("web"), Template: web}},
 		&appsv1.Deployment{ObjectMeta: om("turn", nil), Spec: appsv1.DeploymentSpec{Replicas: ptr[int32](1), Selector: sel("turn"), Template: turn}},
 		&appsv1.ReplicaSet{ObjectMeta: om("turn-5498", ownerRef("Deployment", "apps/v1", "turn")), Spec: appsv1.ReplicaSetSpec{Replicas: ptr[int32](1), Selector: sel("turn"), Template: turn}},
-		&batchv1.CronJob{ObjectMeta: om("backup", nil), Spec: batchv1.CronJobSpec{Schedule: "0 3 * * *", JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: backup}}}},
+		&batchv1.CronJob{ObjectMeta: om("backup", nil), Spec: batchv1.CronJobSpec{Schedule: "0 3 * * *", JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: backupNext}}}},
 		&batchv1.Job{ObjectMeta: om("backup-29000000", ownerRef("CronJob", "batch/v1", "backup")), Spec: batchv1.JobSpec{Template: backup}},
 		&batchv1.CronJob{ObjectMeta: om("report", nil), Spec: batchv1.CronJobSpec{Schedule: "0 6 * * 1", Suspend: ptr(true), JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: report}}}},
 		&appsv1.StatefulSet{ObjectMeta: om("db", nil), Spec: appsv1.StatefulSetSpec{Replicas: ptr[int32](0), Selector: sel("db"), ServiceName: "db", Template: db}},
-		&appsv1.DaemonSet{ObjectMeta: om("agent", nil), Spec: appsv1.DaemonSetSpec{Selector: sel("agent"), Template: agent}},
+		&appsv1.DaemonSet{ObjectMeta: om("agent", nil), Spec: appsv1.DaemonSetSpec{Selector: sel("agent"), Template: agent,
+			UpdateStrategy: appsv1.DaemonSetUpdateStrategy{Type: appsv1.OnDeleteDaemonSetStrategyType}}},
 	}
 }
 
@@ -171,51 +177,89 @@ func (s Scenario) Pods() []*corev1.Pod {
 }
 
 // Want is what inventory.List must return for the scenario's namespace.
+// Every parsed value (normalized repository, tag, digest, image ID kind,
+// effective pull policy) is written out, never computed by the code under
+// test.
 func (s Scenario) Want() *inventory.Inventory {
 	ns := s.Namespace
-	c := func(kind, owner, pod, field, name, image, imageID, node, policy string, restarts int32) inventory.Container {
-		k := inventory.Container{
-			Namespace: ns, OwnerKind: kind, OwnerName: owner, Pod: pod, Container: name, Field: field,
-			Image: image, ImageRef: inventory.ParseImage(image), ImageID: imageID, Node: node, PullPolicy: policy,
-			RestartCount: restarts, ServiceAccount: "default",
-		}
-		k.RunningRepo, k.RunningDigest, _ = inventory.ParseImageID(imageID)
-		switch {
-		case imageID == "":
-		case k.RunningDigest != "":
-			k.ImageIDKind = inventory.ImageIDRepoDigest
-		default:
-			k.ImageIDKind = inventory.ImageIDConfig
-		}
-		if pod != "" {
-			k.State, k.StartedAt = "running", Started
-		}
+	// pod fills in what every pod entry of the scenario shares.
+	pod := func(k inventory.Container) inventory.Container {
+		k.Namespace, k.ServiceAccount = ns, "default"
+		k.State, k.StartedAt = "running", Started
+		return k
+	}
+	tmpl := func(k inventory.Container) inventory.Container {
+		k.Namespace, k.ServiceAccount = ns, "default"
 		return k
 	}
 	done := func(k inventory.Container) inventory.Container {
 		k.State, k.Reason = "terminated", "Completed"
 		return k
 	}
-	secrets := func(k inventory.Container) inventory.Container {
-		k.ImagePullSecrets = []string{"regcred"}
-		return k
-	}
 	const (
 		fc, fi, fe = inventory.FieldContainers, inventory.FieldInitContainers, inventory.FieldEphemeralContainers
+		repoDigest = inventory.ImageIDRepoDigest
 	)
+	regcred := []string{"regcred"}
 	return &inventory.Inventory{
 		Containers: []inventory.Container{
-			done(c("CronJob", "backup", "backup-29000000-ddddd", fc, "backup", "registry.example.com/ops/backup:2", "registry.example.com/ops/backup@"+DigestBackup, "node-b", "IfNotPresent", 0)),
-			secrets(c("CronJob", "report", "", fc, "report", "registry.example.com/ops/report", "", "", "Always", 0)),
-			c("DaemonSet", "agent", "agent-eeeee", fc, "agent", "ghcr.io/acme/agent@"+DigestAgent, "ghcr.io/acme/agent@"+DigestAgent, "node-a", "IfNotPresent", 0),
-			c("Deployment", "turn", "turn-5498-ccccc", fc, "coturn", "coturn/coturn:latest", "docker://"+ConfigIDTurn, "node-a", "Always", 794),
-			c("Deployment", "web", "web-7d9f-aaaaa", fc, "nginx", "nginx:1.27", "docker.io/library/nginx@"+DigestNginx, "node-a", "IfNotPresent", 0),
-			c("Deployment", "web", "web-7d9f-bbbbb", fc, "nginx", "nginx:1.27", "docker-pullable://nginx@"+DigestNginx, "node-b", "IfNotPresent", 2),
-			secrets(done(c("Pod", "debug", "debug", fi, "setup", "busybox:1.37", "docker-pullable://busybox@"+DigestBusybox, "node-a", "IfNotPresent", 0))),
-			secrets(c("Pod", "debug", "debug", fc, "main", "alpine:3.22", "docker.io/library/alpine@"+DigestAlpine, "node-a", "IfNotPresent", 0)),
-			secrets(c("Pod", "debug", "debug", fe, "dbg", "busybox", "docker.io/library/busybox@"+DigestBusybox, "node-a", "IfNotPresent", 0)),
-			c("StatefulSet", "db", "", fi, "migrate", "registry.example.com/shop/migrate:5", "", "", "IfNotPresent", 0),
-			c("StatefulSet", "db", "", fc, "postgres", "postgres:17", "", "", "IfNotPresent", 0),
+			// Template first (Pod ""): the next backup Job pulls :3, which no pod ran.
+			tmpl(inventory.Container{OwnerKind: "CronJob", OwnerName: "backup", Field: fc, Container: "backup",
+				Image: "registry.example.com/ops/backup:3", ImageRef: inventory.ImageRef{Repo: "registry.example.com/ops/backup", Tag: "3"},
+				PullPolicy: "IfNotPresent"}),
+			done(pod(inventory.Container{OwnerKind: "CronJob", OwnerName: "backup", Pod: "backup-29000000-ddddd", Field: fc, Container: "backup",
+				Image: "registry.example.com/ops/backup:2", ImageRef: inventory.ImageRef{Repo: "registry.example.com/ops/backup", Tag: "2"},
+				ImageID: "registry.example.com/ops/backup@" + DigestBackup, ImageIDKind: repoDigest,
+				RunningRepo: "registry.example.com/ops/backup", RunningDigest: DigestBackup,
+				Node: "node-b", PullPolicy: "IfNotPresent"})),
+			tmpl(inventory.Container{OwnerKind: "CronJob", OwnerName: "report", Field: fc, Container: "report",
+				Image: "registry.example.com/ops/report", ImageRef: inventory.ImageRef{Repo: "registry.example.com/ops/report"},
+				PullPolicy: "Always", ImagePullSecrets: regcred}),
+			tmpl(inventory.Container{OwnerKind: "DaemonSet", OwnerName: "agent", Field: fc, Container: "agent",
+				Image: "ghcr.io/acme/agent:1.1", ImageRef: inventory.ImageRef{Repo: "ghcr.io/acme/agent", Tag: "1.1"},
+				PullPolicy: "IfNotPresent"}),
+			pod(inventory.Container{OwnerKind: "DaemonSet", OwnerName: "agent", Pod: "agent-eeeee", Field: fc, Container: "agent",
+				Image: "ghcr.io/acme/agent@" + DigestAgent, ImageRef: inventory.ImageRef{Repo: "ghcr.io/acme/agent", Digest: DigestAgent},
+				ImageID: "ghcr.io/acme/agent@" + DigestAgent, ImageIDKind: repoDigest,
+				RunningRepo: "ghcr.io/acme/agent", RunningDigest: DigestAgent,
+				Node: "node-a", PullPolicy: "IfNotPresent"}),
+			// docker://sha256:… is an image ID, not a repo digest: no running digest.
+			pod(inventory.Container{OwnerKind: "Deployment", OwnerName: "turn", Pod: "turn-5498-ccccc", Field: fc, Container: "coturn",
+				Image: "coturn/coturn:latest", ImageRef: inventory.ImageRef{Repo: "docker.io/coturn/coturn", Tag: "latest"},
+				ImageID: "docker://" + ConfigIDTurn, ImageIDKind: inventory.ImageIDConfig,
+				Node: "node-a", PullPolicy: "Always", RestartCount: 794}),
+			pod(inventory.Container{OwnerKind: "Deployment", OwnerName: "web", Pod: "web-7d9f-aaaaa", Field: fc, Container: "nginx",
+				Image: "nginx:1.27", ImageRef: inventory.ImageRef{Repo: "docker.io/library/nginx", Tag: "1.27"},
+				ImageID: "docker.io/library/nginx@" + DigestNginx, ImageIDKind: repoDigest,
+				RunningRepo: "docker.io/library/nginx", RunningDigest: DigestNginx,
+				Node: "node-a", PullPolicy: "IfNotPresent"}),
+			pod(inventory.Container{OwnerKind: "Deployment", OwnerName: "web", Pod: "web-7d9f-bbbbb", Field: fc, Container: "nginx",
+				Image: "nginx:1.27", ImageRef: inventory.ImageRef{Repo: "docker.io/library/nginx", Tag: "1.27"},
+				ImageID: "docker-pullable://nginx@" + DigestNginx, ImageIDKind: repoDigest,
+				RunningRepo: "docker.io/library/nginx", RunningDigest: DigestNginx,
+				Node: "node-b", PullPolicy: "IfNotPresent", RestartCount: 2}),
+			done(pod(inventory.Container{OwnerKind: "Pod", OwnerName: "debug", Pod: "debug", Field: fi, Container: "setup",
+				Image: "busybox:1.37", ImageRef: inventory.ImageRef{Repo: "docker.io/library/busybox", Tag: "1.37"},
+				ImageID: "docker-pullable://busybox@" + DigestBusybox, ImageIDKind: repoDigest,
+				RunningRepo: "docker.io/library/busybox", RunningDigest: DigestBusybox,
+				Node: "node-a", PullPolicy: "IfNotPresent", ImagePullSecrets: regcred})),
+			pod(inventory.Container{OwnerKind: "Pod", OwnerName: "debug", Pod: "debug", Field: fc, Container: "main",
+				Image: "alpine:3.22", ImageRef: inventory.ImageRef{Repo: "docker.io/library/alpine", Tag: "3.22"},
+				ImageID: "docker.io/library/alpine@" + DigestAlpine, ImageIDKind: repoDigest,
+				RunningRepo: "docker.io/library/alpine", RunningDigest: DigestAlpine,
+				Node: "node-a", PullPolicy: "IfNotPresent", ImagePullSecrets: regcred}),
+			// The spec says IfNotPresent; left unset, "busybox" would default to Always.
+			pod(inventory.Container{OwnerKind: "Pod", OwnerName: "debug", Pod: "debug", Field: fe, Container: "dbg",
+				Image: "busybox", ImageRef: inventory.ImageRef{Repo: "docker.io/library/busybox"},
+				ImageID: "docker.io/library/busybox@" + DigestBusybox, ImageIDKind: repoDigest,
+				RunningRepo: "docker.io/library/busybox", RunningDigest: DigestBusybox,
+				Node: "node-a", PullPolicy: "IfNotPresent", ImagePullSecrets: regcred}),
+			tmpl(inventory.Container{OwnerKind: "StatefulSet", OwnerName: "db", Field: fi, Container: "migrate",
+				Image: "registry.example.com/shop/migrate:5", ImageRef: inventory.ImageRef{Repo: "registry.example.com/shop/migrate", Tag: "5"},
+				PullPolicy: "IfNotPresent"}),
+			tmpl(inventory.Container{OwnerKind: "StatefulSet", OwnerName: "db", Field: fc, Container: "postgres",
+				Image: "postgres:17", ImageRef: inventory.ImageRef{Repo: "docker.io/library/postgres", Tag: "17"},
+				PullPolicy: "IfNotPresent"}),
 		},
 		NodeImages: map[string][]string{
 			DigestNginx:   {"node-a", "node-b"},
