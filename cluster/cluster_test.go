@@ -17,25 +17,18 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/regcheck/regcheck/internal/fixture"
 	"github.com/regcheck/regcheck/inventory"
 	"github.com/regcheck/regcheck/scan"
 )
 
 func push(t *testing.T, ref, content string) string {
 	t.Helper()
-	img, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.DockerManifestSchema2), static.NewLayer([]byte(content), types.DockerLayer))
+	d, err := fixture.PushSingle(context.Background(), ref, content)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tag, err := name.NewTag(ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := remote.Write(tag, img); err != nil {
-		t.Fatal(err)
-	}
-	d, _ := img.Digest()
-	return d.String()
+	return d
 }
 
 func deleteManifest(t *testing.T, host, repo, digest string) {

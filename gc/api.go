@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/regcheck/regcheck/scan"
 	"golang.org/x/sync/errgroup"
@@ -293,36 +292,16 @@ type apiInUse struct {
 // parseInUse reads the in-use targets, merging references that normalize
 // alike, and returns the pinned digests by repository ("host/path").
 func parseInUse(sc *scan.Scanner, targets []scan.Target, host string) ([]apiInUse, map[string][]string, []Skipped) {
-	var out []apiInUse
-	var skipped []Skipped
+	ims, refs, skipped := collect(targets, host, sc.Parse)
+	out := make([]apiInUse, len(ims))
 	pinned := map[string][]string{}
-	idx := map[string]int{}
-	for _, t := range targets {
-		norm, ref, err := sc.Parse(t.Ref)
-		if err != nil {
-			skipped = append(skipped, Skipped{Reference: t.Ref, Reason: err.Error()})
-			continue
-		}
-		if i, ok := idx[norm]; ok {
-			out[i].Uses = append(out[i].Uses, t.Uses...)
-			continue
-		}
-		h := ref.Context().RegistryStr()
-		if host != "" && h != host {
-			skipped = append(skipped, Skipped{Reference: norm, Reason: "on another registry host than " + host})
-			continue
-		}
-		im := apiInUse{InUse: InUse{Reference: norm, Repository: ref.Context().Name(), Uses: append([]scan.Use(nil), t.Uses...)},
-			host: h, path: ref.Context().RepositoryStr()}
-		switch r := ref.(type) {
-		case name.Digest:
-			im.Digest = r.DigestStr()
+	for i, im := range ims {
+		repo := refs[i].Context()
+		im.Repository = repo.Name()
+		out[i] = apiInUse{InUse: im, host: repo.RegistryStr(), path: repo.RepositoryStr()}
+		if im.Digest != "" {
 			pinned[im.Repository] = append(pinned[im.Repository], im.Digest)
-		case name.Tag:
-			im.Tag = r.TagStr()
 		}
-		idx[norm] = len(out)
-		out = append(out, im)
 	}
 	return out, pinned, skipped
 }

@@ -237,11 +237,31 @@ func Hosts(targets []scan.Target) []string {
 // returned as skipped. A digest-pinned reference with a tag is looked up
 // by its digest, as a runtime pulls it.
 func Resolve(s *Storage, targets []scan.Target, host string) ([]InUse, []Skipped) {
+	ims, _, skipped := collect(targets, host, scan.ParseReference)
 	var out []InUse
-	var skipped []Skipped
+	for _, im := range ims {
+		if s.Repositories[im.Repository] == nil {
+			skipped = append(skipped, Skipped{Reference: im.Reference, Reason: "repository " + im.Repository + " is not in the storage"})
+			continue
+		}
+		out = append(out, im)
+	}
+	return out, skipped
+}
+
+// collect parses in-use targets with parse, merges the uses of references
+// that normalize alike, and skips those that do not parse or are on
+// another host than host (when set). Each InUse has the repository path
+// (without host) and its parsed reference at the same index.
+func collect(targets []scan.Target, host string, parse func(string) (string, name.Reference, error)) ([]InUse, []name.Reference, []Skipped) {
+	var (
+		out     []InUse
+		refs    []name.Reference
+		skipped []Skipped
+	)
 	idx := map[string]int{}
 	for _, t := range targets {
-		norm, ref, err := scan.ParseReference(t.Ref)
+		norm, ref, err := parse(t.Ref)
 		if err != nil {
 			skipped = append(skipped, Skipped{Reference: t.Ref, Reason: err.Error()})
 			continue
@@ -250,16 +270,11 @@ func Resolve(s *Storage, targets []scan.Target, host string) ([]InUse, []Skipped
 			out[i].Uses = append(out[i].Uses, t.Uses...)
 			continue
 		}
-		repo := ref.Context().RepositoryStr()
 		if host != "" && ref.Context().RegistryStr() != host {
 			skipped = append(skipped, Skipped{Reference: norm, Reason: "on another registry host than " + host})
 			continue
 		}
-		if s.Repositories[repo] == nil {
-			skipped = append(skipped, Skipped{Reference: norm, Reason: "repository " + repo + " is not in the storage"})
-			continue
-		}
-		im := InUse{Reference: norm, Repository: repo, Uses: append([]scan.Use(nil), t.Uses...)}
+		im := InUse{Reference: norm, Repository: ref.Context().RepositoryStr(), Uses: append([]scan.Use(nil), t.Uses...)}
 		switch r := ref.(type) {
 		case name.Digest:
 			im.Digest = r.DigestStr()
@@ -268,6 +283,7 @@ func Resolve(s *Storage, targets []scan.Target, host string) ([]InUse, []Skipped
 		}
 		idx[norm] = len(out)
 		out = append(out, im)
+		refs = append(refs, ref)
 	}
-	return out, skipped
+	return out, refs, skipped
 }

@@ -15,12 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/static"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,23 +28,14 @@ import (
 	"github.com/regcheck/regcheck/scan"
 )
 
-// pushSingle pushes a one-layer image whose content is seed to ref and
-// returns its digest.
-func pushSingle(t *testing.T, ref, seed string) string {
+// pushSingle pushes fixture.Single(seed) to ref and returns its digest.
+func pushSingle(t testing.TB, ref, seed string) string {
 	t.Helper()
-	img, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.DockerManifestSchema2), static.NewLayer([]byte(seed), types.DockerLayer))
+	d, err := fixture.PushSingle(context.Background(), ref, seed)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tag, err := name.NewTag(ref, name.Insecure)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := remote.Write(tag, img); err != nil {
-		t.Fatal(err)
-	}
-	d, _ := img.Digest()
-	return d.String()
+	return d
 }
 
 // workload creates a Deployment, its ReplicaSet and one running Pod on node

@@ -43,7 +43,7 @@ func BenchmarkPin(b *testing.B) {
 	g.SetLimit(8)
 	for i := range benchImages {
 		g.Go(func() error {
-			pushSmall(b, fmt.Sprintf("%s/bench/app%03d:v1", r.Host(), i), fmt.Sprintf("bench image %d", i))
+			pushSingle(b, fmt.Sprintf("%s/bench/app%03d:v1", r.Host(), i), fmt.Sprintf("bench image %d", i))
 			return nil
 		})
 	}

@@ -14,14 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/static"
-	"github.com/google/go-containerregistry/pkg/v1/types"
-
 	"github.com/regcheck/regcheck/internal/cli"
 	"github.com/regcheck/regcheck/internal/fixture"
 	"github.com/regcheck/regcheck/internal/testregistry"
@@ -88,29 +80,6 @@ func readFile(t *testing.T, p string) string {
 		t.Fatal(err)
 	}
 	return string(b)
-}
-
-// pushSmall pushes a one-layer image whose content is seed to ref and
-// returns its digest.
-func pushSmall(t testing.TB, ref, seed string) v1.Hash {
-	t.Helper()
-	img, err := smallImage(seed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tag, err := name.NewTag(ref, name.Insecure)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := remote.Write(tag, img); err != nil {
-		t.Fatal(err)
-	}
-	d, _ := img.Digest()
-	return d
-}
-
-func smallImage(seed string) (v1.Image, error) {
-	return mutate.AppendLayers(mutate.MediaType(empty.Image, types.DockerManifestSchema2), static.NewLayer([]byte(seed), types.DockerLayer))
 }
 
 func deployment(name, image, extra string) string {
@@ -274,11 +243,11 @@ func TestPinCheck(t *testing.T) {
 func TestPinUpdateAndUntagged(t *testing.T) {
 	r, _ := startRegistry(t, testregistry.V3)
 	ref := r.Host() + "/moving/app:v1"
-	old := pushSmall(t, ref, "first build")
-	pushSmall(t, r.Host()+"/moving/app:other", "unrelated")
+	old := pushSingle(t, ref, "first build")
+	pushSingle(t, r.Host()+"/moving/app:other", "unrelated")
 	dir := t.TempDir()
 	p := writeFile(t, dir, "app.yaml", deployment("app", ref, ""))
-	if code, out, errs := runCLI(t, "pin", "--write", dir); code != cli.ExitClean || !strings.Contains(readFile(t, p), ref+"@"+old.String()) {
+	if code, out, errs := runCLI(t, "pin", "--write", dir); code != cli.ExitClean || !strings.Contains(readFile(t, p), ref+"@"+old) {
 		t.Fatalf("pin --write: exit %d\n%s%s", code, out, errs)
 	}
 
@@ -288,12 +257,12 @@ func TestPinUpdateAndUntagged(t *testing.T) {
 		t.Fatalf("exit %d\n%s%s", code, out, errs)
 	}
 
-	moved := pushSmall(t, ref, "second build")
+	moved := pushSingle(t, ref, "second build")
 	code, out, errs = runCLI(t, "pin", dir)
 	if code != cli.ExitClean || out != "" {
 		t.Fatalf("after the tag moved: exit %d\n%s%s", code, out, errs)
 	}
-	if want := p + ":10: untagged-digest: no tag points at " + old.String(); !strings.Contains(errs, want) {
+	if want := p + ":10: untagged-digest: no tag points at " + old; !strings.Contains(errs, want) {
 		t.Errorf("stderr lacks %q:\n%s", want, errs)
 	}
 	if !strings.Contains(errs, "tags-list 1") {
@@ -307,10 +276,10 @@ func TestPinUpdateAndUntagged(t *testing.T) {
 	if want := fmt.Sprintf("%s:10: %s %s → %s", p, ref, old, moved); !strings.Contains(errs, want) {
 		t.Errorf("stderr lacks %q:\n%s", want, errs)
 	}
-	if !strings.Contains(out, "-          image: "+ref+"@"+old.String()) || !strings.Contains(out, "+          image: "+ref+"@"+moved.String()) {
+	if !strings.Contains(out, "-          image: "+ref+"@"+old) || !strings.Contains(out, "+          image: "+ref+"@"+moved) {
 		t.Errorf("diff:\n%s", out)
 	}
-	if code, out, errs = runCLI(t, "pin", "--update", "--write", dir); code != cli.ExitClean || !strings.Contains(readFile(t, p), ref+"@"+moved.String()) {
+	if code, out, errs = runCLI(t, "pin", "--update", "--write", dir); code != cli.ExitClean || !strings.Contains(readFile(t, p), ref+"@"+moved) {
 		t.Fatalf("--update --write: exit %d\n%s%s", code, out, errs)
 	}
 }
@@ -406,7 +375,7 @@ func TestPinFromRecordsPlatformAndClusters(t *testing.T) {
 	}
 	child := multi.Children[0].Digest.String()
 	ref := r.Host() + "/gc/multiarch:v1"
-	other := pushSmall(t, r.Host()+"/gc/multiarch:single", "another build").String()
+	other := pushSingle(t, r.Host()+"/gc/multiarch:single", "another build")
 
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	h := record.NewHistory()

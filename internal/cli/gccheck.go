@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/regcheck/regcheck/cluster"
 	"github.com/regcheck/regcheck/gc"
@@ -16,6 +15,7 @@ import (
 )
 
 type gcCheckFlags struct {
+	registry registryFlags
 	inputs
 	storage        string
 	model          string
@@ -23,9 +23,6 @@ type gcCheckFlags struct {
 	output         string
 	host           string
 	allRepos       bool
-	concurrency    int
-	timeout        time.Duration
-	insecure       []string
 	cluster        bool
 	kube           kubeFlags
 	fromRecords    string
@@ -88,9 +85,7 @@ could not be read).`,
 	fl.StringArrayVarP(&f.filenames, "filename", "f", nil, "Kubernetes YAML file or folder to read in-use image references from (repeatable)")
 	fl.StringVar(&f.imagesFrom, "images-from", "", "file with one in-use image reference per line (# comments; - for stdin)")
 	fl.StringVarP(&f.output, "output", "o", "table", "output format: table or json")
-	fl.IntVar(&f.concurrency, "concurrency", 8, "API mode: registry requests in flight at once")
-	fl.DurationVar(&f.timeout, "timeout", 30*time.Second, "API mode: timeout of each registry request")
-	fl.StringArrayVar(&f.insecure, "insecure-registry", nil, "API mode: allow plain HTTP and unverified TLS for this host[:port] only (repeatable)")
+	f.registry.addTo(fl, false) // API mode
 	return cmd
 }
 
@@ -173,13 +168,7 @@ func runGCCheckAPI(cmd *cobra.Command, s Streams, g *globals, f *gcCheckFlags, m
 		}
 		return usageError(errors.New("API mode needs in-use images (arguments, -f, --images-from) or --registry; or give --storage"))
 	}
-	sc, err := scan.New(
-		scan.WithConcurrency(f.concurrency),
-		scan.WithTimeout(f.timeout),
-		scan.WithInsecureRegistries(f.insecure...),
-		scan.WithLogger(g.logger),
-		scan.WithUserAgent("regcheck/"+Version),
-	)
+	sc, err := scan.New(f.registry.options(g)...)
 	if err != nil {
 		return usageError(err)
 	}

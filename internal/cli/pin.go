@@ -21,6 +21,7 @@ import (
 )
 
 type pinFlags struct {
+	registry       registryFlags
 	paths          []string
 	write          bool
 	check          bool
@@ -34,10 +35,6 @@ type pinFlags struct {
 	fromCluster    bool
 	kube           kubeFlags
 	output         string
-	concurrency    int
-	timeout        time.Duration
-	platforms      []string
-	insecure       []string
 }
 
 // pinFormats are the outputs of --check.
@@ -105,10 +102,7 @@ could not be handled (nothing else failed).`,
 	fl.BoolVar(&f.fromCluster, "from-cluster", false, "pin to the digest each workload's container runs now in the cluster (its pods' imageIDs) instead of the tag's")
 	f.kube.addTo(fl)
 	fl.StringVarP(&f.output, "output", "o", "text", "output of --check: "+strings.Join(pinFormats, ", "))
-	fl.IntVar(&f.concurrency, "concurrency", 8, "registry requests in flight at once")
-	fl.DurationVar(&f.timeout, "timeout", 30*time.Second, "timeout of each registry request")
-	fl.StringArrayVar(&f.platforms, "platform", nil, "only require index children for this os/arch[/variant] when walking (repeatable)")
-	fl.StringArrayVar(&f.insecure, "insecure-registry", nil, "allow plain HTTP and unverified TLS for this host[:port] only (repeatable)")
+	f.registry.addTo(fl, true)
 	return cmd
 }
 
@@ -278,14 +272,7 @@ func (f *pinFlags) config(cmd *cobra.Command, g *globals) (pin.Config, error) {
 	if f.check {
 		return c, c.Validate()
 	}
-	sc, err := scan.New(
-		scan.WithConcurrency(f.concurrency),
-		scan.WithTimeout(f.timeout),
-		scan.WithPlatforms(f.platforms...),
-		scan.WithInsecureRegistries(f.insecure...),
-		scan.WithLogger(g.logger),
-		scan.WithUserAgent("regcheck/"+Version),
-	)
+	sc, err := scan.New(f.registry.options(g)...)
 	if err != nil {
 		return c, err
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/regcheck/regcheck/internal/fixture"
 	"io"
 	"log"
 	"net/http"
@@ -17,13 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/static"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/regcheck/regcheck/pin"
 	"github.com/regcheck/regcheck/record"
@@ -219,19 +214,11 @@ func pagedRegistry(t *testing.T) (*httptest.Server, *atomic.Int32) {
 
 func pushTest(t *testing.T, ref, seed string) string {
 	t.Helper()
-	img, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.DockerManifestSchema2), static.NewLayer([]byte(seed), types.DockerLayer))
+	d, err := fixture.PushSingle(context.Background(), ref, seed)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tag, err := name.NewTag(ref, name.Insecure)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := remote.Write(tag, img); err != nil {
-		t.Fatal(err)
-	}
-	d, _ := img.Digest()
-	return d.String()
+	return d
 }
 
 // TestPinTaggedPaging: a pin whose tag moved is checked against every tag,

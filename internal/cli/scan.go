@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/regcheck/regcheck/cluster"
 	"github.com/regcheck/regcheck/inventory"
@@ -15,15 +14,12 @@ import (
 
 type scanFlags struct {
 	inputs
+	registry    registryFlags
 	cluster     bool
 	pullSecrets bool
 	kube        kubeFlags
 	output      string
 	failOn      string
-	concurrency int
-	timeout     time.Duration
-	platforms   []string
-	insecure    []string
 }
 
 func newScanCmd(s Streams, g *globals) *cobra.Command {
@@ -55,10 +51,7 @@ nothing at or above --fail-on found).`,
 	fl.StringVar(&f.imagesFrom, "images-from", "", "file with one image reference per line (# comments; - for stdin)")
 	fl.StringVarP(&f.output, "output", "o", "table", "output format: "+strings.Join(report.Formats(), ", "))
 	fl.StringVar(&f.failOn, "fail-on", "broken", "exit 1 when a finding is at least this bad: broken, high, at-risk, info or never")
-	fl.IntVar(&f.concurrency, "concurrency", 8, "registry requests in flight at once")
-	fl.DurationVar(&f.timeout, "timeout", 30*time.Second, "timeout of each registry request")
-	fl.StringArrayVar(&f.platforms, "platform", nil, "only require index children for this os/arch[/variant] (repeatable; default: every child)")
-	fl.StringArrayVar(&f.insecure, "insecure-registry", nil, "allow plain HTTP and unverified TLS for this host[:port] only (repeatable)")
+	f.registry.addTo(fl, true)
 	fl.BoolVar(&f.cluster, "cluster", false, "scan what a live cluster runs and will run: pods and the templates of their workloads, with drift against the running digests")
 	fl.BoolVar(&f.pullSecrets, "pull-secrets", false, "with --cluster, use each pod's imagePullSecrets and its service account's, as the kubelet does (needs get on secrets and serviceaccounts)")
 	f.kube.addTo(fl)
@@ -89,14 +82,7 @@ func runScan(cmd *cobra.Command, s Streams, g *globals, f *scanFlags) error {
 	if f.pullSecrets && !f.cluster {
 		return usageError(errors.New("--pull-secrets goes with --cluster"))
 	}
-	opts := []scan.Option{
-		scan.WithConcurrency(f.concurrency),
-		scan.WithTimeout(f.timeout),
-		scan.WithPlatforms(f.platforms...),
-		scan.WithInsecureRegistries(f.insecure...),
-		scan.WithLogger(g.logger),
-		scan.WithUserAgent("regcheck/" + Version),
-	}
+	opts := f.registry.options(g)
 	scanner, err := scan.New(opts...) // validates the options before anything is contacted
 	if err != nil {
 		return usageError(err)

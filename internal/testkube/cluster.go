@@ -11,6 +11,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"github.com/regcheck/regcheck/internal/testbin"
 	"io"
 	"net"
 	"net/http"
@@ -38,18 +39,8 @@ const (
 // ReadyTimeout bounds how long Start waits for /readyz.
 var ReadyTimeout = 90 * time.Second
 
-// DefaultBinDir is where hack/build-bins.sh puts binaries:
-// $REGCHECK_BIN, else $XDG_CACHE_HOME/regcheck/bin, else ~/.cache/regcheck/bin.
-func DefaultBinDir() string {
-	if d := os.Getenv("REGCHECK_BIN"); d != "" {
-		return d
-	}
-	if d := os.Getenv("XDG_CACHE_HOME"); d != "" {
-		return filepath.Join(d, "regcheck", "bin")
-	}
-	home, _ := os.UserHomeDir()
-	return filepath.Join(home, ".cache", "regcheck", "bin")
-}
+// DefaultBinDir is where hack/build-bins.sh puts binaries (see testbin.Dir).
+func DefaultBinDir() string { return testbin.Dir() }
 
 // Cluster is a running etcd and kube-apiserver. There is no kubelet,
 // scheduler or controller-manager: tests create Nodes, set spec.nodeName

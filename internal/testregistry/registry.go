@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/regcheck/regcheck/internal/testbin"
 	"net"
 	"net/http"
 	"os"
@@ -21,28 +22,9 @@ const (
 	V3 = "registry-v3.1.2" // distribution/distribution v3: GC keeps them
 )
 
-// BinDir is where hack/build-bins.sh puts the binaries: $REGCHECK_BIN, else
-// $XDG_CACHE_HOME/regcheck/bin, else ~/.cache/regcheck/bin.
-func BinDir() string {
-	if d := os.Getenv("REGCHECK_BIN"); d != "" {
-		return d
-	}
-	if d := os.Getenv("XDG_CACHE_HOME"); d != "" {
-		return filepath.Join(d, "regcheck", "bin")
-	}
-	home, _ := os.UserHomeDir()
-	return filepath.Join(home, ".cache", "regcheck", "bin")
-}
-
 // Binary returns the path of a registry binary by name (V2 or V3), or an
 // error saying how to build it.
-func Binary(name string) (string, error) {
-	p := filepath.Join(BinDir(), name)
-	if _, err := os.Stat(p); err != nil {
-		return "", fmt.Errorf("registry binary %s not found (run hack/build-bins.sh registry): %w", p, err)
-	}
-	return p, nil
-}
+func Binary(name string) (string, error) { return testbin.Path(name) }
 
 // Registry is a running registry process.
 type Registry struct {
