@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
@@ -83,6 +84,9 @@ type Inventory struct {
 	// NodeImages maps a "sha256:…" repo digest to the sorted names of the
 	// nodes that hold it, from nodes[].status.images[].names.
 	NodeImages map[string][]string
+	// Warnings say what List could not read without failing: the nodes,
+	// when listing them is forbidden.
+	Warnings []string
 }
 
 // pageSize is the Limit of every list call; List follows continue tokens.
@@ -113,7 +117,9 @@ const pageSize = 500
 //
 // List needs get/list on pods, nodes, deployments, statefulsets, daemonsets,
 // replicasets, jobs and cronjobs. An API error is returned wrapped with what
-// was being listed; apierrors.IsForbidden and friends still see it.
+// was being listed; apierrors.IsForbidden and friends still see it. Nodes
+// are the exception: when listing them is forbidden, List goes on without
+// node caches and says so in Inventory.Warnings.
 func List(ctx context.Context, c kubernetes.Interface, namespace string) (*Inventory, error) {
 	l := lister{ctx: ctx, ns: namespace}
 	pods, err := listAll(l, "pods", func(o metav1.ListOptions) ([]corev1.Pod, string, error) {
@@ -193,11 +199,18 @@ func List(ctx context.Context, c kubernetes.Interface, namespace string) (*Inven
 		}
 		return r.Items, r.Continue, nil
 	})
+	var warnings []string
+	if apierrors.IsForbidden(err) {
+		// Node caches are a detail of the report; a user with namespace
+		// rights only still gets everything else.
+		warnings = append(warnings, fmt.Sprintf("node image caches unknown: %v", err))
+		nodes, err = nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}
 
-	inv := &Inventory{NodeImages: nodeImages(nodes)}
+	inv := &Inventory{NodeImages: nodeImages(nodes), Warnings: warnings}
 
 	// Intermediate owners, by namespace/name, from the lists above.
 	rsOwner := map[objKey]owner{}

@@ -392,8 +392,8 @@ func TestListErrors(t *testing.T) {
 			return apierrors.NewForbidden(gr, "", errors.New(`cannot list resource "cronjobs"`))
 		}, `listing cronjobs.batch in namespace "team": cronjobs.batch is forbidden`, apierrors.IsForbidden},
 		{"list", "nodes", "", "team", func(gr schema.GroupResource) error {
-			return apierrors.NewForbidden(gr, "", errors.New(`cannot list resource "nodes"`))
-		}, `listing nodes: nodes is forbidden`, apierrors.IsForbidden},
+			return apierrors.NewServiceUnavailable("etcd down")
+		}, `listing nodes: etcd down`, apierrors.IsServiceUnavailable},
 		{"list", "pods", "", "", func(gr schema.GroupResource) error {
 			return apierrors.NewUnauthorized("token expired")
 		}, `listing pods in all namespaces: token expired`, apierrors.IsUnauthorized},
@@ -419,6 +419,29 @@ func TestListErrors(t *testing.T) {
 				t.Errorf("error %q lost its API status", err)
 			}
 		})
+	}
+}
+
+// Nodes are a detail: a user who may read a namespace but not the nodes
+// still gets the inventory, without node caches, and is told so.
+func TestListNodesForbidden(t *testing.T) {
+	t.Parallel()
+	c := fake.NewClientset(&corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "team"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx:1.27"}}},
+	})
+	c.PrependReactor("list", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "nodes"}, "", errors.New(`cannot list resource "nodes"`))
+	})
+	inv, err := inventory.List(context.Background(), c, "team")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(inv.Containers) != 1 || len(inv.NodeImages) != 0 {
+		t.Errorf("containers %d, node images %v; want 1, none", len(inv.Containers), inv.NodeImages)
+	}
+	if len(inv.Warnings) != 1 || !strings.Contains(inv.Warnings[0], "nodes is forbidden") {
+		t.Errorf("warnings %q, want one saying nodes are forbidden", inv.Warnings)
 	}
 }
 

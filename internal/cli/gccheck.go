@@ -197,9 +197,9 @@ func gcCheckTargets(cmd *cobra.Command, s Streams, g *globals, f *gcCheckFlags) 
 		if err != nil {
 			return nil, false, err
 		}
-		inv, err := inventory.List(cmd.Context(), kt.client, kt.namespace)
+		inv, err := kt.inventory(cmd.Context(), g.logger)
 		if err != nil {
-			return nil, false, &exitError{code: ExitIncomplete, err: fmt.Errorf("reading cluster %s: %w", kt.name, err)}
+			return nil, false, err
 		}
 		targets = append(targets, cluster.Targets(inv)...)
 		targets = append(targets, cluster.RunningTargets(inv)...)

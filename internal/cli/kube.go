@@ -1,12 +1,16 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/regcheck/regcheck/inventory"
 )
 
 // kubeFlags are kubectl's flags for reaching a cluster.
@@ -36,6 +40,20 @@ type kubeTarget struct {
 	client    kubernetes.Interface
 	name      string
 	namespace string
+}
+
+// inventory lists what the cluster runs, logging what it could not read.
+// A failure is the check's, not the user's: exit 3.
+func (t *kubeTarget) inventory(ctx context.Context, logger *slog.Logger) (*inventory.Inventory, error) {
+	inv, err := inventory.List(ctx, t.client, t.namespace)
+	if err != nil {
+		return nil, &exitError{code: ExitIncomplete, err: fmt.Errorf("reading cluster %s: %w", t.name, err)}
+	}
+	for _, w := range inv.Warnings {
+		logger.Warn(w, "cluster", t.name)
+	}
+	logger.Info("cluster read", "cluster", t.name, "containers", len(inv.Containers))
+	return inv, nil
 }
 
 // connect loads the kubeconfig as kubectl does (falling back to the

@@ -7,7 +7,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/regcheck/regcheck/inventory"
 	"github.com/regcheck/regcheck/record"
 	"github.com/regcheck/regcheck/scan"
 	"github.com/spf13/cobra"
@@ -83,7 +82,7 @@ func runRecord(cmd *cobra.Command, s Streams, g *globals, f *recordFlags) error 
 		where = path
 	}
 	ctx := cmd.Context()
-	inv, err := inventory.List(ctx, kt.client, kt.namespace)
+	inv, err := kt.inventory(ctx, g.logger)
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/regcheck/regcheck/cluster"
-	"github.com/regcheck/regcheck/inventory"
 	"github.com/regcheck/regcheck/report"
 	"github.com/regcheck/regcheck/scan"
 	"github.com/spf13/cobra"
@@ -92,11 +91,10 @@ func runScan(cmd *cobra.Command, s Streams, g *globals, f *scanFlags) error {
 		if err != nil {
 			return err
 		}
-		inv, err := inventory.List(cmd.Context(), kt.client, kt.namespace)
+		inv, err := kt.inventory(cmd.Context(), g.logger)
 		if err != nil {
-			return fmt.Errorf("reading cluster %s: %w", kt.name, err)
+			return err
 		}
-		g.logger.Info("cluster read", "cluster", kt.name, "containers", len(inv.Containers))
 		var res *scan.Result
 		if f.pullSecrets {
 			res, err = cluster.CheckWithPullSecrets(cmd.Context(), kt.client, inv, opts...)
