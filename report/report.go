@@ -23,6 +23,9 @@ func (f RendererFunc) Render(w io.Writer, r *scan.Result) error { return f(w, r)
 var formats = map[string]Renderer{
 	"table": RendererFunc(Table),
 	"json":  RendererFunc(JSON),
+	"prom":  RendererFunc(Prometheus),
+	"html":  RendererFunc(HTML),
+	"sarif": RendererFunc(SARIF),
 }
 
 // Formats lists the format names For accepts.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/regcheck/regcheck/manifest"
 	"github.com/regcheck/regcheck/pin"
 	"github.com/regcheck/regcheck/record"
+	"github.com/regcheck/regcheck/report"
 	"github.com/regcheck/regcheck/scan"
 )
 
@@ -370,18 +370,11 @@ func renderCheck(w io.Writer, format string, r *pin.Report) error {
 	case "sarif":
 		return renderSARIF(w, r)
 	case "github":
-		for _, fd := range r.Findings {
-			level := map[string]string{"error": "error", "warning": "warning", "note": "notice"}[fd.Kind.Level()]
-			props := "file=" + ghProperty(filepath.ToSlash(fd.File))
-			if fd.Line > 0 {
-				props += fmt.Sprintf(",line=%d", fd.Line)
-			}
-			props += ",title=" + ghProperty(string(fd.Kind))
-			if _, err := fmt.Fprintf(w, "::%s %s::%s\n", level, props, ghData(fd.Message)); err != nil {
-				return err
-			}
+		as := make([]report.Annotation, len(r.Findings))
+		for i, fd := range r.Findings {
+			as[i] = report.Annotation{Level: report.GitHubLevel(fd.Kind.Level()), File: fd.File, Line: fd.Line, Title: string(fd.Kind), Message: fd.Message}
 		}
-		return nil
+		return report.GitHubAnnotations(w, as)
 	}
 	for _, fd := range r.Findings {
 		if _, err := fmt.Fprintln(w, fd); err != nil {
@@ -391,94 +384,31 @@ func renderCheck(w io.Writer, format string, r *pin.Report) error {
 	return nil
 }
 
-// ghData and ghProperty escape workflow command values as the Actions
-// toolkit does.
-func ghData(s string) string {
-	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A").Replace(s)
-}
+// The SARIF model lives in package report, shared with scan -o sarif;
+// pin_test.go reads the log through these names.
+type (
+	sarifLog    = report.SARIFLog
+	sarifResult = report.SARIFResult
+)
 
-func ghProperty(s string) string {
-	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C").Replace(s)
-}
-
-// SARIF 2.1.0, the parts code scanning reads.
-type sarifLog struct {
-	Schema  string     `json:"$schema"`
-	Version string     `json:"version"`
-	Runs    []sarifRun `json:"runs"`
-}
-
-type sarifRun struct {
-	Tool    sarifTool     `json:"tool"`
-	Results []sarifResult `json:"results"`
-}
-
-type sarifTool struct {
-	Driver struct {
-		Name           string      `json:"name"`
-		Version        string      `json:"version"`
-		InformationURI string      `json:"informationUri"`
-		Rules          []sarifRule `json:"rules"`
-	} `json:"driver"`
-}
-
-type sarifText struct {
-	Text string `json:"text"`
-}
-
-type sarifRule struct {
-	ID                   string    `json:"id"`
-	Name                 string    `json:"name"`
-	ShortDescription     sarifText `json:"shortDescription"`
-	DefaultConfiguration struct {
-		Level string `json:"level"`
-	} `json:"defaultConfiguration"`
-}
-
-type sarifResult struct {
-	RuleID    string          `json:"ruleId"`
-	RuleIndex int             `json:"ruleIndex"`
-	Level     string          `json:"level"`
-	Message   sarifText       `json:"message"`
-	Locations []sarifLocation `json:"locations"`
-}
-
-type sarifLocation struct {
-	PhysicalLocation struct {
-		ArtifactLocation struct {
-			URI string `json:"uri"`
-		} `json:"artifactLocation"`
-		Region *sarifRegion `json:"region,omitempty"`
-	} `json:"physicalLocation"`
-}
-
-type sarifRegion struct {
-	StartLine int `json:"startLine"`
-}
-
+// renderSARIF writes --check's findings as SARIF 2.1.0: one rule per pin
+// kind, one result per finding at its file and line.
 func renderSARIF(w io.Writer, r *pin.Report) error {
-	run := sarifRun{Results: []sarifResult{}}
-	d := &run.Tool.Driver
-	d.Name, d.Version, d.InformationURI = "regcheck", Version, "https://github.com/regcheck/regcheck"
+	d := report.SARIFDriver{Name: "regcheck", Version: Version, InformationURI: report.InformationURI}
 	index := map[pin.Kind]int{}
 	for i, k := range pin.Kinds {
-		rule := sarifRule{ID: string(k), Name: string(k), ShortDescription: sarifText{k.Describe()}}
-		rule.DefaultConfiguration.Level = k.Level()
-		d.Rules = append(d.Rules, rule)
+		d.Rules = append(d.Rules, report.SARIFRule{
+			ID: string(k), Name: string(k), ShortDescription: report.SARIFText{Text: k.Describe()},
+			DefaultConfiguration: report.SARIFConfiguration{Level: k.Level()},
+		})
 		index[k] = i
 	}
+	run := report.SARIFRun{Tool: report.SARIFTool{Driver: d}, Results: []report.SARIFResult{}}
 	for _, fd := range r.Findings {
-		var loc sarifLocation
-		loc.PhysicalLocation.ArtifactLocation.URI = filepath.ToSlash(fd.File)
-		if fd.Line > 0 {
-			loc.PhysicalLocation.Region = &sarifRegion{StartLine: fd.Line}
-		}
-		run.Results = append(run.Results, sarifResult{
+		run.Results = append(run.Results, report.SARIFResult{
 			RuleID: string(fd.Kind), RuleIndex: index[fd.Kind], Level: fd.Kind.Level(),
-			Message: sarifText{fd.Message}, Locations: []sarifLocation{loc},
+			Message: report.SARIFText{Text: fd.Message}, Locations: []report.SARIFLocation{report.SARIFFile(fd.File, fd.Line)},
 		})
 	}
-	e := json.NewEncoder(w)
-	e.SetIndent("", "  ")
-	return e.Encode(sarifLog{Schema: "https://json.schemastore.org/sarif-2.1.0.json", Version: "2.1.0", Runs: []sarifRun{run}})
+	return report.WriteSARIF(w, run)
 }
