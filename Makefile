@@ -18,7 +18,7 @@ all: build
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
 build:
-	$(GO) build -ldflags "-X github.com/regcheck/regcheck/internal/cli.Version=$(VERSION)" -o bin/regcheck ./cmd/regcheck
+	$(GO) build -ldflags "-X github.com/regcheck/regcheck/internal/version.stamped=$(VERSION)" -o bin/regcheck ./cmd/regcheck
 
 # The registry binaries (docker/distribution v2.8.3, distribution v3.1.2).
 bins-registry:

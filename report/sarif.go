@@ -3,11 +3,10 @@ package report
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/regcheck/regcheck/internal/version"
 	"io"
 	"path/filepath"
-	"runtime/debug"
 	"sort"
-	"strings"
 
 	"github.com/regcheck/regcheck/scan"
 )
@@ -221,12 +220,11 @@ func inFile(u scan.Use) bool {
 	return u.File != "" && !(u.Source == "images-from" && u.File == "stdin")
 }
 
-// buildVersion is the module version the binary was built from, as `go
-// install …@v1.2.3` records it; "" for a development build.
+// buildVersion is regcheck's version for the SARIF tool entry; "" for a
+// development build.
 func buildVersion() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok || !strings.HasPrefix(bi.Main.Version, "v") {
-		return ""
+	if v := version.String(); v != "dev" {
+		return v
 	}
-	return bi.Main.Version
+	return ""
 }

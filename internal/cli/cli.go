@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/regcheck/regcheck/internal/version"
 	"io"
 	"log/slog"
 	"strings"
@@ -45,8 +46,8 @@ func (e *exitError) Unwrap() error { return e.err }
 // usageError marks err as the user's to fix: exit code 2.
 func usageError(err error) error { return &exitError{code: ExitUsage, err: err} }
 
-// Version is set at build time with -ldflags "-X ...cli.Version=v1.2.3".
-var Version = "dev"
+// Version is regcheck's version (see package version).
+var Version = version.String()
 
 // globals are the flags every command shares.
 type globals struct {
