@@ -23,6 +23,14 @@ func Targets(inv *inventory.Inventory) []scan.Target {
 	return out
 }
 
+// RunningRef is the reference a node would pull a running digest by: the
+// spec image's repository at that digest. The runtime's imageID may name
+// another repository the same bits were first pulled from (an image
+// promoted from staging to prod), which says nothing about this one.
+func RunningRef(image, digest string) string {
+	return inventory.ParseImage(image).Repo + "@" + digest
+}
+
 // RunningTargets returns one target per distinct digest a container runs,
 // as repo@digest: what a reschedule onto a node without the image, or a
 // rollback, needs the registry to still serve.
@@ -33,11 +41,7 @@ func RunningTargets(inv *inventory.Inventory) []scan.Target {
 		if c.RunningDigest == "" {
 			continue
 		}
-		repo := c.RunningRepo // the repository the runtime pulled from
-		if repo == "" {
-			repo = inventory.ParseImage(c.Image).Repo
-		}
-		ref := repo + "@" + c.RunningDigest
+		ref := RunningRef(c.Image, c.RunningDigest)
 		use := scan.Use{Source: "cluster", Kind: c.OwnerKind, Namespace: c.Namespace, Name: c.OwnerName,
 			Container: c.Container, Pod: c.Pod, Node: c.Node, PullPolicy: c.PullPolicy, RunningDigest: c.RunningDigest}
 		if i, ok := byRef[ref]; ok {
@@ -150,7 +154,11 @@ func annotate(ctx context.Context, s *scan.Scanner, inv *inventory.Inventory, im
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return nil // the tag list could not be read: nothing to claim
+		// Nothing to claim either way, but the check did not happen: say so.
+		im.Findings = append(im.Findings, scan.NewFinding(scan.RegistryFault, ref.Digest, "",
+			fmt.Sprintf("could not check whether a tag still points at %s: %v", ref.Digest, err),
+			"run again when the registry answers; a pin no tag reaches is deleted by a GC that deletes untagged manifests"))
+		return nil
 	}
 	if !tagged {
 		im.Findings = append(im.Findings, scan.NewFinding(scan.PinnedDigestUntagged, ref.Digest, "",

@@ -46,9 +46,9 @@ func (k credentials) keychain(ctx context.Context, c kubernetes.Interface) (auth
 // another namespace's. Containers are grouped by (namespace, service account,
 // secrets); each group gets its own Scanner, built from opts plus its
 // keychain, so an image used in two groups is asked for twice, once with
-// each set of credentials. The results are merged per reference: when one
-// group could check an image, the faults (401, 403) another group's
-// credentials met are dropped, since they say nothing about the image.
+// each set of credentials. The results are merged per reference. A fault
+// (401, 403, …) is kept, naming the credentials that met it: it is true for
+// those pods, whose next pull meets it too, so the image is then unknown.
 //
 // It needs get on secrets and serviceaccounts (deploy/rbac-pull-secrets.yaml).
 func CheckWithPullSecrets(ctx context.Context, c kubernetes.Interface, inv *inventory.Inventory, opts ...scan.Option) (*scan.Result, error) {

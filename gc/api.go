@@ -109,7 +109,8 @@ func CheckAPI(ctx context.Context, sc *scan.Scanner, opts Options, targets []sca
 		}
 	}
 
-	// The repositories to survey: the catalog where allowed, else in-use.
+	// The repositories to survey: the in-use ones, and with
+	// AllRepositories every one the catalog lists.
 	var names []string
 	for h := range hosts {
 		names = append(names, h)
@@ -129,11 +130,13 @@ func CheckAPI(ctx context.Context, sc *scan.Scanner, opts Options, targets []sca
 			}
 		case errors.Is(err, scan.ErrUnauthorized), errors.Is(err, scan.ErrForbidden), errors.Is(err, scan.ErrNotFound):
 			rep.Notes = append(rep.Notes, fmt.Sprintf("%s does not list its repositories (_catalog: %v): only the repositories of in-use images were examined", h, sentinel(err)))
+			problems = append(problems, fmt.Errorf("--all-repositories: %s does not list its repositories: %w", h, err))
 		default:
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
 			rep.Notes = append(rep.Notes, fmt.Sprintf("listing the repositories of %s failed (%v): only the repositories of in-use images were examined", h, err))
+			problems = append(problems, fmt.Errorf("--all-repositories: listing the repositories of %s: %w", h, err))
 		}
 	}
 	used := map[string]bool{}
@@ -215,6 +218,11 @@ func CheckAPI(ctx context.Context, sc *scan.Scanner, opts Options, targets []sca
 				switch {
 				case opts.Model == Distribution28 && len(r.tagged[d]) > 0:
 				case opts.Model == Distribution3 && marked[r.host][d]:
+				case opts.Model == Distribution3 && !opts.AllRepositories && r.hasTags:
+					// 3.x keeps what a tag of any repository reaches; the
+					// repositories not examined may hold such a tag.
+					rep.Notes = append(rep.Notes, fmt.Sprintf("%s@%s: no tag of the examined repositories reaches it; distribution 3 keeps it if a tag in another repository does (--all-repositories decides)", r.name, d))
+					problems = append(problems, fmt.Errorf("%s@%s: undecided without --all-repositories", r.name, d))
 				case !r.hasTags:
 					addDeleted(deleted, r.name, d, "repository "+r.name+" has no tags: distribution 3 skips it and deletes the data of manifest "+d)
 				default:

@@ -71,7 +71,7 @@ func TestGCAPI(t *testing.T) {
 			seeded := time.Now()
 
 			// API-mode gc-check through the CLI.
-			args := []string{"gc-check", "--gc-model", string(tc.model), "--delete-untagged", "-o", "json"}
+			args := []string{"gc-check", "--gc-model", string(tc.model), "--delete-untagged", "--all-repositories", "-o", "json"}
 			for _, tg := range targets {
 				args = append(args, tg.Ref)
 			}

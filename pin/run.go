@@ -33,7 +33,7 @@ type Config struct {
 	// Check changes nothing and asks no registry: it reports every unpinned
 	// reference (KindUnpinned, KindInvalid).
 	Check bool
-	// Write replaces the files Run changes (atomically, see WriteFile), each
+	// Write replaces the files Run changes (atomically, see atomicfile.Replace), each
 	// only if it still holds what Run read (KindChanged otherwise).
 	// Otherwise Report.Files holds the would-be contents.
 	Write bool
@@ -70,7 +70,8 @@ var ErrNoRecord = errors.New("no running digest recorded")
 // disagree on the running digest: the newest records of several clusters
 // name different digests.
 type AmbiguousError struct {
-	// Digests maps each source (a cluster name) to the digest it reports.
+	// Digests maps each source (a cluster name, or a cluster's pod) to the
+	// digest it reports.
 	Digests map[string]string
 }
 
@@ -79,7 +80,7 @@ func (e *AmbiguousError) Error() string {
 	for _, src := range slices.Sorted(maps.Keys(e.Digests)) {
 		parts = append(parts, fmt.Sprintf("%s runs %s", src, e.Digests[src]))
 	}
-	return "the clusters recorded disagree: " + strings.Join(parts, ", ")
+	return "the records disagree: " + strings.Join(parts, ", ")
 }
 
 // Kind names a kind of finding. The set is fixed: outputs and CI match on it.

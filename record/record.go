@@ -232,8 +232,8 @@ type Query struct {
 // q: the greatest LastSeen, and among records last seen at the same time
 // (an owner whose pods ran different digests at the last snapshot) the one
 // first seen most recently, the newest rollout. Records without a digest are
-// skipped. It is the digest `regcheck pin --from-records` pins to; use
-// Find to see whether the choice was ambiguous.
+// skipped. Use Find to see whether the choice was ambiguous (regcheck pin
+// --from-records does, and pins nothing when it is).
 func (h *History) Running(q Query) (Record, bool) {
 	rs := h.Find(q)
 	if len(rs) == 0 {

@@ -158,7 +158,7 @@ var codeDescriptions = map[scan.Code]string{
 // when one result has no file, so findings of images used only from the
 // command line, stdin or a cluster are left out: -o json has them.
 func SARIF(w io.Writer, r *scan.Result) error {
-	run := SARIFRun{Tool: SARIFTool{Driver: SARIFDriver{Name: "regcheck", Version: buildVersion(), InformationURI: InformationURI, Rules: []SARIFRule{}}}}
+	run := SARIFRun{Tool: SARIFTool{Driver: SARIFDriver{Name: "regcheck", Version: ToolVersion(), InformationURI: InformationURI, Rules: []SARIFRule{}}}}
 	var codes []scan.Code
 	seen := map[scan.Code]bool{}
 	for _, im := range r.Images {
@@ -220,9 +220,9 @@ func inFile(u scan.Use) bool {
 	return u.File != "" && !(u.Source == "images-from" && u.File == "stdin")
 }
 
-// buildVersion is regcheck's version for the SARIF tool entry; "" for a
+// ToolVersion is regcheck's version for a SARIF tool entry; "" for a
 // development build.
-func buildVersion() string {
+func ToolVersion() string {
 	if v := version.String(); v != "dev" {
 		return v
 	}

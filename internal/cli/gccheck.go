@@ -8,7 +8,6 @@ import (
 
 	"github.com/regcheck/regcheck/cluster"
 	"github.com/regcheck/regcheck/gc"
-	"github.com/regcheck/regcheck/inventory"
 	"github.com/regcheck/regcheck/record"
 	"github.com/regcheck/regcheck/scan"
 	"github.com/spf13/cobra"
@@ -47,14 +46,17 @@ With --storage it reads a distribution registry's filesystem storage
                     of kept indexes.
 
 It prints what would be deleted per repository and, for the in-use images
-(arguments, -f manifests, --images-from), which would break and how. It also
+(arguments, -f, --images-from, --cluster, --from-records), which would break
+and how. It also
 surveys what is already broken: unlinked index children, revision and
 _layers links whose blob data is gone, tags whose manifest is gone.
 
 Without --storage (API mode) it asks the registry instead, through its API:
-the repositories of its _catalog where the registry allows listing them, else
-those of the in-use images; their tags; and the manifests the tags and the
-in-use pins reach. It reports the in-use digests no tag names directly (index
+the repositories of the in-use images (with --all-repositories, or with
+--registry and no in-use images, every repository its _catalog lists); their
+tags; and the manifests the tags and the in-use pins reach. Under
+distribution-3 a pin no examined tag reaches is undecided without
+--all-repositories, since a tag in another repository would keep it. It reports the in-use digests no tag names directly (index
 children under distribution-2.8, pins whose tag moved) or, under
 distribution-3, that no tag reaches at all; which in-use images that breaks
 and how; and what is broken already, as "regcheck scan" sees it. API mode
@@ -172,7 +174,9 @@ func runGCCheckAPI(cmd *cobra.Command, s Streams, g *globals, f *gcCheckFlags, m
 	if err != nil {
 		return usageError(err)
 	}
-	rep, err := gc.CheckAPI(cmd.Context(), sc, gc.Options{Model: model, DeleteUntagged: f.deleteUntagged, Host: f.host, AllRepositories: f.allRepos}, targets)
+	// With no in-use images, --registry can only mean: survey that registry.
+	all := f.allRepos || len(targets) == 0
+	rep, err := gc.CheckAPI(cmd.Context(), sc, gc.Options{Model: model, DeleteUntagged: f.deleteUntagged, Host: f.host, AllRepositories: all}, targets)
 	if rep == nil {
 		return &exitError{code: ExitIncomplete, err: err}
 	}
@@ -213,7 +217,7 @@ func gcCheckTargets(cmd *cobra.Command, s Streams, g *globals, f *gcCheckFlags) 
 			use := scan.Use{Source: "records", Kind: r.OwnerKind, Namespace: r.Namespace, Name: r.OwnerName, Container: r.Container, Pod: r.Pod, Node: r.Node, RunningDigest: r.Digest}
 			targets = append(targets, scan.Target{Ref: r.Image, Uses: []scan.Use{use}})
 			if r.Digest != "" {
-				targets = append(targets, scan.Target{Ref: inventory.ParseImage(r.Image).Repo + "@" + r.Digest, Uses: []scan.Use{use}})
+				targets = append(targets, scan.Target{Ref: cluster.RunningRef(r.Image, r.Digest), Uses: []scan.Use{use}})
 			}
 		}
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/regcheck/regcheck/inventory"
 	"github.com/regcheck/regcheck/manifest"
 	"github.com/regcheck/regcheck/pin"
 	"github.com/regcheck/regcheck/record"
@@ -199,6 +198,17 @@ func runningIn(h *record.History, cluster string) func(manifest.Image) (string, 
 		if len(rs) == 0 {
 			return "", pin.ErrNoRecord
 		}
+		// Pods of one workload seen on two digests at its latest record (a
+		// rollout under way): which one is "what runs" is not for pin to guess.
+		if len(rs) > 1 && rs[1].Cluster == rs[0].Cluster && rs[1].LastSeen.Equal(rs[0].LastSeen) && rs[1].Digest != rs[0].Digest {
+			both := map[string]string{}
+			for _, r := range rs {
+				if r.Cluster == rs[0].Cluster && r.LastSeen.Equal(rs[0].LastSeen) {
+					both[r.Cluster+" pod "+r.Pod] = r.Digest
+				}
+			}
+			return "", fmt.Errorf("%w; its pods run different digests (a rollout?): pin once it is done, or pin by tag", &pin.AmbiguousError{Digests: both})
+		}
 		// Each cluster's newest record (rs is newest first).
 		newest := map[string]string{}
 		for _, r := range rs {
@@ -230,7 +240,7 @@ func (f *pinFlags) config(cmd *cobra.Command, g *globals) (pin.Config, error) {
 		return c, errors.New("--from-records and --from-cluster cannot be used together")
 	case f.recordsCluster != "" && f.fromRecords == "":
 		return c, errors.New("--records-cluster goes with --from-records")
-	case !f.fromCluster && (f.kube.allNamespaces || f.kube.namespace != "" || f.kube.context != "" || f.kube.kubeconfig != ""):
+	case !f.fromCluster && f.kube.set():
 		return c, errors.New("--kubeconfig, --context, -n and -A go with --from-cluster")
 	case !f.check && f.output != "text":
 		return c, errors.New("-o is for --check; pin prints a diff or the changes made")
@@ -260,9 +270,9 @@ func (f *pinFlags) config(cmd *cobra.Command, g *globals) (pin.Config, error) {
 		if err != nil {
 			return c, err
 		}
-		inv, err := inventory.List(cmd.Context(), kt.client, kt.namespace)
+		inv, err := kt.inventory(cmd.Context(), g.logger)
 		if err != nil {
-			return c, &exitError{code: ExitIncomplete, err: fmt.Errorf("--from-cluster: reading %s: %w", kt.name, err)}
+			return c, err
 		}
 		// What runs now, as a one-snapshot history: the same lookup as --from-records.
 		h := record.NewHistory()
@@ -394,7 +404,7 @@ type (
 // renderSARIF writes --check's findings as SARIF 2.1.0: one rule per pin
 // kind, one result per finding at its file and line.
 func renderSARIF(w io.Writer, r *pin.Report) error {
-	d := report.SARIFDriver{Name: "regcheck", Version: Version, InformationURI: report.InformationURI}
+	d := report.SARIFDriver{Name: "regcheck", Version: report.ToolVersion(), InformationURI: report.InformationURI}
 	index := map[pin.Kind]int{}
 	for i, k := range pin.Kinds {
 		d.Rules = append(d.Rules, report.SARIFRule{

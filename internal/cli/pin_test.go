@@ -325,7 +325,7 @@ func TestPinFromRecordsClusters(t *testing.T) {
 		stderr, absent []string
 	}{
 		{"clusters disagree", nil, ExitIncomplete, "", a,
-			[]string{"api.yaml:10: ambiguous-record: which digest runs Deployment api container app is ambiguous: the clusters recorded disagree: prod runs " + b + ", staging runs " + a + "; pass --records-cluster to choose"},
+			[]string{"api.yaml:10: ambiguous-record: which digest runs Deployment api container app is ambiguous: the records disagree: prod runs " + b + ", staging runs " + a + "; pass --records-cluster to choose"},
 			[]string{"web.yaml:10: ambiguous"}},
 		{"prod", []string{"--records-cluster", "prod"}, ExitClean, b, a, nil, []string{"ambiguous"}},
 		{"staging", []string{"--records-cluster", "staging"}, ExitClean, a, a, nil, []string{"ambiguous"}},
@@ -360,5 +360,36 @@ func TestPinFromRecordsClusters(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPinFromRecordsRollout: pods of one workload seen running two digests
+// in the same snapshot (a rollout under way) are not resolved by guessing:
+// the reference is left alone (ambiguous-record, exit 3).
+func TestPinFromRecordsRollout(t *testing.T) {
+	t.Parallel()
+	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(reg.Close)
+	ref := strings.TrimPrefix(reg.URL, "http://") + "/app:latest"
+	a := pushTest(t, ref, "build a")
+	b := pushTest(t, ref, "build b")
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	snap := record.Snapshot{Cluster: "prod", Time: at, Entries: []record.Entry{
+		{Namespace: "default", OwnerKind: "Deployment", OwnerName: "api", Pod: "api-old", Container: "app", Digest: a},
+		{Namespace: "default", OwnerKind: "Deployment", OwnerName: "api", Pod: "api-new", Container: "app", Digest: b},
+	}}
+	history := writeHistory(t, snap)
+	dir := pinTree(t, map[string]string{"api.yaml": pinDeployment("api", ref)})
+	code, out, errs := runPinCmd(t, "--write", "--from-records", history, dir)
+	if code != ExitIncomplete {
+		t.Fatalf("exit %d, want %d\n%s%s", code, ExitIncomplete, out, errs)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "api.yaml")); string(got) != pinDeployment("api", ref) {
+		t.Errorf("api.yaml was pinned mid-rollout:\n%s", got)
+	}
+	for _, want := range []string{"ambiguous-record", "prod pod api-new runs " + b, "prod pod api-old runs " + a, "a rollout?"} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errs)
+		}
 	}
 }
