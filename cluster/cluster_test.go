@@ -2,6 +2,9 @@ package cluster
 
 import (
 	"context"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -146,5 +149,48 @@ func TestCheck(t *testing.T) {
 		if f.Code == scan.Drift && f.Severity != scan.SeverityWarning {
 			t.Errorf("drift with IfNotPresent on a version tag: %s, want warning", f.Severity)
 		}
+	}
+}
+
+// Pods without pull secrets share one set of credentials (the Docker
+// config): an image they share is walked once, not once per namespace; a
+// pod with secrets gets its own walk.
+func TestCheckWithPullSecretsGroups(t *testing.T) {
+	srv := httptest.NewServer(registry.New())
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	push(t, host+"/shared:v1", "shared sidecar")
+	kc := k8sfake.NewClientset(
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "default"}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "b", Name: "default"}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "c", Name: "builder"}, ImagePullSecrets: []corev1.LocalObjectReference{{Name: "regcred"}}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "c", Name: "regcred"}, Type: corev1.SecretTypeDockerConfigJson,
+			Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(`{"auths":{}}`)}},
+	)
+	ctr := func(ns, sa string) inventory.Container {
+		return inventory.Container{Namespace: ns, OwnerKind: "Pod", OwnerName: "p", Pod: "p", Container: "c", Image: host + "/shared:v1", ServiceAccount: sa}
+	}
+	count := func(inv *inventory.Inventory) int {
+		t.Helper()
+		res, err := CheckWithPullSecrets(context.Background(), kc, inv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Images) != 1 || len(res.Images[0].Uses) != len(inv.Containers) {
+			t.Fatalf("images %+v", res.Images)
+		}
+		n := 0
+		for _, r := range res.Requests {
+			if r.Kind == "manifest-get" {
+				n += r.Count
+			}
+		}
+		return n
+	}
+	if n := count(&inventory.Inventory{Containers: []inventory.Container{ctr("a", "default"), ctr("b", "default")}}); n != 1 {
+		t.Errorf("two namespaces without pull secrets: %d manifest GETs, want 1 (one shared walk)", n)
+	}
+	if n := count(&inventory.Inventory{Containers: []inventory.Container{ctr("a", "default"), ctr("c", "builder")}}); n != 2 {
+		t.Errorf("one namespace with its service account's pull secret: %d manifest GETs, want 2 (a walk each)", n)
 	}
 }

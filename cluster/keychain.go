@@ -3,6 +3,8 @@ package cluster
 import (
 	"context"
 	"fmt"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"slices"
 	"strings"
 
@@ -14,39 +16,69 @@ import (
 	"github.com/regcheck/regcheck/scan"
 )
 
-// credentials names where a pod's registry credentials come from, as the
-// kubelet reads them: its namespace, service account and imagePullSecrets.
+// credentials are the pull secrets a pod's images are pulled with, as the
+// kubelet finds them: the pod's imagePullSecrets and its service account's,
+// by name in the pod's namespace. No secrets means the node's own
+// credentials, which regcheck stands in for with the Docker config.
 type credentials struct {
-	namespace, serviceAccount, secrets string
+	namespace, secrets string // both "" for no secrets
 }
 
-func credentialsOf(c inventory.Container) credentials {
-	secrets := slices.Clone(c.ImagePullSecrets)
-	slices.Sort(secrets)
-	return credentials{c.Namespace, c.ServiceAccount, strings.Join(secrets, ",")}
-}
-
-// keychain reads the secrets of one credentials group, then falls back to
-// the local Docker config.
-func (k credentials) keychain(ctx context.Context, c kubernetes.Interface) (authn.Keychain, error) {
-	var secrets []string
-	if k.secrets != "" {
-		secrets = strings.Split(k.secrets, ",")
+// credentialsOf resolves a container's pull secrets: its pod's, plus its
+// service account's (one GET per service account, remembered in sa).
+func credentialsOf(ctx context.Context, c kubernetes.Interface, ct inventory.Container, sa map[string][]string) (credentials, error) {
+	names := slices.Clone(ct.ImagePullSecrets)
+	key := ct.Namespace + "/" + ct.ServiceAccount
+	saSecrets, ok := sa[key]
+	if !ok && ct.ServiceAccount != "" {
+		acct, err := c.CoreV1().ServiceAccounts(ct.Namespace).Get(ctx, ct.ServiceAccount, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return credentials{}, fmt.Errorf("reading serviceaccount %s: %w", key, err)
+		default:
+			for _, r := range acct.ImagePullSecrets {
+				saSecrets = append(saSecrets, r.Name)
+			}
+		}
+		sa[key] = saSecrets
 	}
-	kc, err := k8sauth.New(ctx, c, k8sauth.Options{Namespace: k.namespace, ServiceAccountName: k.serviceAccount, ImagePullSecrets: secrets})
+	names = append(names, saSecrets...)
+	slices.Sort(names)
+	names = slices.Compact(names)
+	if len(names) == 0 {
+		return credentials{}, nil
+	}
+	return credentials{ct.Namespace, strings.Join(names, ",")}, nil
+}
+
+// keychain reads the group's secrets, then falls back to the Docker config.
+func (k credentials) keychain(ctx context.Context, c kubernetes.Interface) (authn.Keychain, error) {
+	if k.secrets == "" {
+		return authn.DefaultKeychain, nil
+	}
+	kc, err := k8sauth.New(ctx, c, k8sauth.Options{Namespace: k.namespace, ServiceAccountName: k8sauth.NoServiceAccount, ImagePullSecrets: strings.Split(k.secrets, ",")})
 	if err != nil {
-		return nil, fmt.Errorf("reading the pull secrets of serviceaccount %s/%s: %w", k.namespace, k.serviceAccount, err)
+		return nil, fmt.Errorf("reading the pull secrets %s in namespace %s: %w", k.secrets, k.namespace, err)
 	}
 	return authn.NewMultiKeychain(kc, authn.DefaultKeychain), nil
+}
+
+// String names the group as a person reads it.
+func (k credentials) String() string {
+	if k.secrets == "" {
+		return "pods without pull secrets (the Docker config)"
+	}
+	return fmt.Sprintf("namespace %s, pull secrets %s", k.namespace, k.secrets)
 }
 
 // CheckWithPullSecrets is Check with registry credentials found the way the
 // kubelet finds them: each container's images are walked with its own pod's
 // imagePullSecrets and its service account's (then the Docker config), never
 // another namespace's. Containers are grouped by (namespace, service account,
-// secrets); each group gets its own Scanner, built from opts plus its
-// keychain, so an image used in two groups is asked for twice, once with
-// each set of credentials. The results are merged per reference. A fault
+// secrets) — every pod without secrets shares one group — and each group
+// gets its own Scanner, built from opts plus its keychain, so an image used
+// in two groups is asked for twice, once with each set of credentials. The results are merged per reference. A fault
 // (401, 403, …) is kept, naming the credentials that met it: it is true for
 // those pods, whose next pull meets it too, so the image is then unknown.
 //
@@ -54,8 +86,12 @@ func (k credentials) keychain(ctx context.Context, c kubernetes.Interface) (auth
 func CheckWithPullSecrets(ctx context.Context, c kubernetes.Interface, inv *inventory.Inventory, opts ...scan.Option) (*scan.Result, error) {
 	groups := map[credentials]*inventory.Inventory{}
 	var order []credentials
+	sa := map[string][]string{}
 	for _, ct := range inv.Containers {
-		k := credentialsOf(ct)
+		k, err := credentialsOf(ctx, c, ct, sa)
+		if err != nil {
+			return nil, err
+		}
 		g, ok := groups[k]
 		if !ok {
 			g = &inventory.Inventory{NodeImages: inv.NodeImages}
@@ -112,15 +148,6 @@ func CheckWithPullSecrets(ctx context.Context, c kubernetes.Interface, inv *inve
 	}
 	merged.Requests = sumRequests(merged.Requests)
 	return merged, nil
-}
-
-// String names the group as a person reads it.
-func (k credentials) String() string {
-	s := fmt.Sprintf("namespace %s, service account %s", k.namespace, k.serviceAccount)
-	if k.secrets != "" {
-		s += ", imagePullSecrets " + k.secrets
-	}
-	return s
 }
 
 // sumRequests adds up the counts of the same host, kind and status.
