@@ -27,17 +27,9 @@ const (
 // 3.x, walking every image for the broken refusal, and reports the
 // registry requests each run sends.
 func BenchmarkPin(b *testing.B) {
-	bin, err := testregistry.Binary(testregistry.V3)
-	if err != nil {
-		b.Fatal(err)
-	}
+	r := startEmpty(b, testregistry.V3)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	r, err := testregistry.Start(ctx, bin, b.TempDir(), "")
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { r.Stop() })
 
 	var g errgroup.Group
 	g.SetLimit(8)

@@ -22,17 +22,9 @@ import (
 // It reports requests and images per run; -benchmem gives the allocations.
 func BenchmarkScan(b *testing.B) {
 	const copies = 30
-	bin, err := testregistry.Binary(testregistry.V3)
-	if err != nil {
-		b.Fatal(err)
-	}
+	r := startEmpty(b, testregistry.V3)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	r, err := testregistry.Start(ctx, bin, b.TempDir(), "")
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { r.Stop() })
 	var (
 		g       errgroup.Group
 		targets = make([][]scan.Target, copies)

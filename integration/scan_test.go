@@ -22,20 +22,30 @@ import (
 	"github.com/regcheck/regcheck/scan"
 )
 
-// startRegistry starts a real registry binary with the fixtures pushed.
-func startRegistry(t *testing.T, version string) (*testregistry.Registry, []fixture.Image) {
-	t.Helper()
+// startEmpty starts a real registry binary on 127.0.0.1 with empty
+// storage in a temporary folder; it stops with the test.
+func startEmpty(tb testing.TB, version string) *testregistry.Registry {
+	tb.Helper()
 	bin, err := testregistry.Binary(version)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	r, err := testregistry.Start(ctx, bin, t.TempDir(), "")
+	r, err := testregistry.Start(ctx, bin, tb.TempDir(), "")
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	t.Cleanup(func() { r.Stop() })
+	tb.Cleanup(func() { r.Stop() })
+	return r
+}
+
+// startRegistry starts a real registry binary with the fixtures pushed.
+func startRegistry(t *testing.T, version string) (*testregistry.Registry, []fixture.Image) {
+	t.Helper()
+	r := startEmpty(t, version)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	imgs, err := fixture.Push(ctx, r.Host(), "gc/")
 	if err != nil {
 		t.Fatal(err)
