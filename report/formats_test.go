@@ -197,6 +197,17 @@ func TestRenderersEscape(t *testing.T) {
 				t.Errorf("%v %+v", err, doc)
 			}
 		},
+		"github": func(t *testing.T, out string) {
+			// One workflow command per line: a newline in the data must
+			// not start a second, forged command.
+			lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+			if len(lines) != 1 || !strings.HasPrefix(lines[0], "::") {
+				t.Fatalf("want one annotation line, got %q", out)
+			}
+			if strings.Contains(lines[0], "\r") {
+				t.Errorf("a carriage return survived: %q", lines[0])
+			}
+		},
 		// The table is for a terminal: it quotes nothing.
 		"table": func(*testing.T, string) {},
 	}

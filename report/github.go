@@ -5,6 +5,8 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
+
+	"github.com/regcheck/regcheck/scan"
 )
 
 // Annotation is one GitHub Actions annotation: a workflow command that
@@ -52,3 +54,30 @@ var (
 
 func ghData(s string) string     { return ghDataEscaper.Replace(s) }
 func ghProperty(s string) string { return ghPropertyEscaper.Replace(s) }
+
+// GitHub writes a scan's findings as GitHub Actions annotations, one per
+// finding and manifest line using the image (as SARIF places them), worst
+// first; findings of images used from no file are left out, as in SARIF.
+func GitHub(w io.Writer, r *scan.Result) error {
+	var as []Annotation
+	seen := map[Annotation]bool{}
+	for _, im := range r.Sorted() {
+		for _, f := range im.Findings {
+			msg := fmt.Sprintf("%s: %s", im.Reference, f.Message)
+			if f.Advice != "" {
+				msg += "\n" + f.Advice
+			}
+			for _, u := range im.Uses {
+				if !inFile(u) {
+					continue
+				}
+				a := Annotation{Level: GitHubLevel(SARIFLevel(f.Severity)), File: u.File, Line: u.Line, Title: string(f.Code), Message: msg}
+				if !seen[a] {
+					seen[a] = true
+					as = append(as, a)
+				}
+			}
+		}
+	}
+	return GitHubAnnotations(w, as)
+}
