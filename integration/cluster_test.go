@@ -128,22 +128,6 @@ func clientFor(t *testing.T, cfg *rest.Config) kubernetes.Interface {
 	return cs
 }
 
-func assertInventory(t *testing.T, want, got *inventory.Inventory) {
-	t.Helper()
-	for i := range max(len(want.Containers), len(got.Containers)) {
-		switch {
-		case i >= len(got.Containers):
-			t.Errorf("missing container %d: %+v", i, want.Containers[i])
-		case i >= len(want.Containers):
-			t.Errorf("extra container %d: %+v", i, got.Containers[i])
-		case !reflect.DeepEqual(want.Containers[i], got.Containers[i]):
-			t.Errorf("container %d:\n got %+v\nwant %+v", i, got.Containers[i], want.Containers[i])
-		}
-	}
-	if !reflect.DeepEqual(want.NodeImages, got.NodeImages) {
-		t.Errorf("NodeImages:\n got %v\nwant %v", got.NodeImages, want.NodeImages)
-	}
-}
 
 func TestClusterInventoryAndRecord(t *testing.T) {
 	ctx := t.Context()
@@ -165,12 +149,12 @@ func TestClusterInventoryAndRecord(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		assertInventory(t, want, got)
+		testkube.AssertInventory(t, want, got)
 		got, err = inventory.List(ctx, admin, "shop")
 		if err != nil {
 			t.Fatal(err)
 		}
-		assertInventory(t, want, got)
+		testkube.AssertInventory(t, want, got)
 	})
 
 	saCfg, _, err := kc.ServiceAccountConfig(ctx, "regcheck", "regcheck")
@@ -185,7 +169,7 @@ func TestClusterInventoryAndRecord(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		assertInventory(t, want, got)
+		testkube.AssertInventory(t, want, got)
 	})
 
 	t.Run("pull secrets as the regcheck ServiceAccount with deploy/rbac-pull-secrets.yaml", func(t *testing.T) {

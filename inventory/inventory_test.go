@@ -36,7 +36,7 @@ func TestListScenario(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			assertInventory(t, s.Want(), got)
+			testkube.AssertInventory(t, s.Want(), got)
 		})
 	}
 	t.Run("other namespace", func(t *testing.T) {
@@ -455,20 +455,3 @@ func TestListCanceled(t *testing.T) {
 	}
 }
 
-// assertInventory compares container by container so a failure names the field.
-func assertInventory(t *testing.T, want, got *inventory.Inventory) {
-	t.Helper()
-	for i := range max(len(want.Containers), len(got.Containers)) {
-		switch {
-		case i >= len(got.Containers):
-			t.Errorf("missing container %d: %+v", i, want.Containers[i])
-		case i >= len(want.Containers):
-			t.Errorf("extra container %d: %+v", i, got.Containers[i])
-		case !reflect.DeepEqual(want.Containers[i], got.Containers[i]):
-			t.Errorf("container %d:\n got %+v\nwant %+v", i, got.Containers[i], want.Containers[i])
-		}
-	}
-	if !reflect.DeepEqual(want.NodeImages, got.NodeImages) {
-		t.Errorf("NodeImages:\n got %v\nwant %v", got.NodeImages, want.NodeImages)
-	}
-}

@@ -60,24 +60,8 @@ func ghProperty(s string) string { return ghPropertyEscaper.Replace(s) }
 // first; findings of images used from no file are left out, as in SARIF.
 func GitHub(w io.Writer, r *scan.Result) error {
 	var as []Annotation
-	seen := map[Annotation]bool{}
-	for _, im := range r.Sorted() {
-		for _, f := range im.Findings {
-			msg := fmt.Sprintf("%s: %s", im.Reference, f.Message)
-			if f.Advice != "" {
-				msg += "\n" + f.Advice
-			}
-			for _, u := range im.Uses {
-				if !inFile(u) {
-					continue
-				}
-				a := Annotation{Level: GitHubLevel(SARIFLevel(f.Severity)), File: u.File, Line: u.Line, Title: string(f.Code), Message: msg}
-				if !seen[a] {
-					seen[a] = true
-					as = append(as, a)
-				}
-			}
-		}
+	for _, lf := range locatedFindings(r) {
+		as = append(as, Annotation{Level: GitHubLevel(SARIFLevel(lf.Severity)), File: lf.file, Line: lf.line, Title: string(lf.Code), Message: lf.text})
 	}
 	return GitHubAnnotations(w, as)
 }

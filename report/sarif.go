@@ -182,11 +182,34 @@ func SARIF(w io.Writer, r *scan.Result) error {
 		})
 		index[c] = i
 	}
-	type key struct {
-		code      scan.Code
-		uri, text string
-		line      int
+	for _, lf := range locatedFindings(r) {
+		run.Results = append(run.Results, SARIFResult{
+			RuleID: string(lf.Code), RuleIndex: index[lf.Code], Level: SARIFLevel(lf.Severity),
+			Message: SARIFText{lf.text}, Locations: []SARIFLocation{SARIFFile(lf.file, lf.line)},
+		})
 	}
+	return WriteSARIF(w, run)
+}
+
+// locatedFinding is a finding placed on one file line that uses its image.
+type locatedFinding struct {
+	scan.Finding
+	file string
+	line int
+	text string // "reference: message", then the advice on its own line
+}
+
+// locatedFindings places every finding on each manifest (or image list)
+// line using its image, worst images first, once per (code, line, text).
+// Findings of images used from no file have no place and are left out:
+// SARIF and GitHub annotations both need a file.
+func locatedFindings(r *scan.Result) []locatedFinding {
+	type key struct {
+		code       scan.Code
+		file, text string
+		line       int
+	}
+	var out []locatedFinding
 	done := map[key]bool{}
 	for _, im := range r.Sorted() {
 		for _, f := range im.Findings {
@@ -195,23 +218,16 @@ func SARIF(w io.Writer, r *scan.Result) error {
 				text += "\n" + f.Advice
 			}
 			for _, u := range im.Uses {
-				if !inFile(u) {
-					continue
-				}
-				loc := SARIFFile(u.File, u.Line)
-				k := key{f.Code, loc.PhysicalLocation.ArtifactLocation.URI, text, u.Line}
-				if done[k] {
+				k := key{f.Code, u.File, text, u.Line}
+				if !inFile(u) || done[k] {
 					continue
 				}
 				done[k] = true
-				run.Results = append(run.Results, SARIFResult{
-					RuleID: string(f.Code), RuleIndex: index[f.Code], Level: SARIFLevel(f.Severity),
-					Message: SARIFText{text}, Locations: []SARIFLocation{loc},
-				})
+				out = append(out, locatedFinding{Finding: f, file: u.File, line: u.Line, text: text})
 			}
 		}
 	}
-	return WriteSARIF(w, run)
+	return out
 }
 
 // inFile reports whether a use is a line of a file a repository can hold:

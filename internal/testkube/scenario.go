@@ -3,6 +3,8 @@ package testkube
 import (
 	"context"
 	"fmt"
+	"reflect"
+	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -381,4 +383,23 @@ func SetImageID(ctx context.Context, c kubernetes.Interface, ns, pod, container,
 		}
 	}
 	return fmt.Errorf("pod %s/%s has no container %q", ns, pod, container)
+}
+
+// AssertInventory compares an inventory with the one wanted container by
+// container, so that a failure names the container and field.
+func AssertInventory(t testing.TB, want, got *inventory.Inventory) {
+	t.Helper()
+	for i := range max(len(want.Containers), len(got.Containers)) {
+		switch {
+		case i >= len(got.Containers):
+			t.Errorf("missing container %d: %+v", i, want.Containers[i])
+		case i >= len(want.Containers):
+			t.Errorf("extra container %d: %+v", i, got.Containers[i])
+		case !reflect.DeepEqual(want.Containers[i], got.Containers[i]):
+			t.Errorf("container %d:\n got %+v\nwant %+v", i, got.Containers[i], want.Containers[i])
+		}
+	}
+	if !reflect.DeepEqual(want.NodeImages, got.NodeImages) {
+		t.Errorf("NodeImages:\n got %v\nwant %v", got.NodeImages, want.NodeImages)
+	}
 }
