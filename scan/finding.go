@@ -76,6 +76,23 @@ const (
 	RateLimited   Code = "rate-limited"
 	RegistryFault Code = "registry-error"
 	Unreachable   Code = "unreachable"
+	// PingFailed: the registry's version check (GET /v2/) did not answer
+	// as a registry does (a 404 from a proxy, a 5xx, an outage).
+	PingFailed Code = "ping-failed"
+	// TokenFailed: the token service named by the registry's challenge
+	// did not issue a token.
+	TokenFailed Code = "token-failed"
+	// TLSError: the registry's certificate could not be verified.
+	TLSError Code = "tls-error"
+	// BadResponse: the registry answered, twice, with a body that is not
+	// what was asked for (cut short, not a manifest, an invalid digest).
+	BadResponse Code = "bad-response"
+	// LimitExceeded: the image is larger than regcheck walks (children per
+	// index, manifests per image); the rest was not checked.
+	LimitExceeded Code = "limit-exceeded"
+	// CredentialsError: the credentials for the registry could not be read
+	// (a malformed pull secret, a failing credential helper).
+	CredentialsError Code = "credentials-error"
 )
 
 // codeInfo is the fixed vocabulary: each code's severity and whether it is a fault.
@@ -95,7 +112,7 @@ var codeInfo = map[Code]struct {
 	// Drift is raised to high by package cluster where the next start pulls.
 	Drift:                {SeverityWarning, false},
 	RunningDigestMissing: {SeverityHigh, false},
-	MutableReference:     {SeverityWarning, false},
+	MutableReference:     {SeverityInfo, false}, // alone, not a risk: the verdict stays ok
 	PullAlwaysMutable:    {SeverityWarning, false},
 	PinnedDigestUntagged: {SeverityWarning, false},
 	ImageIDOnly:          {SeverityInfo, false},
@@ -104,6 +121,12 @@ var codeInfo = map[Code]struct {
 	RateLimited:          {SeverityWarning, true},
 	RegistryFault:        {SeverityWarning, true},
 	Unreachable:          {SeverityWarning, true},
+	PingFailed:           {SeverityWarning, true},
+	TokenFailed:          {SeverityWarning, true},
+	TLSError:             {SeverityWarning, true},
+	BadResponse:          {SeverityWarning, true},
+	LimitExceeded:        {SeverityWarning, true},
+	CredentialsError:     {SeverityWarning, true},
 }
 
 // Severity returns the code's default severity.

@@ -71,6 +71,9 @@ type Result struct {
 	Images []*Image `json:"images"`
 	// Requests counts the HTTP requests sent, by host, kind and status.
 	Requests []RequestCount `json:"requests"`
+	// InputErrors are the inputs that could not be read (a file, a line):
+	// their images were not scanned, so the result is incomplete.
+	InputErrors []InputError `json:"inputErrors,omitempty"`
 	// Started and Duration time the scan.
 	Started  time.Time     `json:"started"`
 	Duration time.Duration `json:"durationNanos"`
@@ -91,4 +94,18 @@ func (r *Result) Sorted() []*Image {
 	out := append([]*Image(nil), r.Images...)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Verdict.Rank() < out[j].Verdict.Rank() })
 	return out
+}
+
+// InputError is an input that could not be read, or a part of one: a file
+// that is missing or not YAML, a line that is not a reference.
+type InputError struct {
+	// Source is the file's path as given, or "stdin".
+	Source string `json:"source"`
+	// Line is the line in Source, when known.
+	Line int `json:"line,omitempty"`
+	// Message says what is wrong.
+	Message string `json:"message"`
+	// Notice is true for an input skipped on purpose (a Helm template, a
+	// file that is not a regular file): it does not make the run incomplete.
+	Notice bool `json:"notice,omitempty"`
 }
