@@ -1,0 +1,2 @@
+// Package faultproxy is a reverse proxy in front of a registry that injects one fault per rule, for tests.
+package faultproxy
