@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"crypto/sha512"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
@@ -32,18 +34,28 @@ var manifestAccept = strings.Join([]string{
 // accept at least 4 MiB.
 const maxManifest = 4 << 20
 
+// maxRedirects bounds the redirects one request follows (a registry on S3
+// or behind a CDN answers blob requests with one).
+const maxRedirects = 5
+
+// errTooManyRedirects ends a request that kept being redirected.
+var errTooManyRedirects = fmt.Errorf("stopped after %d redirects", maxRedirects)
+
 // client asks registries, once per question: each (registry, repository,
-// digest) is fetched at most once per scan however many images share it.
+// digest) is fetched at most once per pass however many images share it.
+// A fault is kept only until the next pass (see forgetFaults); what the
+// registry said (a manifest, a 404) is kept for the Scanner's life.
 type client struct {
 	o     *options
-	rt    http.RoundTripper
+	pings *pingCache
 	sem   chan struct{}
-	repos memo[string, http.RoundTripper]
+	repos memo[string, *http.Client]
 	tags  memo[string, descriptor]
-	mfs   memo[string, manifestBytes]
+	mfs   memo[string, parsed]
 	blobs memo[string, struct{}]
 	// tagLists holds each repository's tag list (see Scanner.Tags).
 	tagLists memo[string, []string]
+	rt       http.RoundTripper
 }
 
 type descriptor struct {
@@ -51,22 +63,32 @@ type descriptor struct {
 	MediaType string
 }
 
-type manifestBytes struct {
-	Body      []byte
-	MediaType string
+func newClient(o *options, l layers) *client {
+	return &client{o: o, rt: l.rt, pings: l.pings, sem: make(chan struct{}, o.concurrency)}
 }
 
-func newClient(o *options, rt http.RoundTripper) *client {
-	return &client{o: o, rt: rt, sem: make(chan struct{}, o.concurrency)}
+// forgetFaults drops every fault the client remembers, so that the next
+// question asks the registry again: a fault is never kept for a run.
+func (c *client) forgetFaults() {
+	fault := func(err error) bool { return err != nil && faultCode(err) != "" }
+	c.repos.forget(fault)
+	c.tags.forget(fault)
+	c.mfs.forget(fault)
+	c.blobs.forget(fault)
+	c.tagLists.forget(fault)
+	c.pings.m.forget(func(err error) bool { return err != nil })
 }
 
-// transport returns repo's authenticated transport, pinging its registry
-// and exchanging credentials the first time.
-func (c *client) transport(ctx context.Context, repo name.Repository) (http.RoundTripper, error) {
-	return c.repos.do(ctx, repo.Name(), func() (http.RoundTripper, error) {
+// httpClient returns repo's authenticated client, pinging its registry and
+// exchanging credentials the first time. It follows redirects (bounded);
+// the auth layer sets credentials only on requests to the registry itself,
+// so a redirect to blob storage or a CDN never carries them.
+func (c *client) httpClient(ctx context.Context, repo name.Repository) (*http.Client, error) {
+	return c.repos.do(ctx, repo.Name(), func() (*http.Client, error) {
+		ping := "https://" + repo.RegistryStr() + "/v2/"
 		auth, err := authn.Resolve(ctx, c.o.keychain, repo.Registry)
 		if err != nil {
-			return nil, fmt.Errorf("resolving credentials for %s: %w", repo.RegistryStr(), err)
+			return nil, &RegistryError{Method: http.MethodGet, URL: ping, Detail: fmt.Sprintf("resolving credentials for %s: %v", repo.RegistryStr(), err), Err: ErrCredentials}
 		}
 		var t http.RoundTripper
 		err = c.limit(ctx, func(ctx context.Context) error {
@@ -74,10 +96,17 @@ func (c *client) transport(ctx context.Context, repo name.Repository) (http.Roun
 			return err
 		})
 		if err != nil {
-			return nil, classify(http.MethodGet, "https://"+repo.RegistryStr()+"/v2/", err)
+			return nil, classify(http.MethodGet, ping, err)
 		}
-		return t, nil
+		return &http.Client{Transport: t, CheckRedirect: checkRedirect}, nil
 	})
+}
+
+func checkRedirect(_ *http.Request, via []*http.Request) error {
+	if len(via) > maxRedirects {
+		return errTooManyRedirects
+	}
+	return nil
 }
 
 // limit runs f holding one of the scan's request slots, under the
@@ -94,11 +123,12 @@ func (c *client) limit(ctx context.Context, f func(context.Context) error) error
 	return f(ctx)
 }
 
-// do sends one request to repo's registry and returns the status, headers
-// and up to limit bytes of body; a status other than 200 is an error.
+// do sends one request for a manifest, blob or tag list to repo's registry
+// and returns the answer, its request (after any redirect) and up to limit
+// bytes of its body. A status other than 200 is an error.
 func (c *client) do(ctx context.Context, repo name.Repository, method, kind, ref string, limit int64) (*http.Response, []byte, error) {
 	u := fmt.Sprintf("%s://%s/v2/%s/%s/%s", repo.Scheme(), repo.RegistryStr(), repo.RepositoryStr(), kind, ref)
-	t, err := c.transport(ctx, repo)
+	hc, err := c.httpClient(ctx, repo)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -112,55 +142,89 @@ func (c *client) do(ctx context.Context, repo name.Repository, method, kind, ref
 		if kind == "manifests" {
 			req.Header.Set("Accept", manifestAccept)
 		}
-		resp, err = t.RoundTrip(req)
+		resp, err = hc.Do(req)
 		if err != nil {
-			return err
+			return classify(method, u, err)
 		}
 		defer resp.Body.Close()
-		if err := transport.CheckError(resp, http.StatusOK); err != nil {
-			return err
+		if resp.StatusCode != http.StatusOK {
+			return responseError(method, repo.RegistryStr(), resp)
 		}
 		if method == http.MethodGet {
-			body, err = io.ReadAll(io.LimitReader(resp.Body, limit+1))
-			if err != nil {
-				return err
-			}
-			if int64(len(body)) > limit {
-				return fmt.Errorf("manifest larger than %d bytes", limit)
-			}
+			body, err = readBody(method, resp, limit)
 		}
-		return nil
+		return err
 	})
 	if err != nil {
 		c.o.logger.Debug("registry request failed", "method", method, "url", redactURL(u), "err", err)
-		return resp, nil, classify(method, u, err)
+		return resp, nil, err
 	}
 	return resp, body, nil
 }
 
+// readBody reads up to limit bytes of a 200 answer: a body cut short is a
+// bad response, a longer one over the limit.
+func readBody(method string, resp *http.Response, limit int64) ([]byte, error) {
+	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	u := finalURL(resp, "")
+	switch {
+	case err != nil:
+		return nil, &RegistryError{Method: method, URL: u, Status: resp.StatusCode, Detail: "body cut short: " + err.Error(), Err: ErrBadResponse}
+	case int64(len(body)) > limit:
+		return nil, &RegistryError{Method: method, URL: u, Status: resp.StatusCode, Detail: fmt.Sprintf("body larger than %d bytes", limit), Err: ErrLimit}
+	}
+	return body, nil
+}
+
 // resolve returns the descriptor a tag points at, with HEAD, falling back to
-// GET only where HEAD is not supported.
+// GET only where HEAD is not supported or says no digest.
 func (c *client) resolve(ctx context.Context, ref name.Tag) (descriptor, error) {
 	return c.tags.do(ctx, ref.Name(), func() (descriptor, error) {
 		resp, _, err := c.do(ctx, ref.Context(), http.MethodHead, "manifests", ref.TagStr(), 0)
 		if err == nil {
 			d := descriptor{Digest: resp.Header.Get("Docker-Content-Digest"), MediaType: mediaType(resp.Header.Get("Content-Type"))}
-			if strings.HasPrefix(d.Digest, "sha256:") {
+			if digest.Digest(d.Digest).Validate() == nil {
 				return d, nil
 			}
 		} else if !headUnsupported(err) {
 			return descriptor{}, err
 		}
-		// No HEAD, or a HEAD without the digest: GET and hash the bytes.
+		return c.getTag(ctx, ref)
+	})
+}
+
+// getTag GETs what a tag points at and hashes it. A body that is not a
+// manifest is asked for once more, then it is a bad response.
+func (c *client) getTag(ctx context.Context, ref name.Tag) (descriptor, error) {
+	var last error
+	for range 2 {
 		resp, body, err := c.do(ctx, ref.Context(), http.MethodGet, "manifests", ref.TagStr(), maxManifest)
-		if err != nil {
+		if err != nil && !errors.Is(err, ErrBadResponse) {
 			return descriptor{}, err
 		}
-		sum := sha256.Sum256(body)
-		d := descriptor{Digest: "sha256:" + hex.EncodeToString(sum[:]), MediaType: mediaType(resp.Header.Get("Content-Type"))}
-		c.mfs.put(ref.Context().Name()+"@"+d.Digest, manifestBytes{Body: body, MediaType: d.MediaType})
-		return d, nil
-	})
+		if err == nil {
+			p, perr := parseManifest(body, mediaType(resp.Header.Get("Content-Type")))
+			if perr == nil {
+				sum := sha256.Sum256(body)
+				d := descriptor{Digest: "sha256:" + hex.EncodeToString(sum[:]), MediaType: p.MediaType}
+				c.mfs.put(ref.Context().Name()+"@"+d.Digest, p)
+				return d, nil
+			}
+			err = &RegistryError{Method: http.MethodGet, URL: finalURL(resp, ref.Name()), Status: resp.StatusCode, Detail: perr.Error(), Err: ErrBadResponse}
+		}
+		last = err
+		c.o.logger.Debug("asking again after a bad response", "ref", ref.Name(), "err", err)
+	}
+	return descriptor{}, last
+}
+
+// finalURL is the redacted URL a response answered (after redirects), or
+// what for a caller's transport that does not say.
+func finalURL(resp *http.Response, what string) string {
+	if resp.Request == nil || resp.Request.URL == nil {
+		return what
+	}
+	return redactURL(resp.Request.URL.String())
 }
 
 func headUnsupported(err error) bool {
@@ -168,31 +232,48 @@ func headUnsupported(err error) bool {
 	return ok && (re.Status == http.StatusMethodNotAllowed || re.Status == http.StatusNotImplemented)
 }
 
-// manifest GETs a manifest by digest and checks that its bytes hash to it.
-func (c *client) manifest(ctx context.Context, repo name.Repository, digest string) (manifestBytes, error) {
-	return c.mfs.do(ctx, repo.Name()+"@"+digest, func() (manifestBytes, error) {
-		resp, body, err := c.do(ctx, repo, http.MethodGet, "manifests", digest, maxManifest)
-		if err != nil {
-			return manifestBytes{}, err
+// manifest GETs a manifest by digest, checks that its bytes hash to it and
+// parse as a manifest, and keeps what the walk needs of it. A body that is
+// cut short, is not a manifest, or hashes to another digest is asked for
+// once more: only bytes that parse and again hash to another digest are a
+// digest mismatch; a body that never parses is a bad response.
+func (c *client) manifest(ctx context.Context, repo name.Repository, digest string) (parsed, error) {
+	return c.mfs.do(ctx, repo.Name()+"@"+digest, func() (parsed, error) {
+		p, err := c.getManifest(ctx, repo, digest)
+		if errors.Is(err, ErrBadResponse) || errors.Is(err, ErrDigestMismatch) {
+			c.o.logger.Debug("asking again after a bad response", "repository", repo.Name(), "digest", digest, "err", err)
+			p, err = c.getManifest(ctx, repo, digest)
 		}
-		// A caller's transport need not set resp.Request.
-		u := fmt.Sprintf("%s://%s/v2/%s/manifests/%s", repo.Scheme(), repo.RegistryStr(), repo.RepositoryStr(), digest)
-		if resp.Request != nil && resp.Request.URL != nil {
-			u = resp.Request.URL.String()
-		}
-		got, err := digestOf(digest, body)
-		if err != nil {
-			return manifestBytes{}, &RegistryError{Method: http.MethodGet, URL: redactURL(u), Status: resp.StatusCode, Detail: err.Error(), Err: ErrRegistry}
-		}
-		if got != digest {
-			return manifestBytes{}, &RegistryError{Method: http.MethodGet, URL: redactURL(u), Status: resp.StatusCode,
-				Detail: fmt.Sprintf("body hashes to %s", got), Err: ErrDigestMismatch}
-		}
-		return manifestBytes{Body: body, MediaType: mediaType(resp.Header.Get("Content-Type"))}, nil
+		return p, err
 	})
 }
 
-// blob HEADs a blob by digest.
+// getManifest asks for a manifest by digest once.
+func (c *client) getManifest(ctx context.Context, repo name.Repository, want string) (parsed, error) {
+	resp, body, err := c.do(ctx, repo, http.MethodGet, "manifests", want, maxManifest)
+	if err != nil {
+		return parsed{}, err
+	}
+	fail := func(detail string, sentinel error) (parsed, error) {
+		return parsed{}, &RegistryError{Method: http.MethodGet, URL: finalURL(resp, repo.Name()+"@"+want), Status: resp.StatusCode, Detail: detail, Err: sentinel}
+	}
+	got, err := digestOf(want, body)
+	if err != nil {
+		return fail(err.Error(), ErrRegistry)
+	}
+	p, perr := parseManifest(body, mediaType(resp.Header.Get("Content-Type")))
+	switch {
+	case perr != nil && got != want:
+		return fail(fmt.Sprintf("%v; the body hashes to %s", perr, got), ErrBadResponse)
+	case perr != nil:
+		return fail(perr.Error(), ErrBadResponse)
+	case got != want:
+		return fail("body hashes to "+got, ErrDigestMismatch)
+	}
+	return p, nil
+}
+
+// blob HEADs a blob by digest, following a redirect to where it is stored.
 func (c *client) blob(ctx context.Context, repo name.Repository, digest string) error {
 	_, err := c.blobs.do(ctx, repo.Name()+"@"+digest, func() (struct{}, error) {
 		_, _, err := c.do(ctx, repo, http.MethodHead, "blobs", digest, 0)
@@ -278,6 +359,22 @@ func (m *memo[K, V]) do(ctx context.Context, k K, f func() (V, error)) (V, error
 		}
 		close(c.done)
 		return c.v, c.err
+	}
+}
+
+// forget drops the finished results whose error drop matches, so that
+// the next caller runs f again. Calls still running are kept.
+func (m *memo[K, V]) forget(drop func(error) bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k, c := range m.m {
+		select {
+		case <-c.done:
+			if drop(c.err) {
+				delete(m.m, k)
+			}
+		default:
+		}
 	}
 }
 

@@ -2,16 +2,23 @@ package scan
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 )
 
 // Errors a registry request can end in. A *RegistryError unwraps to one.
+// Only ErrNotFound and ErrDigestMismatch say something about an image; the
+// rest are faults: the registry could not be asked.
 var (
 	ErrNotFound       = errors.New("not found")
 	ErrUnauthorized   = errors.New("unauthorized")
@@ -20,6 +27,20 @@ var (
 	ErrRegistry       = errors.New("registry error")
 	ErrUnreachable    = errors.New("unreachable")
 	ErrDigestMismatch = errors.New("digest mismatch")
+	// ErrPing: the registry's version check (GET /v2/) failed.
+	ErrPing = errors.New("registry version check failed")
+	// ErrToken: the token service did not issue a token.
+	ErrToken = errors.New("token service failed")
+	// ErrTLS: the registry's (or its token service's) certificate could
+	// not be verified.
+	ErrTLS = errors.New("certificate not trusted")
+	// ErrBadResponse: the registry answered with a body that is not what
+	// was asked for, twice.
+	ErrBadResponse = errors.New("bad response")
+	// ErrLimit: the registry served more than regcheck reads.
+	ErrLimit = errors.New("over regcheck's limit")
+	// ErrCredentials: the credentials for the registry could not be read.
+	ErrCredentials = errors.New("credentials unreadable")
 )
 
 // RegistryError is a failed registry request: what was asked, what came back.
@@ -45,7 +66,8 @@ func (e *RegistryError) Error() string {
 // Unwrap returns the sentinel.
 func (e *RegistryError) Unwrap() error { return e.Err }
 
-// statusErr maps an HTTP status to a sentinel.
+// statusErr maps the status of a manifest or blob request, answered by the
+// registry itself, to a sentinel. Only here does a 404 mean absence.
 func statusErr(status int) error {
 	switch {
 	case status == http.StatusNotFound:
@@ -60,30 +82,117 @@ func statusErr(status int) error {
 	return ErrRegistry
 }
 
-// classify turns any error from a registry exchange into a *RegistryError
-// (or leaves one as it is).
+// responseError reads a non-200 answer to a request for a manifest, blob or
+// tag list. asked is the host the request was sent to: a 404 proves absence
+// only when that registry said it, not a host it redirected to.
+func responseError(method, asked string, resp *http.Response) *RegistryError {
+	re := &RegistryError{Method: method, URL: finalURL(resp, asked), Status: resp.StatusCode, Detail: errorDetail(resp)}
+	re.Err = statusErr(resp.StatusCode)
+	if resp.Request != nil && resp.Request.URL != nil && resp.Request.URL.Host != asked && re.Err == ErrNotFound {
+		re.Err = ErrRegistry
+		re.Detail = strings.TrimSpace("redirected from " + asked + ", and the redirect target does not prove absence " + re.Detail)
+	}
+	return re
+}
+
+// errorDetail reads a registry's error body (capped), as its first code and
+// message, or nothing for a body that is not one.
+func errorDetail(resp *http.Response) string {
+	var body struct {
+		Errors []struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"errors"`
+	}
+	if resp.Body == nil || json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&body) != nil || len(body.Errors) == 0 {
+		return ""
+	}
+	e := body.Errors[0]
+	return strings.TrimSpace(e.Code + ": " + e.Message)
+}
+
+// classify turns an error from a registry exchange that ended without an
+// answer to the request itself (a network error, or the ping or token
+// exchange before it) into a *RegistryError, or leaves one as it is.
 func classify(method, u string, err error) error {
 	var re *RegistryError
-	if errors.As(err, &re) {
+	if errors.As(err, &re) || errors.Is(err, context.Canceled) {
 		return err
 	}
+	out := &RegistryError{Method: method, URL: redactURL(u), Detail: err.Error(), Err: ErrRegistry}
 	var te *transport.Error
-	if errors.As(err, &te) {
-		detail := ""
-		if len(te.Errors) > 0 {
-			detail = te.Errors[0].String()
-		}
-		return &RegistryError{Method: method, URL: redactURL(u), Status: te.StatusCode, Detail: detail, Err: statusErr(te.StatusCode)}
+	switch {
+	case errors.Is(err, errTooManyRedirects):
+		out.Detail = errTooManyRedirects.Error()
+	case isTLSError(err):
+		out.Err, out.Detail = ErrTLS, tlsDetail(err)
+	case errors.As(err, &te):
+		classifyHandshake(out, te)
+	case errors.Is(err, context.DeadlineExceeded) || isNetError(err):
+		out.Err, out.Detail = ErrUnreachable, netDetail(err)
 	}
-	if errors.Is(err, context.Canceled) {
-		return err
+	return out
+}
+
+// classifyHandshake fills out from an answer to the ping or the token
+// request: a fault whatever its status, never absence.
+func classifyHandshake(out *RegistryError, te *transport.Error) {
+	out.Status = te.StatusCode
+	out.Detail = ""
+	if len(te.Errors) > 0 {
+		out.Detail = te.Errors[0].String()
 	}
+	if te.Request != nil && te.Request.URL != nil {
+		out.URL = redactURL(te.Request.URL.String())
+	}
+	ping := te.Request == nil || te.Request.URL == nil || te.Request.URL.Path == "/v2/" || te.Request.URL.Path == "/v2"
+	switch {
+	case ping:
+		out.Err = ErrPing
+	case te.StatusCode == http.StatusUnauthorized:
+		out.Err = ErrUnauthorized // the token service refused the credentials
+	case te.StatusCode == http.StatusForbidden:
+		out.Err = ErrForbidden
+	case te.StatusCode == http.StatusTooManyRequests:
+		out.Err = ErrRateLimited
+	default:
+		out.Err = ErrToken
+	}
+}
+
+func isNetError(err error) bool {
 	var ne net.Error
 	var ue *url.Error
-	if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) || errors.As(err, &ue) {
-		return &RegistryError{Method: method, URL: redactURL(u), Detail: netDetail(err), Err: ErrUnreachable}
+	return errors.As(err, &ne) || errors.As(err, &ue)
+}
+
+// isTLSError reports whether err is a certificate that could not be
+// verified, or a TLS handshake with something that does not speak TLS.
+func isTLSError(err error) bool {
+	var (
+		cert *tls.CertificateVerificationError
+		ua   x509.UnknownAuthorityError
+		hn   x509.HostnameError
+		ci   x509.CertificateInvalidError
+	)
+	return errors.As(err, &cert) || errors.As(err, &ua) || errors.As(err, &hn) || errors.As(err, &ci)
+}
+
+func tlsDetail(err error) string {
+	var (
+		ua x509.UnknownAuthorityError
+		hn x509.HostnameError
+		ci x509.CertificateInvalidError
+	)
+	switch {
+	case errors.As(err, &ua):
+		return ua.Error()
+	case errors.As(err, &hn):
+		return hn.Error()
+	case errors.As(err, &ci):
+		return ci.Error()
 	}
-	return &RegistryError{Method: method, URL: redactURL(u), Detail: err.Error(), Err: ErrRegistry}
+	return err.Error()
 }
 
 func netDetail(err error) string {
@@ -109,17 +218,40 @@ func redactURL(s string) string {
 
 // faultCode maps an error to the fault finding it is, or "" if it is not one.
 func faultCode(err error) Code {
-	switch {
-	case errors.Is(err, ErrUnauthorized):
-		return Unauthorized
-	case errors.Is(err, ErrForbidden):
-		return Forbidden
-	case errors.Is(err, ErrRateLimited):
-		return RateLimited
-	case errors.Is(err, ErrUnreachable):
-		return Unreachable
-	case errors.Is(err, ErrNotFound), errors.Is(err, ErrDigestMismatch):
+	for _, f := range faultErrs {
+		if errors.Is(err, f.err) {
+			return f.code
+		}
+	}
+	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrDigestMismatch) {
 		return ""
 	}
 	return RegistryFault
+}
+
+// faultErrs pairs each fault sentinel with its finding code.
+var faultErrs = []struct {
+	err  error
+	code Code
+}{
+	{ErrTLS, TLSError},
+	{ErrCredentials, CredentialsError},
+	{ErrPing, PingFailed},
+	{ErrToken, TokenFailed},
+	{ErrUnauthorized, Unauthorized},
+	{ErrForbidden, Forbidden},
+	{ErrRateLimited, RateLimited},
+	{ErrUnreachable, Unreachable},
+	{ErrBadResponse, BadResponse},
+	{ErrLimit, LimitExceeded},
+}
+
+// transientFault reports whether a fault finding may pass if asked again
+// after a pause: not a refusal (credentials, certificates) or a limit.
+func transientFault(c Code) bool {
+	switch c {
+	case Unreachable, RegistryFault, RateLimited, PingFailed, TokenFailed, BadResponse:
+		return true
+	}
+	return false
 }

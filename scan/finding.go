@@ -187,6 +187,18 @@ func advice(c Code, platform, digest string) string {
 		return "the registry rate-limited the check: run again later or with credentials"
 	case RegistryFault, Unreachable:
 		return "the registry could not be checked: run again when it answers"
+	case PingFailed:
+		return "the registry's version check (GET /v2/) did not answer as a registry does: check the host and any proxy in front of it, then run again"
+	case TokenFailed:
+		return "the registry's token service did not issue a token: check it and any proxy in front of it, then run again"
+	case TLSError:
+		return "the registry's certificate is not trusted: give its CA with --ca-file, or name the host with --insecure-registry to skip verification for it alone"
+	case BadResponse:
+		return "the registry answered twice with something that is not what was asked (cut short, not a manifest): check any proxy in front of it, then run again"
+	case LimitExceeded:
+		return "the image is larger than regcheck walks: check the rest with the registry's own tools"
+	case CredentialsError:
+		return "fix the credentials regcheck reads for this registry (the docker config, its credential helper, or the pull secret named)"
 	}
 	return ""
 }

@@ -1,11 +1,13 @@
 package scan
 
 import (
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -28,6 +30,9 @@ type options struct {
 	insecure    map[string]bool
 	logger      *slog.Logger
 	userAgent   string
+	roots       *x509.CertPool // system roots plus CA files; nil: system roots
+	caFiles     []string
+	reaskPause  time.Duration
 }
 
 // makeOptions holds every default in one place, applies opts, and rejects
@@ -43,12 +48,16 @@ func makeOptions(opts ...Option) (*options, error) {
 		insecure:    map[string]bool{},
 		logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
 		userAgent:   "regcheck",
+		reaskPause:  2 * time.Second,
 	}
 	var errs []error
 	for _, opt := range opts {
 		if err := opt(o); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if o.transport != nil && len(o.caFiles) > 0 {
+		errs = append(errs, errors.New("CA files and a caller's transport both set TLS: give the CA to the transport"))
 	}
 	return o, errors.Join(errs...)
 }
@@ -152,4 +161,46 @@ func WithLogger(l *slog.Logger) Option {
 // WithUserAgent sets the User-Agent of every request. The default is "regcheck".
 func WithUserAgent(ua string) Option {
 	return func(o *options) error { o.userAgent = ua; return nil }
+}
+
+// WithCAFiles trusts the CA certificates in the given PEM files for every
+// registry, in addition to the system roots. By default only the system
+// roots are trusted. It conflicts with WithTransport, whose TLS is its own.
+func WithCAFiles(paths ...string) Option {
+	return func(o *options) error {
+		if len(paths) == 0 {
+			return nil
+		}
+		if o.roots == nil {
+			pool, err := x509.SystemCertPool()
+			if err != nil || pool == nil {
+				pool = x509.NewCertPool()
+			}
+			o.roots = pool
+		}
+		for _, p := range paths {
+			pem, err := os.ReadFile(p)
+			if err != nil {
+				return fmt.Errorf("reading CA file: %w", err)
+			}
+			if !o.roots.AppendCertsFromPEM(pem) {
+				return fmt.Errorf("CA file %s: no PEM certificate in it", p)
+			}
+			o.caFiles = append(o.caFiles, p)
+		}
+		return nil
+	}
+}
+
+// WithReask sets the pause before images left unknown by a transient fault
+// (a timeout, a 5xx, a 429, a bad response) are asked again, once, with
+// every fault forgotten. The default is 2s; 0 asks only once.
+func WithReask(pause time.Duration) Option {
+	return func(o *options) error {
+		if pause < 0 {
+			return fmt.Errorf("re-ask pause must not be negative, got %s", pause)
+		}
+		o.reaskPause = pause
+		return nil
+	}
 }

@@ -74,6 +74,10 @@ type Result struct {
 	// InputErrors are the inputs that could not be read (a file, a line):
 	// their images were not scanned, so the result is incomplete.
 	InputErrors []InputError `json:"inputErrors,omitempty"`
+	// Reasked counts the images a transient fault left unknown that were
+	// asked again after a pause; Recovered, those that then got a verdict.
+	Reasked   int `json:"reasked,omitempty"`
+	Recovered int `json:"recovered,omitempty"`
 	// Started and Duration time the scan.
 	Started  time.Time     `json:"started"`
 	Duration time.Duration `json:"durationNanos"`

@@ -3,6 +3,7 @@ package scan
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,14 +20,26 @@ type Scanner struct {
 	counter *counter
 }
 
+// sleep waits d, or until ctx ends; tests need not wait.
+var sleep = func(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
 // New returns a Scanner configured by opts.
 func New(opts ...Option) (*Scanner, error) {
 	o, err := makeOptions(opts...)
 	if err != nil {
 		return nil, err
 	}
-	rt, cnt := buildTransport(o)
-	return &Scanner{o: o, c: newClient(o, rt), counter: cnt}, nil
+	l := buildTransport(o)
+	return &Scanner{o: o, c: newClient(o, l), counter: l.counter}, nil
 }
 
 // Run scans every target with a new Scanner. See Scanner.Run.
@@ -50,10 +63,27 @@ func Check(ctx context.Context, ref string, opts ...Option) (*Image, error) {
 // Run walks every target's image from its tag (or digest) down to every
 // blob and returns one Image per distinct reference, in the order first
 // given, with the uses of every target that named it. Faults are findings,
-// not errors: Run fails only when ctx ends before the walk does.
+// not errors: an image a transient fault left unknown is asked again once
+// after a pause (WithReask), with every fault forgotten. Run fails only when
+// ctx ends before the walk does.
 func (s *Scanner) Run(ctx context.Context, targets []Target) (*Result, error) {
 	start := time.Now()
-	res := &Result{Started: start}
+	res, refs := s.images(targets)
+	s.c.forgetFaults()
+	s.walk(ctx, res.Images, refs)
+	s.reask(ctx, res, refs)
+	res.Duration = time.Since(start)
+	res.Requests = s.counter.counts()
+	if err := ctx.Err(); err != nil {
+		return res, fmt.Errorf("scan interrupted: %w", err)
+	}
+	return res, nil
+}
+
+// images makes one Image per distinct reference, with the uses of every
+// target naming it, and the parsed reference of each that parses.
+func (s *Scanner) images(targets []Target) (*Result, map[*Image]name.Reference) {
+	res := &Result{Started: time.Now()}
 	byRef := map[string]*Image{}
 	refs := map[*Image]name.Reference{}
 	for _, t := range targets {
@@ -77,10 +107,14 @@ func (s *Scanner) Run(ctx context.Context, targets []Target) (*Result, error) {
 		}
 		im.Uses = append(im.Uses, t.Uses...)
 	}
+	return res, refs
+}
 
+// walk walks every image that has a parsed reference.
+func (s *Scanner) walk(ctx context.Context, images []*Image, refs map[*Image]name.Reference) {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(2 * s.o.concurrency)
-	for _, im := range res.Images {
+	for _, im := range images {
 		ref, ok := refs[im]
 		if !ok {
 			continue
@@ -91,12 +125,37 @@ func (s *Scanner) Run(ctx context.Context, targets []Target) (*Result, error) {
 		})
 	}
 	g.Wait()
-	res.Duration = time.Since(start)
-	res.Requests = s.counter.counts()
-	if err := ctx.Err(); err != nil {
-		return res, fmt.Errorf("scan interrupted: %w", err)
+}
+
+// reask walks again, once, the images a transient fault left unknown,
+// after a pause and with every fault forgotten: an intermittent fault then
+// gives the true verdict, and a lasting one is still unknown.
+func (s *Scanner) reask(ctx context.Context, res *Result, refs map[*Image]name.Reference) {
+	var again []*Image
+	for _, im := range res.Images {
+		if im.Verdict == Unknown && slices.ContainsFunc(im.Findings, func(f Finding) bool { return transientFault(f.Code) }) {
+			again = append(again, im)
+		}
 	}
-	return res, nil
+	if len(again) == 0 || s.o.reaskPause == 0 || ctx.Err() != nil {
+		return
+	}
+	s.o.logger.Info("asking again after transient faults", "images", len(again), "pause", s.o.reaskPause)
+	if sleep(ctx, s.o.reaskPause) != nil {
+		return
+	}
+	s.c.forgetFaults()
+	for _, im := range again {
+		im.Digest, im.MediaType, im.Findings, im.Manifests, im.Blobs = "", "", []Finding{}, 0, 0
+	}
+	s.walk(ctx, again, refs)
+	res.Reasked = len(again)
+	for _, im := range again {
+		if im.Verdict != Unknown {
+			res.Recovered++
+		}
+	}
+	s.o.logger.Info("asked again", "images", res.Reasked, "recovered", res.Recovered)
 }
 
 // Parse normalizes an image reference as a container runtime does

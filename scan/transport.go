@@ -3,6 +3,7 @@ package scan
 import (
 	"bytes"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -73,6 +74,8 @@ func (c *counter) counts() []RequestCount {
 func requestKind(req *http.Request) string {
 	p := req.URL.Path
 	switch {
+	case req.Response != nil:
+		return "redirect" // to blob storage or a CDN: counted apart from the registry's own
 	case p == "/v2/" || p == "/v2":
 		return "ping"
 	case strings.HasPrefix(p, "/v2/") && strings.Contains(p, "/manifests/"):
@@ -93,11 +96,17 @@ func requestKind(req *http.Request) string {
 // pingCache answers a registry's version check (GET /v2/) from memory after
 // the first time per scheme and host: go-containerregistry pings once per
 // repository, and a scan may touch hundreds of repositories on one registry.
-// The ping carries no credentials; its answer is the auth challenge.
+// The ping carries no credentials; its answer is the auth challenge. An
+// answer other than 200 or 401, or none, is kept only until the client
+// forgets its faults (between passes), never for a run.
 type pingCache struct {
 	next http.RoundTripper
 	m    memo[string, pingAnswer]
 }
+
+// errPingStatus marks a ping answer that is not a registry's: it is
+// served like any answer, but forgotten with the faults.
+var errPingStatus = errors.New("ping answered neither 200 nor 401")
 
 type pingAnswer struct {
 	status int
@@ -119,9 +128,13 @@ func (p *pingCache) RoundTrip(req *http.Request) (*http.Response, error) {
 		if err != nil {
 			return pingAnswer{}, err
 		}
-		return pingAnswer{status: resp.StatusCode, header: resp.Header.Clone(), body: body}, nil
+		a := pingAnswer{status: resp.StatusCode, header: resp.Header.Clone(), body: body}
+		if a.status != http.StatusOK && a.status != http.StatusUnauthorized {
+			return a, errPingStatus
+		}
+		return a, nil
 	})
-	if err != nil {
+	if err != nil && !errors.Is(err, errPingStatus) {
 		return nil, err
 	}
 	return &http.Response{
@@ -173,19 +186,33 @@ func isLoopback(hostport string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// layers is the transport every request goes through, and the layers a
+// Scanner reads or resets.
+type layers struct {
+	rt      http.RoundTripper
+	counter *counter
+	pings   *pingCache
+}
+
 // buildTransport layers the transport every request goes through, innermost
-// first: base → counter → retry → ping cache → plain-HTTP guard → user agent. The registry auth layer
-// (go-containerregistry's) goes on top, per repository.
-func buildTransport(o *options) (http.RoundTripper, *counter) {
+// first: base → counter → retry → ping cache → plain-HTTP guard → user
+// agent. The registry auth layer (go-containerregistry's) goes on top, per
+// repository. The base verifies TLS against the system roots plus the CA
+// files given, except for hosts named insecure.
+func buildTransport(o *options) layers {
 	base := o.transport
 	if base == nil {
 		def := http.DefaultTransport.(*http.Transport).Clone()
 		def.MaxIdleConnsPerHost = max(o.concurrency, 2)
+		if o.roots != nil {
+			def.TLSClientConfig = &tls.Config{RootCAs: o.roots, MinVersion: tls.VersionTLS12}
+		}
 		unverified := def.Clone()
 		unverified.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // only for hosts the user named
 		base = hostTLS{next: def, unverified: unverified, insecure: o.insecure}
 	}
 	c := &counter{next: base, n: map[RequestCount]int{}}
 	rt := &retry.Transport{Next: c, Attempts: o.attempts, Base: o.backoff, Max: o.maxBackoff}
-	return transport.NewUserAgent(plainHTTPGuard{next: &pingCache{next: rt}, insecure: o.insecure}, o.userAgent), c
+	pings := &pingCache{next: rt}
+	return layers{rt: transport.NewUserAgent(plainHTTPGuard{next: pings, insecure: o.insecure}, o.userAgent), counter: c, pings: pings}
 }

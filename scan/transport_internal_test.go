@@ -54,7 +54,8 @@ func TestBuildTransportGuards(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, cnt := buildTransport(o)
+	l := buildTransport(o)
+	rt, cnt := l.rt, l.counter
 	for _, u := range []string{"http://reg.internal:5000/v2/", "http://registry.example.com/v2/"} {
 		req, _ := http.NewRequest(http.MethodGet, u, nil)
 		rt.RoundTrip(req)

@@ -3,7 +3,6 @@ package scan
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -23,6 +22,11 @@ const (
 	refTypeAttestation   = "attestation-manifest"
 	maxIndexDepth        = 4
 	platformUnknownShort = "unknown/unknown"
+	// maxIndexChildren bounds the children one index may list; real
+	// multi-platform indexes list tens.
+	maxIndexChildren = 1000
+	// maxImageManifests bounds the manifests one image's walk fetches.
+	maxImageManifests = 2000
 )
 
 // walker walks one image and collects its findings.
@@ -35,6 +39,7 @@ type walker struct {
 	findings  []Finding
 	manifests int
 	blobs     int
+	capped    bool // a maxImageManifests finding was added
 }
 
 func (w *walker) add(f Finding) {
@@ -48,6 +53,22 @@ func (w *walker) count(manifests, blobs int) {
 	w.manifests += manifests
 	w.blobs += blobs
 	w.mu.Unlock()
+}
+
+// budget reports whether the walk may fetch one more manifest, adding a
+// finding the first time it may not.
+func (w *walker) budget(digest, platform string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.manifests < maxImageManifests {
+		return true
+	}
+	if !w.capped {
+		w.capped = true
+		w.findings = append(w.findings, newFinding(LimitExceeded, digest, platform,
+			"the image has more than %d manifests: the rest were not checked", maxImageManifests))
+	}
+	return false
 }
 
 // fault records a fault finding for err and reports whether err was one.
@@ -110,53 +131,23 @@ func (c *client) walkImage(ctx context.Context, ref name.Reference, im *Image) {
 		w.fault(err, digest, "")
 		return
 	}
-	if im.MediaType == "" {
-		im.MediaType = kindOf(m).MediaType
+	if im.MediaType == "" || !(isIndex(im.MediaType) || isImage(im.MediaType)) {
+		im.MediaType = m.MediaType
 	}
 	w.walkManifest(ctx, m, digest, "", false, 0)
-}
-
-// parsed is the part of a manifest or index the walk needs.
-type parsed struct {
-	MediaType string               `json:"mediaType"`
-	Manifests []ocispec.Descriptor `json:"manifests"`
-	Config    ocispec.Descriptor   `json:"config"`
-	Layers    []ocispec.Descriptor `json:"layers"`
-}
-
-func kindOf(m manifestBytes) parsed {
-	var p parsed
-	_ = json.Unmarshal(m.Body, &p)
-	if m.MediaType != "" && m.MediaType != "application/json" && m.MediaType != "text/plain" {
-		p.MediaType = m.MediaType
-	} else if p.MediaType == "" && p.Manifests != nil {
-		p.MediaType = ocispec.MediaTypeImageIndex
-	} else if p.MediaType == "" {
-		p.MediaType = ocispec.MediaTypeImageManifest
-	}
-	return p
-}
-
-func isIndex(mt string) bool {
-	return mt == ocispec.MediaTypeImageIndex || mt == string(types.DockerManifestList)
-}
-
-func isImage(mt string) bool {
-	return mt == ocispec.MediaTypeImageManifest || mt == string(types.DockerManifestSchema2)
 }
 
 // walkManifest walks a fetched manifest: an index's children or an image's
 // blobs. platform names the index child being walked ("" at the top);
 // attestation is true under an attestation child, whose losses are warnings.
-func (w *walker) walkManifest(ctx context.Context, m manifestBytes, digest, platform string, attestation bool, depth int) {
-	p := kindOf(m)
+func (w *walker) walkManifest(ctx context.Context, p parsed, digest, platform string, attestation bool, depth int) {
 	switch {
 	case isIndex(p.MediaType):
 		if depth >= maxIndexDepth {
 			w.add(newFinding(UnsupportedMedia, digest, platform, "indexes nested deeper than %d are not walked", maxIndexDepth))
 			return
 		}
-		w.walkIndex(ctx, p, depth)
+		w.walkIndex(ctx, p, digest, platform, depth)
 	case isImage(p.MediaType):
 		w.walkBlobs(ctx, p, digest, platform, attestation)
 	default:
@@ -164,7 +155,11 @@ func (w *walker) walkManifest(ctx context.Context, m manifestBytes, digest, plat
 	}
 }
 
-func (w *walker) walkIndex(ctx context.Context, p parsed, depth int) {
+func (w *walker) walkIndex(ctx context.Context, p parsed, digest, platform string, depth int) {
+	if len(p.Manifests) > maxIndexChildren {
+		w.add(newFinding(LimitExceeded, digest, platform, "the index lists %d manifests, more than the %d regcheck walks: its children were not checked", len(p.Manifests), maxIndexChildren))
+		return
+	}
 	required := map[string]bool{} // digests of the image children the platforms need
 	for _, d := range p.Manifests {
 		if !IsAttestation(d) && w.wanted(d) {
@@ -185,6 +180,7 @@ func (w *walker) walkIndex(ctx context.Context, p parsed, depth int) {
 		}
 	}
 	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(w.o.concurrency)
 	for _, d := range p.Manifests {
 		att := IsAttestation(d)
 		if att && len(w.o.platforms) > 0 && !required[d.Annotations[annotationRefDigest]] {
@@ -203,6 +199,9 @@ func (w *walker) walkIndex(ctx context.Context, p parsed, depth int) {
 
 func (w *walker) walkChild(ctx context.Context, d ocispec.Descriptor, attestation bool, depth int) {
 	digest, plat := d.Digest.String(), PlatformString(d.Platform)
+	if !w.budget(digest, plat) {
+		return
+	}
 	m, err := w.c.manifest(ctx, w.repo, digest)
 	w.count(1, 0)
 	switch {
@@ -233,6 +232,7 @@ func (w *walker) walkBlobs(ctx context.Context, p parsed, digest, platform strin
 		all = append(all, blob{l, fmt.Sprintf("layer %d", i+1)})
 	}
 	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(w.o.concurrency)
 	for _, b := range all {
 		if IsForeignLayer(b.d.MediaType) {
 			w.add(newFinding(ForeignLayer, b.d.Digest.String(), platform, "%s %s is non-distributable (%s): not checked", b.what, b.d.Digest, b.d.MediaType))

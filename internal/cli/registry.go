@@ -14,6 +14,7 @@ type registryFlags struct {
 	timeout     time.Duration
 	platforms   []string
 	insecure    []string
+	caFiles     []string
 }
 
 // addTo adds the flags; withPlatform is false for commands that walk no
@@ -25,6 +26,7 @@ func (r *registryFlags) addTo(fs *pflag.FlagSet, withPlatform bool) {
 		fs.StringArrayVar(&r.platforms, "platform", nil, "only require index children for this os/arch[/variant] (repeatable; default: every child)")
 	}
 	fs.StringArrayVar(&r.insecure, "insecure-registry", nil, "allow plain HTTP and unverified TLS for this host[:port] only (repeatable)")
+	fs.StringArrayVar(&r.caFiles, "ca-file", nil, "trust the CA certificates in this PEM file, besides the system roots (repeatable)")
 }
 
 // options are the scan options the flags and the global logger make.
@@ -34,6 +36,7 @@ func (r *registryFlags) options(g *globals) []scan.Option {
 		scan.WithTimeout(r.timeout),
 		scan.WithPlatforms(r.platforms...),
 		scan.WithInsecureRegistries(r.insecure...),
+		scan.WithCAFiles(r.caFiles...),
 		scan.WithLogger(g.logger),
 		scan.WithUserAgent("regcheck/" + Version),
 	}
