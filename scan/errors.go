@@ -245,13 +245,3 @@ var faultErrs = []struct {
 	{ErrBadResponse, BadResponse},
 	{ErrLimit, LimitExceeded},
 }
-
-// transientFault reports whether a fault finding may pass if asked again
-// after a pause: not a refusal (credentials, certificates) or a limit.
-func transientFault(c Code) bool {
-	switch c {
-	case Unreachable, RegistryFault, RateLimited, PingFailed, TokenFailed, BadResponse:
-		return true
-	}
-	return false
-}

@@ -1,115 +1,20 @@
 package scan
 
-import (
-	"sort"
-	"time"
+import "github.com/regcheck/regcheck/types"
+
+// The scan's data types are the vocabulary's (package types); these names
+// keep the scan API whole for its callers.
+type (
+	// Use is types.Use.
+	Use = types.Use
+	// Target is types.Target.
+	Target = types.Target
+	// Image is types.Image.
+	Image = types.Image
+	// Result is types.Result.
+	Result = types.Result
+	// InputError is types.InputError.
+	InputError = types.InputError
+	// RequestCount is types.RequestCount.
+	RequestCount = types.RequestCount
 )
-
-// Use is one place an image is used: a manifest file's line, a cluster's
-// container, a command-line argument. A scan keeps every use of an image so
-// that a report can point at each.
-type Use struct {
-	// Source is where the reference came from: "args", "images-from", "file", "cluster".
-	Source string `json:"source"`
-	// File and Line locate the reference in a manifest file.
-	File string `json:"file,omitempty"`
-	Line int    `json:"line,omitempty"`
-	// Kind, Namespace and Name identify the workload.
-	Kind      string `json:"kind,omitempty"`
-	Namespace string `json:"namespace,omitempty"`
-	Name      string `json:"name,omitempty"`
-	// Container is the container's name in the pod spec.
-	Container string `json:"container,omitempty"`
-	// Pod and Node say where a container runs, in a cluster.
-	Pod  string `json:"pod,omitempty"`
-	Node string `json:"node,omitempty"`
-	// PullPolicy is the container's imagePullPolicy, when known.
-	PullPolicy string `json:"pullPolicy,omitempty"`
-	// RunningDigest is the repo digest the container runs, from its imageID.
-	RunningDigest string `json:"runningDigest,omitempty"`
-	// ImageID is the container status's imageID as the runtime reported it.
-	ImageID string `json:"imageID,omitempty"`
-}
-
-// Target is one image reference to scan and where it is used.
-type Target struct {
-	Ref  string
-	Uses []Use
-}
-
-// Image is what a scan found about one image reference.
-type Image struct {
-	// Reference is the normalized reference (docker.io/library/nginx:latest),
-	// or the text as written when it does not parse.
-	Reference string `json:"reference"`
-	// Digest and MediaType are what the reference resolved to.
-	Digest    string    `json:"digest,omitempty"`
-	MediaType string    `json:"mediaType,omitempty"`
-	Verdict   Verdict   `json:"verdict"`
-	Findings  []Finding `json:"findings"`
-	Uses      []Use     `json:"uses"`
-	// Manifests and Blobs count what the walk checked for this image.
-	Manifests int `json:"manifests"`
-	Blobs     int `json:"blobs"`
-}
-
-// Worst returns the highest severity among the image's findings, and false
-// when it has none.
-func (im *Image) Worst() (Severity, bool) {
-	worst, any := SeverityInfo, false
-	for _, f := range im.Findings {
-		if !any || f.Severity > worst {
-			worst, any = f.Severity, true
-		}
-	}
-	return worst, any
-}
-
-// Result is the outcome of a scan.
-type Result struct {
-	// Images in the order their references were first given.
-	Images []*Image `json:"images"`
-	// Requests counts the HTTP requests sent, by host, kind and status.
-	Requests []RequestCount `json:"requests"`
-	// InputErrors are the inputs that could not be read (a file, a line):
-	// their images were not scanned, so the result is incomplete.
-	InputErrors []InputError `json:"inputErrors,omitempty"`
-	// Reasked counts the images a transient fault left unknown that were
-	// asked again after a pause; Recovered, those that then got a verdict.
-	Reasked   int `json:"reasked,omitempty"`
-	Recovered int `json:"recovered,omitempty"`
-	// Started and Duration time the scan.
-	Started  time.Time     `json:"started"`
-	Duration time.Duration `json:"durationNanos"`
-}
-
-// Count returns how many images have each verdict.
-func (r *Result) Count() map[Verdict]int {
-	out := map[Verdict]int{OK: 0, AtRisk: 0, Unknown: 0, Broken: 0}
-	for _, im := range r.Images {
-		out[im.Verdict]++
-	}
-	return out
-}
-
-// Sorted returns the images worst first (broken, unknown, at-risk, ok), in
-// input order within each verdict.
-func (r *Result) Sorted() []*Image {
-	out := append([]*Image(nil), r.Images...)
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Verdict.Rank() < out[j].Verdict.Rank() })
-	return out
-}
-
-// InputError is an input that could not be read, or a part of one: a file
-// that is missing or not YAML, a line that is not a reference.
-type InputError struct {
-	// Source is the file's path as given, or "stdin".
-	Source string `json:"source"`
-	// Line is the line in Source, when known.
-	Line int `json:"line,omitempty"`
-	// Message says what is wrong.
-	Message string `json:"message"`
-	// Notice is true for an input skipped on purpose (a Helm template, a
-	// file that is not a regular file): it does not make the run incomplete.
-	Notice bool `json:"notice,omitempty"`
-}

@@ -133,7 +133,7 @@ func (s *Scanner) walk(ctx context.Context, images []*Image, refs map[*Image]nam
 func (s *Scanner) reask(ctx context.Context, res *Result, refs map[*Image]name.Reference) {
 	var again []*Image
 	for _, im := range res.Images {
-		if im.Verdict == Unknown && slices.ContainsFunc(im.Findings, func(f Finding) bool { return transientFault(f.Code) }) {
+		if im.Verdict == Unknown && slices.ContainsFunc(im.Findings, func(f Finding) bool { return f.Code.Transient() }) {
 			again = append(again, im)
 		}
 	}

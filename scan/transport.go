@@ -17,15 +17,6 @@ import (
 	"github.com/regcheck/regcheck/scan/internal/retry"
 )
 
-// RequestCount is how many requests of one kind went to one host and came
-// back with one status ("error" when no response came back).
-type RequestCount struct {
-	Host   string `json:"host"`
-	Kind   string `json:"kind"` // ping, token, manifest-head, manifest-get, blob-head, other
-	Status string `json:"status"`
-	Count  int    `json:"count"`
-}
-
 // counter is the innermost transport layer: it counts every request that
 // goes on the wire, retries included.
 type counter struct {

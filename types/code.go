@@ -1,0 +1,174 @@
+package types
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Code names a kind of finding. The set is fixed: reports and users match on it.
+type Code string
+
+// Findings about the image itself.
+const (
+	TagMissing         Code = "tag-missing"         // the tag does not exist
+	ManifestMissing    Code = "manifest-missing"    // a digest (pinned, or the tag's target) does not exist
+	ChildMissing       Code = "child-missing"       // an index child is gone: the GC-orphan case
+	AttestationMissing Code = "attestation-missing" // only attestation children are gone; the image still runs
+	BlobMissing        Code = "blob-missing"        // a config or layer blob is gone
+	DigestMismatch     Code = "digest-mismatch"     // the bytes served do not hash to the digest asked for
+	InvalidReference   Code = "invalid-reference"   // the reference cannot be parsed
+	ForeignLayer       Code = "foreign-layer"       // a non-distributable layer, not checked
+	UnsupportedMedia   Code = "unsupported-media-type"
+)
+
+// Findings about what a cluster runs, computed on top of a walk (package
+// cluster): they compare what runs with what the registry serves now.
+const (
+	Drift                Code = "drift"                  // the tag resolves to another digest than the one running
+	RunningDigestMissing Code = "running-digest-missing" // the running digest is gone: it lives only in node caches
+	MutableReference     Code = "mutable-reference"      // referenced by tag, not pinned by digest
+	PullAlwaysMutable    Code = "pull-always-mutable"    // imagePullPolicy Always on a mutable reference
+	PinnedDigestUntagged Code = "pinned-digest-untagged" // a pinned digest no tag points at: a GC may delete it
+	ImageIDOnly          Code = "image-id-only"          // the runtime reports an image ID, not a registry digest
+)
+
+// Faults: the registry could not be asked. They prove nothing about the image.
+const (
+	Unauthorized  Code = "unauthorized"
+	Forbidden     Code = "forbidden"
+	RateLimited   Code = "rate-limited"
+	RegistryFault Code = "registry-error"
+	Unreachable   Code = "unreachable"
+	// PingFailed: the registry's version check (GET /v2/) did not answer
+	// as a registry does (a 404 from a proxy, a 5xx, an outage).
+	PingFailed Code = "ping-failed"
+	// TokenFailed: the token service named by the registry's challenge
+	// did not issue a token.
+	TokenFailed Code = "token-failed"
+	// TLSError: the registry's certificate could not be verified.
+	TLSError Code = "tls-error"
+	// BadResponse: the registry answered, twice, with a body that is not
+	// what was asked for (cut short, not a manifest, an invalid digest).
+	BadResponse Code = "bad-response"
+	// LimitExceeded: the image is larger than regcheck walks (children per
+	// index, manifests per image); the rest was not checked.
+	LimitExceeded Code = "limit-exceeded"
+	// CredentialsError: the credentials for the registry could not be read
+	// (a malformed pull secret, a failing credential helper).
+	CredentialsError Code = "credentials-error"
+)
+
+// codeInfo is what the vocabulary says of one code.
+type codeInfo struct {
+	severity Severity
+	// fault: the registry could not be asked; the image is unknown.
+	fault bool
+	// transient: a fault that may pass if asked again after a pause.
+	transient bool
+	// advice says what to do; platform and digest name the child or blob.
+	advice func(platform, digest string) string
+	// description is the one-line rule text (SARIF, docs/json.md).
+	description string
+}
+
+func says(s string) func(string, string) string { return func(string, string) string { return s } }
+
+// codes is the one table of the vocabulary: each code once, with its
+// severity, its advice and its description.
+var codes = map[Code]codeInfo{
+	TagMissing: {severity: SeverityCritical, advice: says("push the tag again, or point the workload at a tag that exists"),
+		description: "the tag does not exist"},
+	ManifestMissing: {severity: SeverityCritical, advice: says("the digest is gone from the registry: rebuild and push, then pin the workload to the new digest"),
+		description: "a digest (pinned, or the tag's target) no longer exists"},
+	ChildMissing: {severity: SeverityCritical, advice: childMissingAdvice,
+		description: "an index child a platform needs is gone"},
+	BlobMissing: {severity: SeverityCritical, advice: says("rebuild and push; the manifest resolves but a blob it needs is gone"),
+		description: "a config or layer blob is gone"},
+	DigestMismatch: {severity: SeverityCritical, advice: says("the registry serves bytes that do not match the digest: check for a proxy or a corrupt store, and rebuild"),
+		description: "the bytes served do not hash to the digest asked for"},
+	InvalidReference: {severity: SeverityCritical, advice: says("fix the image reference in the manifest"),
+		description: "the image reference cannot be parsed"},
+	AttestationMissing: {severity: SeverityWarning, advice: says("the image still runs; rebuild and push to restore its attestation (provenance and SBOM checks will fail until then)"),
+		description: "only attestation manifests are gone; the image still runs"},
+	UnsupportedMedia: {severity: SeverityWarning, advice: says(""),
+		description: "a manifest type regcheck does not walk"},
+	ForeignLayer: {severity: SeverityInfo, advice: says(""),
+		description: "a non-distributable layer, not checked"},
+	// Drift is raised to high by package cluster where the next start pulls.
+	Drift: {severity: SeverityWarning, advice: says(""),
+		description: "the tag resolves to another digest than the container runs"},
+	RunningDigestMissing: {severity: SeverityHigh, advice: says(""),
+		description: "the running digest is gone from the registry; only node caches hold it"},
+	// A tag reference alone is not a risk: the verdict stays ok.
+	MutableReference: {severity: SeverityInfo, advice: says(""),
+		description: "referenced by tag, not pinned by digest"},
+	PullAlwaysMutable: {severity: SeverityWarning, advice: says(""),
+		description: "imagePullPolicy Always on a tag"},
+	PinnedDigestUntagged: {severity: SeverityWarning, advice: says(""),
+		description: "a pinned digest no tag points at: a garbage collector may delete it"},
+	ImageIDOnly: {severity: SeverityInfo, advice: says(""),
+		description: "the runtime reports an image ID, not a registry digest"},
+	Unauthorized: {severity: SeverityWarning, fault: true, advice: says("give regcheck credentials for this registry (docker login, or --pull-secrets in a cluster)"),
+		description: "the registry asked for credentials: the image could not be checked"},
+	Forbidden: {severity: SeverityWarning, fault: true, advice: says("the credentials used cannot pull this repository"),
+		description: "the registry refused access: the image could not be checked"},
+	RateLimited: {severity: SeverityWarning, fault: true, transient: true, advice: says("the registry rate-limited the check: run again later or with credentials"),
+		description: "the registry rate-limited the check: the image could not be checked"},
+	RegistryFault: {severity: SeverityWarning, fault: true, transient: true, advice: says("the registry could not be checked: run again when it answers"),
+		description: "the registry failed: the image could not be checked"},
+	Unreachable: {severity: SeverityWarning, fault: true, transient: true, advice: says("the registry could not be checked: run again when it answers"),
+		description: "the registry could not be reached: the image could not be checked"},
+	PingFailed: {severity: SeverityWarning, fault: true, transient: true, advice: says("the registry's version check (GET /v2/) did not answer as a registry does: check the host and any proxy in front of it, then run again"),
+		description: "the registry's version check (GET /v2/) did not answer as a registry does: the image could not be checked"},
+	TokenFailed: {severity: SeverityWarning, fault: true, transient: true, advice: says("the registry's token service did not issue a token: check it and any proxy in front of it, then run again"),
+		description: "the token service named by the registry did not issue a token: the image could not be checked"},
+	TLSError: {severity: SeverityWarning, fault: true, advice: says("the registry's certificate is not trusted: give its CA with --ca-file, or name the host with --insecure-registry to skip verification for it alone"),
+		description: "the registry's TLS certificate could not be verified: the image could not be checked"},
+	BadResponse: {severity: SeverityWarning, fault: true, transient: true, advice: says("the registry answered twice with something that is not what was asked (cut short, not a manifest): check any proxy in front of it, then run again"),
+		description: "the registry answered with a body that is not what was asked for: the image could not be checked"},
+	LimitExceeded: {severity: SeverityWarning, fault: true, advice: says("the image is larger than regcheck walks: check the rest with the registry's own tools"),
+		description: "the image is larger than regcheck walks: the rest of it was not checked"},
+	CredentialsError: {severity: SeverityWarning, fault: true, advice: says("fix the credentials regcheck reads for this registry (the docker config, its credential helper, or the pull secret named)"),
+		description: "the credentials for the registry could not be read: the image could not be checked"},
+}
+
+func childMissingAdvice(platform, digest string) string {
+	if digest == "" {
+		return fmt.Sprintf("build and push the image for %s, or drop the platform if no such node runs it", platform)
+	}
+	return fmt.Sprintf("rebuild and push; the tag resolves but its %s manifest %s is gone", platform, ShortDigest(digest))
+}
+
+// Codes returns every code, sorted.
+func Codes() []Code {
+	out := make([]Code, 0, len(codes))
+	for c := range codes {
+		out = append(out, c)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Severity returns the code's default severity.
+func (c Code) Severity() Severity { return codes[c].severity }
+
+// Fault reports whether the code is a fault (the registry could not answer)
+// rather than a fact about the image.
+func (c Code) Fault() bool { return codes[c].fault }
+
+// Transient reports whether the code is a fault that may pass if the
+// registry is asked again after a pause (a timeout, a 5xx, a 429, a bad
+// response), unlike a refusal (credentials, certificates) or a limit.
+func (c Code) Transient() bool { return codes[c].transient }
+
+// Advice is what to do about a finding of this code, for the index child
+// of platform or the manifest or blob digest ("" where none applies).
+func (c Code) Advice(platform, digest string) string {
+	if info, ok := codes[c]; ok {
+		return info.advice(platform, digest)
+	}
+	return ""
+}
+
+// Description is the code's one-line meaning.
+func (c Code) Description() string { return codes[c].description }
