@@ -55,10 +55,12 @@ func RunningTargets(inv *inventory.Inventory) []scan.Target {
 }
 
 // Check scans every image the inventory's containers use, then adds what
-// only a cluster shows: drift between the running digest and the tag,
-// running digests the registry no longer has (naming the nodes that still
-// hold them), mutable references and pull-always on them, and pinned digests
-// no tag reaches. The scanner's cache is shared between the two walks.
+// only a cluster shows: drift between the running digest and the tag (high
+// where the next start pulls), running digests the registry no longer has
+// (naming the nodes that still hold them), pull-always on a tag, and pinned
+// digests no tag reaches, each of which makes the image at-risk; and, as
+// info that leaves an image ok, a reference by tag. The scanner's cache is
+// shared between the two walks.
 func Check(ctx context.Context, s *scan.Scanner, inv *inventory.Inventory) (*scan.Result, error) {
 	res, err := s.Run(ctx, Targets(inv))
 	if err != nil {
@@ -95,7 +97,6 @@ func Check(ctx context.Context, s *scan.Scanner, inv *inventory.Inventory) (*sca
 func annotate(ctx context.Context, s *scan.Scanner, inv *inventory.Inventory, im *scan.Image, walked map[useKey]*scan.Image) error {
 	ref := inventory.ParseImage(im.Reference)
 	pinned := ref.Digest != ""
-	mutableTag := !pinned && (ref.Tag == "" || ref.Tag == "latest")
 	_, _, perr := s.Parse(im.Reference)
 	parsed := perr == nil
 
@@ -134,7 +135,11 @@ func annotate(ctx context.Context, s *scan.Scanner, inv *inventory.Inventory, im
 			f := scan.NewFinding(scan.Drift, im.Digest, "",
 				fmt.Sprintf("%s runs %s, but %s now resolves to %s: the next pull runs other code", who, u.RunningDigest, im.Reference, im.Digest),
 				fmt.Sprintf("pin %s@%s to keep what runs (regcheck pin --from-records), or roll out the new digest deliberately", im.Reference, u.RunningDigest))
-			if u.PullPolicy == "Always" || mutableTag {
+			// High where the next container start pulls: Always (the
+			// effective policy, Kubernetes' default for latest or no tag).
+			// With IfNotPresent the node keeps what runs until a
+			// reschedule, as for any tag.
+			if u.PullPolicy == "Always" {
 				f.Severity = scan.SeverityHigh
 			}
 			im.Findings = append(im.Findings, f)
@@ -144,6 +149,8 @@ func annotate(ctx context.Context, s *scan.Scanner, inv *inventory.Inventory, im
 		return nil // a reference that does not resolve says nothing about pins and tags
 	}
 	if !pinned {
+		// Info alone: with the digest the tag names running, nothing above
+		// found a risk, and the verdict stays ok.
 		im.Findings = append(im.Findings, scan.NewFinding(scan.MutableReference, "", "",
 			fmt.Sprintf("%s is referenced by tag: a reschedule onto a node without the image pulls whatever the tag means then", im.Reference),
 			"pin it as tag@digest (regcheck pin)"))

@@ -1,16 +1,28 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	k8sfake "k8s.io/client-go/kubernetes/fake"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
@@ -60,6 +72,10 @@ func TestCheck(t *testing.T) {
 	deleteManifest(t, host, "gone", gone) // the running digest is deleted from the registry
 	orphan := push(t, host+"/orphan:v1", "orphan v1")
 	push(t, host+"/orphan:v1", "orphan v2") // the pinned digest is untagged now
+	web := push(t, host+"/web:v1", "web")
+	oldCache := push(t, host+"/cache:latest", "cache v1")
+	push(t, host+"/cache:latest", "cache v2") // moved; the pod keeps v1 with IfNotPresent
+	tool := push(t, host+"/tool:v2", "tool")
 
 	// An index; a CRI-O node reports the platform child it pulled.
 	child, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.OCIManifestSchema1), static.NewLayer([]byte("multi amd64"), types.OCILayer))
@@ -90,6 +106,15 @@ func TestCheck(t *testing.T) {
 				Image: host + "/steady:v1", ImageID: "docker://sha256:7777777777777777777777777777777777777777777777777777777777777777", PullPolicy: "IfNotPresent"},
 			{Namespace: "prod", OwnerKind: "CronJob", OwnerName: "orphan", Container: "job",
 				Image: host + "/orphan:v1@" + orphan, PullPolicy: "IfNotPresent"}, // a template: no pod
+			// Healthy: a tag, IfNotPresent, running the digest the tag still names.
+			{Namespace: "prod", OwnerKind: "Deployment", OwnerName: "web", Pod: "web-1", Container: "web",
+				Image: host + "/web:v1", RunningDigest: web, PullPolicy: "IfNotPresent", Node: "node-a"},
+			// latest, but IfNotPresent set explicitly: the next start does not pull.
+			{Namespace: "prod", OwnerKind: "Deployment", OwnerName: "cache", Pod: "cache-1", Container: "cache",
+				Image: host + "/cache:latest", RunningDigest: oldCache, PullPolicy: "IfNotPresent", Node: "node-a"},
+			// Always on a tag, running what the tag names today.
+			{Namespace: "prod", OwnerKind: "Deployment", OwnerName: "tool", Pod: "tool-1", Container: "tool",
+				Image: host + "/tool:v2", RunningDigest: tool, PullPolicy: "Always", Node: "node-a"},
 		},
 	}
 	s, err := scan.New()
@@ -114,9 +139,14 @@ func TestCheck(t *testing.T) {
 		{host + "/gone:v1", scan.AtRisk, []scan.Code{scan.Drift, scan.MutableReference, scan.RunningDigestMissing}},
 		{host + "/orphan:v1@" + orphan, scan.AtRisk, []scan.Code{scan.PinnedDigestUntagged}},
 		// The platform child of the index the tag still points at: no drift.
-		{host + "/multi:v1", scan.AtRisk, []scan.Code{scan.MutableReference}},
+		{host + "/multi:v1", scan.OK, []scan.Code{scan.MutableReference}},
 		// Only an image ID: said, not guessed.
-		{host + "/steady:v1", scan.AtRisk, []scan.Code{scan.ImageIDOnly, scan.MutableReference}},
+		{host + "/steady:v1", scan.OK, []scan.Code{scan.ImageIDOnly, scan.MutableReference}},
+		// A tag alone is no risk: ok, with the tag said as info.
+		{host + "/web:v1", scan.OK, []scan.Code{scan.MutableReference}},
+		{host + "/cache:latest", scan.AtRisk, []scan.Code{scan.Drift, scan.MutableReference}},
+		// Always on a tag: the next start runs whatever the tag means then.
+		{host + "/tool:v2", scan.AtRisk, []scan.Code{scan.MutableReference, scan.PullAlwaysMutable}},
 	} {
 		t.Run(tc.ref, func(t *testing.T) {
 			im := got[tc.ref]
@@ -141,6 +171,21 @@ func TestCheck(t *testing.T) {
 	}
 	if n := len(app.Findings); n != 3 {
 		t.Errorf("two pods of one Deployment gave %d findings, want one of each code (3)", n)
+	}
+	for _, im := range res.Images {
+		for _, f := range im.Findings {
+			if f.Code == scan.MutableReference && f.Severity != scan.SeverityInfo {
+				t.Errorf("%s: mutable-reference is %s, want info", im.Reference, f.Severity)
+			}
+			if f.Code == scan.PullAlwaysMutable && f.Severity != scan.SeverityWarning {
+				t.Errorf("%s: pull-always-mutable is %s, want warning", im.Reference, f.Severity)
+			}
+		}
+	}
+	for _, f := range got[host+"/cache:latest"].Findings {
+		if f.Code == scan.Drift && f.Severity != scan.SeverityWarning {
+			t.Errorf("drift on latest with IfNotPresent: %s, want warning (the next start does not pull)", f.Severity)
+		}
 	}
 	for _, f := range got[host+"/gone:v1"].Findings {
 		if f.Code == scan.RunningDigestMissing && !strings.Contains(f.Message, "node-a, node node-b") {
@@ -192,5 +237,155 @@ func TestCheckWithPullSecretsGroups(t *testing.T) {
 	}
 	if n := count(&inventory.Inventory{Containers: []inventory.Container{ctr("a", "default"), ctr("c", "builder")}}); n != 2 {
 		t.Errorf("one namespace with its service account's pull secret: %d manifest GETs, want 2 (a walk each)", n)
+	}
+}
+
+// A pull secret that cannot be used makes only its group's images unknown,
+// with a credentials-error naming the secret and namespace and never its
+// data; the rest of the cluster is checked as usual, and the unusable
+// group's images are not asked for.
+func TestCheckWithPullSecretsMalformed(t *testing.T) {
+	var mu sync.Mutex
+	var paths []string
+	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		paths = append(paths, r.URL.Path)
+		mu.Unlock()
+		reg.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	app := push(t, host+"/app:v1", "app")
+	push(t, host+"/tool:v1", "tool")
+	shared := push(t, host+"/shared:v1", "shared")
+	mu.Lock()
+	paths = nil
+	mu.Unlock()
+
+	const marker = "s3cr3t-do-not-print"
+	dockerConfig := func(auth string) []byte {
+		return fmt.Appendf(nil, `{"auths":{%q:{"auth":%q}}}`, host, auth)
+	}
+	good := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "good", Name: "regcred"}, Type: corev1.SecretTypeDockerConfigJson,
+		Data: map[string][]byte{corev1.DockerConfigJsonKey: dockerConfig(base64.StdEncoding.EncodeToString([]byte("puller:" + marker)))}}
+	bad := func(typ corev1.SecretType, key string, data []byte) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "bad", Name: "broken-cred"}, Type: typ, Data: map[string][]byte{key: data}}
+	}
+	for _, tc := range []struct {
+		name   string
+		secret *corev1.Secret // in namespace bad; nil for none
+		denySA bool           // reading service accounts in namespace bad is forbidden
+		names  string         // what the finding's message names
+	}{
+		{"missing", nil, false, "pull secret broken-cred in namespace bad does not exist"},
+		{"not JSON", bad(corev1.SecretTypeDockerConfigJson, corev1.DockerConfigJsonKey, []byte(marker+" {")), false, "pull secret broken-cred in namespace bad is not JSON"},
+		{"not a Docker config", bad(corev1.SecretTypeDockerConfigJson, corev1.DockerConfigJsonKey, fmt.Appendf(nil, `{"auths":%q}`, marker)), false, "pull secret broken-cred in namespace bad is not a Docker config"},
+		{"wrong type", bad(corev1.SecretTypeOpaque, corev1.DockerConfigJsonKey, dockerConfig(base64.StdEncoding.EncodeToString([]byte("puller:"+marker)))), false, `pull secret broken-cred in namespace bad has type "Opaque"`},
+		{"no data", bad(corev1.SecretTypeDockerConfigJson, "other", []byte(marker)), false, "pull secret broken-cred in namespace bad has no .dockerconfigjson data"},
+		{"auth is a number", bad(corev1.SecretTypeDockerConfigJson, corev1.DockerConfigJsonKey, fmt.Appendf(nil, `{"auths":{%q:{"auth":987654321}}}`, host)), false, "pull secret broken-cred in namespace bad is not a Docker config"},
+		{"bad base64 auth", bad(corev1.SecretTypeDockerConfigJson, corev1.DockerConfigJsonKey, dockerConfig(marker+"!")), false, "pull secret broken-cred in namespace bad has an auth field that is not base64"},
+		{"auth without a colon", bad(corev1.SecretTypeDockerConfigJson, corev1.DockerConfigJsonKey, dockerConfig(base64.StdEncoding.EncodeToString([]byte(marker)))), false, "pull secret broken-cred in namespace bad has an auth field that is not base64"},
+		{"dockercfg not JSON", bad(corev1.SecretTypeDockercfg, corev1.DockerConfigKey, []byte(marker)), false, "pull secret broken-cred in namespace bad is not JSON (.dockercfg"},
+		{"service account unreadable", nil, true, "service account builder in namespace bad could not be read"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := []runtime.Object{
+				&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "good", Name: "default"}},
+				&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "bad", Name: "builder"}},
+				good,
+			}
+			if tc.secret != nil {
+				objs = append(objs, tc.secret)
+			}
+			kc := k8sfake.NewClientset(objs...)
+			if tc.denySA {
+				kc.PrependReactor("get", "serviceaccounts", func(a k8stesting.Action) (bool, runtime.Object, error) {
+					if a.GetNamespace() != "bad" {
+						return false, nil, nil
+					}
+					return true, nil, apierrors.NewForbidden(corev1.Resource("serviceaccounts"), "builder", errors.New("RBAC: no get"))
+				})
+			}
+			var secrets []string
+			if !tc.denySA {
+				secrets = []string{"broken-cred"}
+			}
+			inv := &inventory.Inventory{Containers: []inventory.Container{
+				{Namespace: "good", OwnerKind: "Deployment", OwnerName: "app", Pod: "app-1", Container: "app", ServiceAccount: "default",
+					Image: host + "/app:v1", RunningDigest: app, PullPolicy: "IfNotPresent", ImagePullSecrets: []string{"regcred"}},
+				{Namespace: "good", OwnerKind: "Deployment", OwnerName: "sidecar", Pod: "sc-1", Container: "sc", ServiceAccount: "default",
+					Image: host + "/shared:v1", RunningDigest: shared, PullPolicy: "IfNotPresent", ImagePullSecrets: []string{"regcred"}},
+				{Namespace: "bad", OwnerKind: "Deployment", OwnerName: "tool", Pod: "tool-1", Container: "tool", ServiceAccount: "builder",
+					Image: host + "/tool:v1", PullPolicy: "Always", ImagePullSecrets: secrets},
+				{Namespace: "bad", OwnerKind: "Deployment", OwnerName: "sidecar", Pod: "sc-2", Container: "sc", ServiceAccount: "builder",
+					Image: host + "/shared:v1", RunningDigest: shared, PullPolicy: "IfNotPresent", ImagePullSecrets: secrets},
+			}}
+			mu.Lock()
+			paths = nil
+			mu.Unlock()
+			res, err := CheckWithPullSecrets(context.Background(), kc, inv)
+			if err != nil {
+				t.Fatalf("one unusable secret failed the scan: %v", err)
+			}
+			got := map[string]*scan.Image{}
+			for _, im := range res.Images {
+				got[im.Reference] = im
+			}
+			for _, w := range []struct {
+				ref     string
+				verdict scan.Verdict
+				codes   []scan.Code
+				uses    int
+			}{
+				{host + "/app:v1", scan.OK, []scan.Code{scan.MutableReference}, 1},
+				// Not asked for with the unusable credentials: unknown,
+				// plus what the pod spec alone shows.
+				{host + "/tool:v1", scan.Unknown, []scan.Code{scan.CredentialsError, scan.PullAlwaysMutable}, 1},
+				// Fine for the good namespace, unknown for the bad one.
+				{host + "/shared:v1", scan.Unknown, []scan.Code{scan.CredentialsError, scan.MutableReference}, 2},
+			} {
+				im := got[w.ref]
+				if im == nil {
+					t.Fatalf("%s: not in the result", w.ref)
+				}
+				var codes []scan.Code
+				for _, f := range im.Findings {
+					codes = append(codes, f.Code)
+					if f.Code == scan.CredentialsError && (!strings.Contains(f.Message, tc.names) || f.Advice == "") {
+						t.Errorf("%s: credentials-error %q (advice %q), want it to say %q", w.ref, f.Message, f.Advice, tc.names)
+					}
+				}
+				sort.Slice(codes, func(i, j int) bool { return codes[i] < codes[j] })
+				if im.Verdict != w.verdict || !slices.Equal(codes, w.codes) || len(im.Uses) != w.uses {
+					t.Errorf("%s: %s %v, %d uses; want %s %v, %d uses", w.ref, im.Verdict, codes, len(im.Uses), w.verdict, w.codes, w.uses)
+				}
+			}
+			if len(res.Images) != 3 {
+				t.Errorf("%d images, want 3", len(res.Images))
+			}
+			mu.Lock()
+			for _, p := range paths {
+				if strings.HasPrefix(p, "/v2/tool/") {
+					t.Errorf("the unusable credentials' image was asked for: %s", p)
+				}
+			}
+			mu.Unlock()
+			out, err := json.Marshal(res)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data := [][]byte{[]byte(marker), []byte("987654321"), good.Data[corev1.DockerConfigJsonKey]}
+			if tc.secret != nil {
+				for _, d := range tc.secret.Data {
+					data = append(data, d)
+				}
+			}
+			for _, d := range data {
+				if bytes.Contains(out, d) {
+					t.Errorf("a secret's data (%q) appears in the result:\n%s", d, out)
+				}
+			}
+		})
 	}
 }

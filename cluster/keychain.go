@@ -2,14 +2,17 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"slices"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	k8sauth "github.com/google/go-containerregistry/pkg/authn/kubernetes"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/regcheck/regcheck/inventory"
@@ -22,54 +25,215 @@ import (
 // credentials, which regcheck stands in for with the Docker config.
 type credentials struct {
 	namespace, secrets string // both "" for no secrets
-}
-
-// credentialsOf resolves a container's pull secrets: its pod's, plus its
-// service account's (one GET per service account, remembered in sa).
-func credentialsOf(ctx context.Context, c kubernetes.Interface, ct inventory.Container, sa map[string][]string) (credentials, error) {
-	names := slices.Clone(ct.ImagePullSecrets)
-	key := ct.Namespace + "/" + ct.ServiceAccount
-	saSecrets, ok := sa[key]
-	if !ok && ct.ServiceAccount != "" {
-		acct, err := c.CoreV1().ServiceAccounts(ct.Namespace).Get(ctx, ct.ServiceAccount, metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-		case err != nil:
-			return credentials{}, fmt.Errorf("reading serviceaccount %s: %w", key, err)
-		default:
-			for _, r := range acct.ImagePullSecrets {
-				saSecrets = append(saSecrets, r.Name)
-			}
-		}
-		sa[key] = saSecrets
-	}
-	names = append(names, saSecrets...)
-	slices.Sort(names)
-	names = slices.Compact(names)
-	if len(names) == 0 {
-		return credentials{}, nil
-	}
-	return credentials{ct.Namespace, strings.Join(names, ",")}, nil
-}
-
-// keychain reads the group's secrets, then falls back to the Docker config.
-func (k credentials) keychain(ctx context.Context, c kubernetes.Interface) (authn.Keychain, error) {
-	if k.secrets == "" {
-		return authn.DefaultKeychain, nil
-	}
-	kc, err := k8sauth.New(ctx, c, k8sauth.Options{Namespace: k.namespace, ServiceAccountName: k8sauth.NoServiceAccount, ImagePullSecrets: strings.Split(k.secrets, ",")})
-	if err != nil {
-		return nil, fmt.Errorf("reading the pull secrets %s in namespace %s: %w", k.secrets, k.namespace, err)
-	}
-	return authn.NewMultiKeychain(kc, authn.DefaultKeychain), nil
+	// account names the pod's service account when it could not be read:
+	// its pull secrets are then not known.
+	account string
 }
 
 // String names the group as a person reads it.
 func (k credentials) String() string {
-	if k.secrets == "" {
+	switch {
+	case k.account != "" && k.secrets != "":
+		return fmt.Sprintf("namespace %s, pull secrets %s and those of service account %s", k.namespace, k.secrets, k.account)
+	case k.account != "":
+		return fmt.Sprintf("namespace %s, the pull secrets of service account %s", k.namespace, k.account)
+	case k.secrets == "":
 		return "pods without pull secrets (the Docker config)"
 	}
 	return fmt.Sprintf("namespace %s, pull secrets %s", k.namespace, k.secrets)
+}
+
+// problem is why a group's credentials cannot be used: a secret or service
+// account that is missing, unreadable or malformed. Its text names the
+// object, never what the object holds.
+type problem struct{ message, advice string }
+
+// reader reads service accounts and pull secrets from the cluster, each
+// once however many groups name it.
+type reader struct {
+	c        kubernetes.Interface
+	accounts map[string]accountRead // "namespace/name"
+	secrets  map[string]secretRead  // "namespace/name"
+}
+
+type accountRead struct {
+	secrets []string
+	problem *problem
+}
+
+type secretRead struct {
+	secret  corev1.Secret
+	problem *problem
+}
+
+func newReader(c kubernetes.Interface) *reader {
+	return &reader{c: c, accounts: map[string]accountRead{}, secrets: map[string]secretRead{}}
+}
+
+// credentialsOf resolves a container's pull secrets: its pod's, plus its
+// service account's. A service account that cannot be read (other than
+// not found) makes a group of its own, whose check is then impossible. The
+// error is the context's only.
+func (r *reader) credentialsOf(ctx context.Context, ct inventory.Container) (credentials, error) {
+	names := slices.Clone(ct.ImagePullSecrets)
+	var account string
+	if ct.ServiceAccount != "" {
+		a, err := r.account(ctx, ct.Namespace, ct.ServiceAccount)
+		if err != nil {
+			return credentials{}, err
+		}
+		if a.problem != nil {
+			account = ct.ServiceAccount
+		}
+		names = append(names, a.secrets...)
+	}
+	slices.Sort(names)
+	names = slices.Compact(names)
+	if len(names) == 0 && account == "" {
+		return credentials{}, nil
+	}
+	return credentials{namespace: ct.Namespace, secrets: strings.Join(names, ","), account: account}, nil
+}
+
+// account reads a service account's imagePullSecrets. Not found is no
+// secrets, as for the kubelet.
+func (r *reader) account(ctx context.Context, namespace, name string) (accountRead, error) {
+	key := namespace + "/" + name
+	if a, ok := r.accounts[key]; ok {
+		return a, nil
+	}
+	var a accountRead
+	acct, err := r.c.CoreV1().ServiceAccounts(namespace).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		for _, ref := range acct.ImagePullSecrets {
+			a.secrets = append(a.secrets, ref.Name)
+		}
+	case apierrors.IsNotFound(err):
+	case ctx.Err() != nil:
+		return a, ctx.Err()
+	default:
+		a.problem = &problem{
+			message: fmt.Sprintf("service account %s in namespace %s could not be read (%v), so its pull secrets are not known", name, namespace, err),
+			advice:  "let regcheck get serviceaccounts and secrets in the namespace (deploy/rbac-pull-secrets.yaml), then check again",
+		}
+	}
+	r.accounts[key] = a
+	return a, nil
+}
+
+// secret reads one pull secret and checks it is one the kubelet can use.
+func (r *reader) secret(ctx context.Context, namespace, name string) (secretRead, error) {
+	key := namespace + "/" + name
+	if s, ok := r.secrets[key]; ok {
+		return s, nil
+	}
+	var s secretRead
+	sec, err := r.c.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		s.secret = *sec
+		if why := malformed(sec); why != "" {
+			s.problem = &problem{
+				message: fmt.Sprintf("pull secret %s in namespace %s %s", name, namespace, why),
+				advice:  "recreate the secret (kubectl create secret docker-registry), then check again",
+			}
+		}
+	case apierrors.IsNotFound(err):
+		s.problem = &problem{
+			message: fmt.Sprintf("pull secret %s in namespace %s does not exist", name, namespace),
+			advice:  "create the secret, or remove it from the imagePullSecrets of the pod or its service account, then check again",
+		}
+	case ctx.Err() != nil:
+		return s, ctx.Err()
+	default:
+		s.problem = &problem{
+			message: fmt.Sprintf("pull secret %s in namespace %s could not be read (%v)", name, namespace, err),
+			advice:  "let regcheck get secrets in the namespace (deploy/rbac-pull-secrets.yaml), then check again",
+		}
+	}
+	r.secrets[key] = s
+	return s, nil
+}
+
+// malformed says what makes sec unusable as a pull secret, or "". The
+// text names what is wrong, never a byte of the data: the errors of the
+// JSON and base64 decoders quote input, so none is passed on.
+func malformed(sec *corev1.Secret) string {
+	var key string
+	switch sec.Type {
+	case corev1.SecretTypeDockerConfigJson:
+		key = corev1.DockerConfigJsonKey
+	case corev1.SecretTypeDockercfg:
+		key = corev1.DockerConfigKey
+	default:
+		return fmt.Sprintf("has type %q, not %s or %s", sec.Type, corev1.SecretTypeDockerConfigJson, corev1.SecretTypeDockercfg)
+	}
+	data := sec.Data[key]
+	if len(data) == 0 {
+		return fmt.Sprintf("has no %s data", key)
+	}
+	var err error
+	if sec.Type == corev1.SecretTypeDockerConfigJson {
+		var cfg struct {
+			Auths map[string]authn.AuthConfig `json:"auths"`
+		}
+		err = json.Unmarshal(data, &cfg)
+	} else {
+		var auths map[string]authn.AuthConfig
+		err = json.Unmarshal(data, &auths)
+	}
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syntax):
+		return fmt.Sprintf("is not JSON (%s, at byte %d)", key, syntax.Offset)
+	case errors.As(err, &typ):
+		// Not typ.Value: for a number it holds the number.
+		return fmt.Sprintf("is not a Docker config (%s: a value of the wrong JSON type)", key)
+	case err != nil:
+		// authn.AuthConfig's own decoding: the auth field.
+		return fmt.Sprintf("has an auth field that is not base64(username:password) (%s)", key)
+	}
+	if _, err := k8sauth.NewFromPullSecrets(context.Background(), []corev1.Secret{*sec}); err != nil {
+		return fmt.Sprintf("names a registry that is not a host name (%s)", key)
+	}
+	return ""
+}
+
+// keychain reads the group's secrets, then falls back to the Docker config.
+// Problems say why the group's credentials cannot be used; the error is the
+// context's only.
+func (r *reader) keychain(ctx context.Context, k credentials) (authn.Keychain, []problem, error) {
+	var problems []problem
+	if k.account != "" {
+		if p := r.accounts[k.namespace+"/"+k.account].problem; p != nil {
+			problems = append(problems, *p)
+		}
+	}
+	if k.secrets == "" {
+		return authn.DefaultKeychain, problems, nil
+	}
+	var secrets []corev1.Secret
+	for _, name := range strings.Split(k.secrets, ",") {
+		s, err := r.secret(ctx, k.namespace, name)
+		if err != nil {
+			return nil, nil, err
+		}
+		if s.problem != nil {
+			problems = append(problems, *s.problem)
+			continue
+		}
+		secrets = append(secrets, s.secret)
+	}
+	if len(problems) > 0 {
+		return nil, problems, nil
+	}
+	kc, err := k8sauth.NewFromPullSecrets(ctx, secrets)
+	if err != nil { // each secret was read alone above
+		return nil, []problem{{message: fmt.Sprintf("the pull secrets %s in namespace %s could not be read together", k.secrets, k.namespace)}}, nil
+	}
+	return authn.NewMultiKeychain(kc, authn.DefaultKeychain), nil, nil
 }
 
 // CheckWithPullSecrets is Check with registry credentials found the way the
@@ -78,17 +242,25 @@ func (k credentials) String() string {
 // another namespace's. Containers are grouped by (namespace, service account,
 // secrets) — every pod without secrets shares one group — and each group
 // gets its own Scanner, built from opts plus its keychain, so an image used
-// in two groups is asked for twice, once with each set of credentials. The results are merged per reference. A fault
-// (401, 403, …) is kept, naming the credentials that met it: it is true for
-// those pods, whose next pull meets it too, so the image is then unknown.
+// in two groups is asked for twice, once with each set of credentials. The
+// results are merged per reference. A fault (401, 403, …) is kept, naming
+// the credentials that met it: it is true for those pods, whose next pull
+// meets it too, so the image is then unknown.
+//
+// A group whose credentials cannot be used (a pull secret missing,
+// unreadable, of another type, not JSON, with an auth field that is not
+// base64; a service account that cannot be read) is not walked: its images
+// are unknown, with a credentials-error finding that names the secret and
+// namespace, never the secret's data. The other groups are checked as usual.
+// The error is the context's only.
 //
 // It needs get on secrets and serviceaccounts (deploy/rbac-pull-secrets.yaml).
 func CheckWithPullSecrets(ctx context.Context, c kubernetes.Interface, inv *inventory.Inventory, opts ...scan.Option) (*scan.Result, error) {
+	rd := newReader(c)
 	groups := map[credentials]*inventory.Inventory{}
 	var order []credentials
-	sa := map[string][]string{}
 	for _, ct := range inv.Containers {
-		k, err := credentialsOf(ctx, c, ct, sa)
+		k, err := rd.credentialsOf(ctx, ct)
 		if err != nil {
 			return nil, err
 		}
@@ -103,17 +275,29 @@ func CheckWithPullSecrets(ctx context.Context, c kubernetes.Interface, inv *inve
 	merged := &scan.Result{}
 	byRef := map[string]*scan.Image{}
 	for _, k := range order {
-		kc, err := k.keychain(ctx, c)
+		kc, problems, err := rd.keychain(ctx, k)
 		if err != nil {
 			return nil, err
 		}
-		s, err := scan.New(append(slices.Clone(opts), scan.WithKeychain(kc))...)
-		if err != nil {
-			return nil, err
-		}
-		res, err := Check(ctx, s, groups[k])
-		if err != nil {
-			return nil, err
+		var res *scan.Result
+		if len(problems) > 0 {
+			s, err := scan.New(opts...)
+			if err != nil {
+				return nil, err
+			}
+			res, err = unchecked(ctx, s, groups[k], problems)
+			if err != nil {
+				return nil, err
+			}
+		} else {
+			s, err := scan.New(append(slices.Clone(opts), scan.WithKeychain(kc))...)
+			if err != nil {
+				return nil, err
+			}
+			res, err = Check(ctx, s, groups[k])
+			if err != nil {
+				return nil, err
+			}
 		}
 		if merged.Started.IsZero() {
 			merged.Started = res.Started
@@ -148,6 +332,64 @@ func CheckWithPullSecrets(ctx context.Context, c kubernetes.Interface, inv *inve
 	}
 	merged.Requests = sumRequests(merged.Requests)
 	return merged, nil
+}
+
+// unchecked is the result of a group whose credentials cannot be used: no
+// registry is asked. Each image is unknown, with one credentials-error
+// finding per problem, plus what the pod specs alone show (pull-always on
+// a tag, an image ID for a digest). A reference that does not parse is
+// broken whatever the credentials.
+func unchecked(ctx context.Context, s *scan.Scanner, inv *inventory.Inventory, problems []problem) (*scan.Result, error) {
+	targets := Targets(inv)
+	var invalid []scan.Target
+	for _, t := range targets {
+		if _, _, err := s.Parse(t.Ref); err != nil {
+			invalid = append(invalid, t)
+		}
+	}
+	// Run walks no reference that does not parse: no request is sent.
+	res, err := s.Run(ctx, invalid)
+	if err != nil {
+		return nil, err
+	}
+	byRef := map[string]*scan.Image{}
+	for _, im := range res.Images {
+		byRef["invalid:"+im.Reference] = im
+	}
+	var images []*scan.Image
+	for _, t := range targets {
+		key := "invalid:" + t.Ref
+		norm, _, err := s.Parse(t.Ref)
+		if err == nil {
+			key = norm
+		}
+		im, ok := byRef[key]
+		if ok && err != nil {
+			if !slices.Contains(images, im) {
+				images = append(images, im)
+			}
+			continue
+		}
+		if !ok {
+			im = &scan.Image{Reference: norm, Findings: []scan.Finding{}, Uses: []scan.Use{}}
+			for _, p := range problems {
+				im.Findings = append(im.Findings, scan.NewFinding(scan.CredentialsError, "", "",
+					p.message+": the image was not checked with these credentials", p.advice))
+			}
+			byRef[key] = im
+			images = append(images, im)
+		}
+		im.Uses = append(im.Uses, t.Uses...)
+	}
+	res.Images = images
+	for _, im := range res.Images {
+		im.UpdateVerdict()
+		if err := annotate(ctx, s, inv, im, nil); err != nil {
+			return nil, err
+		}
+		im.UpdateVerdict()
+	}
+	return res, nil
 }
 
 // sumRequests adds up the counts of the same host, kind and status.
