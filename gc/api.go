@@ -56,7 +56,7 @@ func CheckAPI(ctx context.Context, sc *scan.Scanner, opts Options, targets []sca
 	default:
 		return nil, fmt.Errorf("unknown GC model %q", opts.Model)
 	}
-	rep := &Report{SchemaVersion: SchemaVersion, Mode: ModeAPI, Model: opts.Model, DeleteUntagged: opts.DeleteUntagged,
+	rep := &Report{SchemaVersion: SchemaVersion, Mode: ModeAPI, Model: opts.Model, ModelAssumed: opts.ModelAssumed, DeleteUntagged: opts.DeleteUntagged,
 		WouldBreak: []Entry{}, AlreadyBroken: []Entry{}, Damage: []Damage{}, Skipped: []Skipped{}, Registries: []string{}}
 	plan := &Plan{Model: opts.Model, DeleteUntagged: opts.DeleteUntagged, Manifests: []ManifestDeletion{}, Blobs: []string{}, LayerLinks: []LayerLink{}}
 	rep.plan = plan

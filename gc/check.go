@@ -15,12 +15,17 @@ const SchemaVersion = "regcheck.gc/v1"
 // in-use images that breaks, and what is broken already.
 type Report struct {
 	SchemaVersion string `json:"schemaVersion"`
+	// Model is the collector predicted. ModelAssumed is true when the
+	// caller did not say which one the registry runs and Model is a
+	// default: the prediction holds only if the registry runs it, and the
+	// advice says what to do under either model.
+	Model        Model `json:"model"`
+	ModelAssumed bool  `json:"modelAssumed"`
 	// Mode is how the prediction was made: ModeStorage read the registry's
 	// files, ModeAPI asked the registries in Registries through their API.
 	Mode           Mode     `json:"mode"`
 	Storage        string   `json:"storage,omitempty"`
 	Registries     []string `json:"registries,omitempty"`
-	Model          Model    `json:"model"`
 	DeleteUntagged bool     `json:"deleteUntagged"`
 	// Abort is set when the collector would stop and delete nothing.
 	Abort *Abort `json:"abort,omitempty"`
@@ -83,7 +88,10 @@ type Skipped struct {
 
 // Options says which collector run to predict.
 type Options struct {
-	Model          Model
+	Model Model
+	// ModelAssumed says Model is a default, not what the registry is known
+	// to run: the report says so, and its advice covers either model.
+	ModelAssumed   bool
 	DeleteUntagged bool
 	// Host, when set, limits the in-use set to references on this registry
 	// host; otherwise references match storage repositories by path alone.
@@ -101,7 +109,7 @@ func Check(s *Storage, opts Options, targets []scan.Target) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{SchemaVersion: SchemaVersion, Mode: ModeStorage, Storage: s.Root, Model: opts.Model, DeleteUntagged: opts.DeleteUntagged,
+	rep := &Report{SchemaVersion: SchemaVersion, Mode: ModeStorage, Storage: s.Root, Model: opts.Model, ModelAssumed: opts.ModelAssumed, DeleteUntagged: opts.DeleteUntagged,
 		Abort: plan.Abort, WouldBreak: []Entry{}, AlreadyBroken: []Entry{}, Skipped: []Skipped{}, plan: plan}
 	inUse, skipped := Resolve(s, targets, opts.Host)
 	rep.Skipped = append(rep.Skipped, skipped...)
@@ -143,26 +151,46 @@ func Check(s *Storage, opts Options, targets []scan.Target) (*Report, error) {
 
 const alreadyAdvice = "already broken: rebuild the image from its commit and push it again (to a registry whose GC keeps index children), then point the workload at the new digest"
 
+// breakAdvice is what to do about one in-use image the run breaks. An
+// assumed model's advice is conditional on it: the registry may already run
+// the other one.
 func breakAdvice(o Options, im InUse) string {
-	if o.Model == Distribution28 && o.DeleteUntagged {
+	switch {
+	case o.Model == Distribution28 && o.DeleteUntagged && o.ModelAssumed:
+		return "if the registry runs distribution 2.x, do not run its GC with --delete-untagged: run without it, tag the children it lists, or move to distribution 3.x, whose GC keeps the children of tagged indexes; if it runs 3.x, predict again with the distribution-3 model"
+	case o.Model == Distribution28 && o.DeleteUntagged:
 		return "do not run 2.x's GC with --delete-untagged: upgrade to distribution 3.x, run without --delete-untagged, or tag the children it lists"
+	case o.DeleteUntagged:
+		return ifModel(o.Model, o.ModelAssumed) + "run without --delete-untagged, or tag the digests it lists so the collector keeps them"
 	}
-	if o.DeleteUntagged {
-		return "run without --delete-untagged, or tag the digests it lists so the collector keeps them"
+	return ifModel(o.Model, o.ModelAssumed) + "tag the digests it lists, or relink them, before collecting"
+}
+
+// ifModel opens advice that holds only under an assumed model.
+func ifModel(m Model, assumed bool) string {
+	if !assumed {
+		return ""
 	}
-	return "tag the digests it lists, or relink them, before collecting"
+	return "if the registry runs " + m.Release() + ": "
 }
 
 func advise(r *Report) []string {
 	var out []string
 	if r.Abort != nil {
-		out = append(out, fmt.Sprintf("the collector would stop in repository %s (%s) and delete nothing: push a tag to %s, or delete that repository, then check again", r.Abort.Repository, r.Abort.Message, r.Abort.Repository))
+		a := fmt.Sprintf("the collector would stop in repository %s (%s) and delete nothing: push a tag to %s, or delete that repository, then check again", r.Abort.Repository, r.Abort.Message, r.Abort.Repository)
+		if r.ModelAssumed {
+			a = fmt.Sprintf("if the registry runs %s, its collector would stop in repository %s (%s) and delete nothing: push a tag to %s, or delete that repository, then check again; if it runs another release, predict again with that model", r.Model.Release(), r.Abort.Repository, r.Abort.Message, r.Abort.Repository)
+		}
+		out = append(out, a)
 	}
 	if len(r.WouldBreak) > 0 {
-		if r.Model == Distribution28 && r.DeleteUntagged {
+		switch {
+		case r.Model == Distribution28 && r.DeleteUntagged && r.ModelAssumed:
+			out = append(out, "if the registry runs distribution 2.x, do not run garbage-collect --delete-untagged on it: run without --delete-untagged, tag every child listed under wouldBreak, or move to distribution 3.x, whose GC keeps the children of tagged indexes; if it runs 3.x, predict again with the distribution-3 model")
+		case r.Model == Distribution28 && r.DeleteUntagged:
 			out = append(out, "do not run garbage-collect --delete-untagged on distribution 2.x: upgrade to distribution 3.x (its GC keeps the children of tagged indexes), run without --delete-untagged, or tag every child listed under wouldBreak")
-		} else {
-			out = append(out, "run without --delete-untagged, or tag the in-use digests listed under wouldBreak")
+		default:
+			out = append(out, ifModel(r.Model, r.ModelAssumed)+"run without --delete-untagged, or tag the in-use digests listed under wouldBreak")
 		}
 	}
 	if len(r.AlreadyBroken) > 0 {

@@ -205,3 +205,80 @@ func TestOpenNotStorage(t *testing.T) {
 		t.Fatal("an empty folder opened as storage")
 	}
 }
+
+// A model the caller did not give is said on the report's first line and in
+// its JSON, and its advice is conditional on it: never "upgrade" to what the
+// registry may already run.
+func TestModelAssumed(t *testing.T) {
+	tr, s := seedTree(t)
+	tr.image("notags", "pushed by digest") // 2.x aborts on it
+	st, err := Open(tr.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noAbort, _ := seedTree(t)
+	clean, err := Open(noAbort.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := []scan.Target{{Ref: "reg.example/app:v1"}, {Ref: "reg.example/lone@" + s.old}}
+	for _, tc := range []struct {
+		name  string
+		st    *Storage
+		model Model
+		du    bool
+	}{
+		{"2.8 delete-untagged", clean, Distribution28, true},
+		{"2.8 abort", st, Distribution28, true},
+		{"2.8", clean, Distribution28, false},
+		{"3 delete-untagged", clean, Distribution3, true},
+	} {
+		for _, assumed := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s assumed=%v", tc.name, assumed), func(t *testing.T) {
+				rep, err := Check(tc.st, Options{Model: tc.model, ModelAssumed: assumed, DeleteUntagged: tc.du}, in)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var table, js strings.Builder
+				if err := rep.WriteTable(&table); err != nil {
+					t.Fatal(err)
+				}
+				if err := rep.WriteJSON(&js); err != nil {
+					t.Fatal(err)
+				}
+				first, _, _ := strings.Cut(table.String(), "\n")
+				if !strings.HasPrefix(first, "GC model "+string(tc.model)) || strings.Contains(first, "assumed") != assumed {
+					t.Errorf("first line %q: want the model, and assumed=%v said", first, assumed)
+				}
+				var doc struct {
+					Model        Model `json:"model"`
+					ModelAssumed *bool `json:"modelAssumed"`
+				}
+				if err := json.Unmarshal([]byte(js.String()), &doc); err != nil {
+					t.Fatal(err)
+				}
+				if doc.Model != tc.model || doc.ModelAssumed == nil || *doc.ModelAssumed != assumed {
+					t.Errorf("JSON model %q modelAssumed %v, want %q %v", doc.Model, doc.ModelAssumed, tc.model, assumed)
+				}
+				advice := slices.Clone(rep.Advice)
+				for _, e := range append(slices.Clone(rep.WouldBreak), rep.AlreadyBroken...) {
+					advice = append(advice, e.Advice)
+				}
+				if tc.du && len(rep.Advice) == 0 {
+					t.Fatalf("no advice: %+v", rep)
+				}
+				for _, a := range advice {
+					if !assumed {
+						continue
+					}
+					if strings.Contains(a, "upgrade") {
+						t.Errorf("assumed %s, advice says upgrade: %q", tc.model, a)
+					}
+					if !strings.HasPrefix(a, "if the registry runs "+tc.model.Release()) && !strings.HasPrefix(a, "rebuild") && !strings.HasPrefix(a, "already broken") {
+						t.Errorf("assumed %s, advice is not conditional on it: %q", tc.model, a)
+					}
+				}
+			})
+		}
+	}
+}

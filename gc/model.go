@@ -24,6 +24,18 @@ const (
 	Distribution3 Model = "distribution-3"
 )
 
+// Release names the registry releases the model stands for, as a person
+// says it ("distribution 2.x").
+func (m Model) Release() string {
+	switch m {
+	case Distribution28:
+		return "distribution 2.x"
+	case Distribution3:
+		return "distribution 3.x"
+	}
+	return string(m)
+}
+
 // Models lists the models by name.
 func Models() []Model { return []Model{Distribution28, Distribution3} }
 

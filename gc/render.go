@@ -17,18 +17,23 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	return enc.Encode(r)
 }
 
-// WriteTable writes the report for people: the verdict first, then what
-// breaks, what is broken, and what would be deleted per repository.
+// WriteTable writes the report for people: the model predicted on the
+// first line (and whether it was assumed), then what breaks, what is
+// broken, and what would be deleted per repository.
 func (r *Report) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	du := "without --delete-untagged"
 	if r.DeleteUntagged {
 		du = "with --delete-untagged"
 	}
+	model := string(r.Model)
+	if r.ModelAssumed {
+		model += " (assumed: which collector the registry runs was not given)"
+	}
 	if r.Mode == ModeAPI {
-		fmt.Fprintf(tw, "GC model %s %s, predicted through the registry API of %s\n", r.Model, du, strings.Join(r.Registries, ", "))
+		fmt.Fprintf(tw, "GC model %s %s, predicted through the registry API of %s\n", model, du, strings.Join(r.Registries, ", "))
 	} else {
-		fmt.Fprintf(tw, "GC model %s %s on %s\n", r.Model, du, r.Storage)
+		fmt.Fprintf(tw, "GC model %s %s on %s\n", model, du, r.Storage)
 	}
 	if r.Abort != nil {
 		fmt.Fprintf(tw, "\nThe collector would ABORT and delete nothing:\n  %s\n", r.Abort.Message)

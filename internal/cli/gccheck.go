@@ -45,6 +45,10 @@ With --storage it reads a distribution registry's filesystem storage
   distribution-3    marks recursively through indexes and keeps the children
                     of kept indexes.
 
+Without --gc-model, distribution-2.8 is assumed: the report says so on its
+first line (JSON: "modelAssumed": true), and its advice says what to do
+under either release.
+
 It prints what would be deleted per repository and, for the in-use images
 (arguments, -f, --images-from, --cluster, --from-records), which would break
 and how. It also
@@ -77,7 +81,7 @@ could not be read).`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.storage, "storage", "", "the registry's filesystem storage rootdirectory (holding docker/registry/v2); read only")
-	fl.StringVar(&f.model, "gc-model", string(gc.Distribution28), "garbage collector to simulate: distribution-2.8 or distribution-3")
+	fl.StringVar(&f.model, "gc-model", string(gc.Distribution28), "garbage collector to simulate: distribution-2.8 or distribution-3 (when not given, the report says the default was assumed)")
 	fl.BoolVar(&f.deleteUntagged, "delete-untagged", false, "simulate garbage-collect --delete-untagged")
 	fl.BoolVar(&f.cluster, "cluster", false, "add what a live cluster runs to the in-use set: workload images and running digests")
 	fl.StringVar(&f.fromRecords, "from-records", "", "add every image and digest recorded running (history file of regcheck record) to the in-use set")
@@ -95,6 +99,12 @@ func runGCCheck(cmd *cobra.Command, s Streams, g *globals, f *gcCheckFlags) erro
 	model, err := gc.ParseModel(f.model)
 	if err != nil {
 		return usageError(fmt.Errorf("--gc-model: %w", err))
+	}
+	// Without --gc-model the model is a guess: every output says so on its
+	// first line (JSON: modelAssumed), and the advice covers either model.
+	assumed := !cmd.Flags().Changed("gc-model")
+	if assumed {
+		g.logger.Warn("no --gc-model given: predicting the collector of "+model.Release()+"; if the registry runs another release, pass --gc-model", "assumed", string(model), "models", gc.Models())
 	}
 	var render func(*gc.Report, io.Writer) error
 	switch f.output {
@@ -116,7 +126,7 @@ func runGCCheck(cmd *cobra.Command, s Streams, g *globals, f *gcCheckFlags) erro
 		return err
 	}
 	if f.storage == "" {
-		return runGCCheckAPI(cmd, s, g, f, model, render, targets, incomplete)
+		return runGCCheckAPI(cmd, s, g, f, model, assumed, render, targets, incomplete)
 	}
 	st, err := gc.Open(f.storage)
 	if err != nil {
@@ -134,7 +144,7 @@ func runGCCheck(cmd *cobra.Command, s Streams, g *globals, f *gcCheckFlags) erro
 			return usageError(fmt.Errorf("the in-use images name %d registries (%s): pass --registry HOST for the one whose storage this is", len(hosts), strings.Join(hosts, ", ")))
 		}
 	}
-	rep, err := gc.Check(st, gc.Options{Model: model, DeleteUntagged: f.deleteUntagged, Host: host}, targets)
+	rep, err := gc.Check(st, gc.Options{Model: model, ModelAssumed: assumed, DeleteUntagged: f.deleteUntagged, Host: host}, targets)
 	if err != nil {
 		return &exitError{code: ExitIncomplete, err: err}
 	}
@@ -163,7 +173,7 @@ func gcCheckReport(s Streams, rep *gc.Report, render func(*gc.Report, io.Writer)
 }
 
 // runGCCheckAPI is API mode: no storage, the registries' API.
-func runGCCheckAPI(cmd *cobra.Command, s Streams, g *globals, f *gcCheckFlags, model gc.Model, render func(*gc.Report, io.Writer) error, targets []scan.Target, incomplete bool) error {
+func runGCCheckAPI(cmd *cobra.Command, s Streams, g *globals, f *gcCheckFlags, model gc.Model, assumed bool, render func(*gc.Report, io.Writer) error, targets []scan.Target, incomplete bool) error {
 	if len(targets) == 0 && f.host == "" {
 		if incomplete {
 			return &exitError{code: ExitIncomplete, err: errors.New("no image references could be read")}
@@ -176,7 +186,7 @@ func runGCCheckAPI(cmd *cobra.Command, s Streams, g *globals, f *gcCheckFlags, m
 	}
 	// With no in-use images, --registry can only mean: survey that registry.
 	all := f.allRepos || len(targets) == 0
-	rep, err := gc.CheckAPI(cmd.Context(), sc, gc.Options{Model: model, DeleteUntagged: f.deleteUntagged, Host: f.host, AllRepositories: all}, targets)
+	rep, err := gc.CheckAPI(cmd.Context(), sc, gc.Options{Model: model, ModelAssumed: assumed, DeleteUntagged: f.deleteUntagged, Host: f.host, AllRepositories: all}, targets)
 	if rep == nil {
 		return &exitError{code: ExitIncomplete, err: err}
 	}

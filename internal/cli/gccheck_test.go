@@ -93,3 +93,53 @@ func TestGCCheck(t *testing.T) {
 		}
 	})
 }
+
+// Without --gc-model, every output format names the model assumed first,
+// and no advice tells the user to upgrade to what the registry may run.
+func TestGCCheckModelAssumed(t *testing.T) {
+	t.Parallel()
+	root, _ := gcStorage(t)
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		assumed bool
+	}{
+		{"table, no --gc-model", []string{"-o", "table"}, true},
+		{"json, no --gc-model", []string{"-o", "json"}, true},
+		{"table, --gc-model given", []string{"-o", "table", "--gc-model", "distribution-2.8"}, false},
+		{"json, --gc-model given", []string{"-o", "json", "--gc-model", "distribution-2.8"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			args := append([]string{"gc-check", "--storage", root, "--delete-untagged", "reg.example/app:v1"}, tc.args...)
+			if code := Run(context.Background(), Streams{In: strings.NewReader(""), Out: &out, Err: &errb}, args); code != ExitFindings {
+				t.Fatalf("exit %d, want %d\n%s%s", code, ExitFindings, out.String(), errb.String())
+			}
+			var rep gc.Report
+			if strings.Contains(strings.Join(tc.args, " "), "json") {
+				if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+					t.Fatal(err)
+				}
+				if rep.Model != gc.Distribution28 || rep.ModelAssumed != tc.assumed || !strings.Contains(out.String(), `"modelAssumed": `) {
+					t.Errorf("model %q modelAssumed %v, want %q %v", rep.Model, rep.ModelAssumed, gc.Distribution28, tc.assumed)
+				}
+			} else {
+				first, _, _ := strings.Cut(out.String(), "\n")
+				if !strings.Contains(first, "distribution-2.8") || strings.Contains(first, "assumed") != tc.assumed {
+					t.Errorf("first line %q: want the model named, assumed=%v", first, tc.assumed)
+				}
+			}
+			if tc.assumed {
+				if strings.Contains(out.String(), "upgrade") {
+					t.Errorf("advice tells the user to upgrade:\n%s", out.String())
+				}
+				if !strings.Contains(out.String(), "if the registry runs distribution 2.x") {
+					t.Errorf("advice not conditional on the model:\n%s", out.String())
+				}
+				if !strings.Contains(errb.String(), "--gc-model") {
+					t.Errorf("stderr does not say how to name the model: %s", errb.String())
+				}
+			}
+		})
+	}
+}
