@@ -81,6 +81,8 @@ func Check(ctx context.Context, s *scan.Scanner, inv *inventory.Inventory) (*sca
 			}
 		}
 		res.Duration += rres.Duration
+		res.Reasked += rres.Reasked
+		res.Recovered += rres.Recovered
 	}
 
 	for _, im := range res.Images {

@@ -303,6 +303,8 @@ func CheckWithPullSecrets(ctx context.Context, c kubernetes.Interface, inv *inve
 			merged.Started = res.Started
 		}
 		merged.Duration += res.Duration
+		merged.Reasked += res.Reasked
+		merged.Recovered += res.Recovered
 		merged.Requests = append(merged.Requests, res.Requests...)
 		for _, im := range res.Images {
 			for i, f := range im.Findings {
