@@ -19,6 +19,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/regcheck/regcheck/walk"
 )
 
 // manifestAccept is every manifest type a node may pull. docker/distribution
@@ -50,17 +52,12 @@ type client struct {
 	pings *pingCache
 	sem   chan struct{}
 	repos memo[string, *http.Client]
-	tags  memo[string, descriptor]
-	mfs   memo[string, parsed]
+	tags  memo[string, walk.Descriptor]
+	mfs   memo[string, walk.Manifest]
 	blobs memo[string, struct{}]
 	// tagLists holds each repository's tag list (see Scanner.Tags).
 	tagLists memo[string, []string]
 	rt       http.RoundTripper
-}
-
-type descriptor struct {
-	Digest    string
-	MediaType string
 }
 
 func newClient(o *options, l layers) *client {
@@ -178,16 +175,16 @@ func readBody(method string, resp *http.Response, limit int64) ([]byte, error) {
 
 // resolve returns the descriptor a tag points at, with HEAD, falling back to
 // GET only where HEAD is not supported or says no digest.
-func (c *client) resolve(ctx context.Context, ref name.Tag) (descriptor, error) {
-	return c.tags.do(ctx, ref.Name(), func() (descriptor, error) {
+func (c *client) resolve(ctx context.Context, ref name.Tag) (walk.Descriptor, error) {
+	return c.tags.do(ctx, ref.Name(), func() (walk.Descriptor, error) {
 		resp, _, err := c.do(ctx, ref.Context(), http.MethodHead, "manifests", ref.TagStr(), 0)
 		if err == nil {
-			d := descriptor{Digest: resp.Header.Get("Docker-Content-Digest"), MediaType: mediaType(resp.Header.Get("Content-Type"))}
+			d := walk.Descriptor{Digest: resp.Header.Get("Docker-Content-Digest"), MediaType: mediaType(resp.Header.Get("Content-Type"))}
 			if digest.Digest(d.Digest).Validate() == nil {
 				return d, nil
 			}
 		} else if !headUnsupported(err) {
-			return descriptor{}, err
+			return walk.Descriptor{}, err
 		}
 		return c.getTag(ctx, ref)
 	})
@@ -195,18 +192,18 @@ func (c *client) resolve(ctx context.Context, ref name.Tag) (descriptor, error) 
 
 // getTag GETs what a tag points at and hashes it. A body that is not a
 // manifest is asked for once more, then it is a bad response.
-func (c *client) getTag(ctx context.Context, ref name.Tag) (descriptor, error) {
+func (c *client) getTag(ctx context.Context, ref name.Tag) (walk.Descriptor, error) {
 	var last error
 	for range 2 {
 		resp, body, err := c.do(ctx, ref.Context(), http.MethodGet, "manifests", ref.TagStr(), maxManifest)
 		if err != nil && !errors.Is(err, ErrBadResponse) {
-			return descriptor{}, err
+			return walk.Descriptor{}, err
 		}
 		if err == nil {
-			p, perr := parseManifest(body, mediaType(resp.Header.Get("Content-Type")))
+			p, perr := walk.Parse(body, mediaType(resp.Header.Get("Content-Type")))
 			if perr == nil {
 				sum := sha256.Sum256(body)
-				d := descriptor{Digest: "sha256:" + hex.EncodeToString(sum[:]), MediaType: p.MediaType}
+				d := walk.Descriptor{Digest: "sha256:" + hex.EncodeToString(sum[:]), MediaType: p.MediaType}
 				c.mfs.put(ref.Context().Name()+"@"+d.Digest, p)
 				return d, nil
 			}
@@ -215,7 +212,7 @@ func (c *client) getTag(ctx context.Context, ref name.Tag) (descriptor, error) {
 		last = err
 		c.o.logger.Debug("asking again after a bad response", "ref", ref.Name(), "err", err)
 	}
-	return descriptor{}, last
+	return walk.Descriptor{}, last
 }
 
 // finalURL is the redacted URL a response answered (after redirects), or
@@ -237,8 +234,8 @@ func headUnsupported(err error) bool {
 // cut short, is not a manifest, or hashes to another digest is asked for
 // once more: only bytes that parse and again hash to another digest are a
 // digest mismatch; a body that never parses is a bad response.
-func (c *client) manifest(ctx context.Context, repo name.Repository, digest string) (parsed, error) {
-	return c.mfs.do(ctx, repo.Name()+"@"+digest, func() (parsed, error) {
+func (c *client) manifest(ctx context.Context, repo name.Repository, digest string) (walk.Manifest, error) {
+	return c.mfs.do(ctx, repo.Name()+"@"+digest, func() (walk.Manifest, error) {
 		p, err := c.getManifest(ctx, repo, digest)
 		if errors.Is(err, ErrBadResponse) || errors.Is(err, ErrDigestMismatch) {
 			c.o.logger.Debug("asking again after a bad response", "repository", repo.Name(), "digest", digest, "err", err)
@@ -249,19 +246,19 @@ func (c *client) manifest(ctx context.Context, repo name.Repository, digest stri
 }
 
 // getManifest asks for a manifest by digest once.
-func (c *client) getManifest(ctx context.Context, repo name.Repository, want string) (parsed, error) {
+func (c *client) getManifest(ctx context.Context, repo name.Repository, want string) (walk.Manifest, error) {
 	resp, body, err := c.do(ctx, repo, http.MethodGet, "manifests", want, maxManifest)
 	if err != nil {
-		return parsed{}, err
+		return walk.Manifest{}, err
 	}
-	fail := func(detail string, sentinel error) (parsed, error) {
-		return parsed{}, &RegistryError{Method: http.MethodGet, URL: finalURL(resp, repo.Name()+"@"+want), Status: resp.StatusCode, Detail: detail, Err: sentinel}
+	fail := func(detail string, sentinel error) (walk.Manifest, error) {
+		return walk.Manifest{}, &RegistryError{Method: http.MethodGet, URL: finalURL(resp, repo.Name()+"@"+want), Status: resp.StatusCode, Detail: detail, Err: sentinel}
 	}
 	got, err := digestOf(want, body)
 	if err != nil {
 		return fail(err.Error(), ErrRegistry)
 	}
-	p, perr := parseManifest(body, mediaType(resp.Header.Get("Content-Type")))
+	p, perr := walk.Parse(body, mediaType(resp.Header.Get("Content-Type")))
 	switch {
 	case perr != nil && got != want:
 		return fail(fmt.Sprintf("%v; the body hashes to %s", perr, got), ErrBadResponse)

@@ -14,33 +14,26 @@ import (
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+
+	"github.com/regcheck/regcheck/types"
 )
 
-// Errors a registry request can end in. A *RegistryError unwraps to one.
-// Only ErrNotFound and ErrDigestMismatch say something about an image; the
-// rest are faults: the registry could not be asked.
+// Errors a registry request can end in (see package types). A
+// *RegistryError unwraps to one.
 var (
-	ErrNotFound       = errors.New("not found")
-	ErrUnauthorized   = errors.New("unauthorized")
-	ErrForbidden      = errors.New("forbidden")
-	ErrRateLimited    = errors.New("rate limited")
-	ErrRegistry       = errors.New("registry error")
-	ErrUnreachable    = errors.New("unreachable")
-	ErrDigestMismatch = errors.New("digest mismatch")
-	// ErrPing: the registry's version check (GET /v2/) failed.
-	ErrPing = errors.New("registry version check failed")
-	// ErrToken: the token service did not issue a token.
-	ErrToken = errors.New("token service failed")
-	// ErrTLS: the registry's (or its token service's) certificate could
-	// not be verified.
-	ErrTLS = errors.New("certificate not trusted")
-	// ErrBadResponse: the registry answered with a body that is not what
-	// was asked for, twice.
-	ErrBadResponse = errors.New("bad response")
-	// ErrLimit: the registry served more than regcheck reads.
-	ErrLimit = errors.New("over regcheck's limit")
-	// ErrCredentials: the credentials for the registry could not be read.
-	ErrCredentials = errors.New("credentials unreadable")
+	ErrNotFound       = types.ErrNotFound
+	ErrUnauthorized   = types.ErrUnauthorized
+	ErrForbidden      = types.ErrForbidden
+	ErrRateLimited    = types.ErrRateLimited
+	ErrRegistry       = types.ErrRegistry
+	ErrUnreachable    = types.ErrUnreachable
+	ErrDigestMismatch = types.ErrDigestMismatch
+	ErrPing           = types.ErrPing
+	ErrToken          = types.ErrToken
+	ErrTLS            = types.ErrTLS
+	ErrBadResponse    = types.ErrBadResponse
+	ErrLimit          = types.ErrLimit
+	ErrCredentials    = types.ErrCredentials
 )
 
 // RegistryError is a failed registry request: what was asked, what came back.
@@ -217,31 +210,4 @@ func redactURL(s string) string {
 }
 
 // faultCode maps an error to the fault finding it is, or "" if it is not one.
-func faultCode(err error) Code {
-	for _, f := range faultErrs {
-		if errors.Is(err, f.err) {
-			return f.code
-		}
-	}
-	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrDigestMismatch) {
-		return ""
-	}
-	return RegistryFault
-}
-
-// faultErrs pairs each fault sentinel with its finding code.
-var faultErrs = []struct {
-	err  error
-	code Code
-}{
-	{ErrTLS, TLSError},
-	{ErrCredentials, CredentialsError},
-	{ErrPing, PingFailed},
-	{ErrToken, TokenFailed},
-	{ErrUnauthorized, Unauthorized},
-	{ErrForbidden, Forbidden},
-	{ErrRateLimited, RateLimited},
-	{ErrUnreachable, Unreachable},
-	{ErrBadResponse, BadResponse},
-	{ErrLimit, LimitExceeded},
-}
+func faultCode(err error) Code { return types.FaultCode(err) }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/distribution/reference"
 	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/regcheck/regcheck/walk"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -18,6 +19,7 @@ type Scanner struct {
 	o       *options
 	c       *client
 	counter *counter
+	walker  *walk.Walker
 }
 
 // sleep waits d, or until ctx ends; tests need not wait.
@@ -39,7 +41,9 @@ func New(opts ...Option) (*Scanner, error) {
 		return nil, err
 	}
 	l := buildTransport(o)
-	return &Scanner{o: o, c: newClient(o, l), counter: l.counter}, nil
+	c := newClient(o, l)
+	w := walk.New(remote{c}, walk.WithPlatforms(o.platforms...), walk.WithConcurrency(o.concurrency))
+	return &Scanner{o: o, c: c, counter: l.counter, walker: w}, nil
 }
 
 // Run scans every target with a new Scanner. See Scanner.Run.
@@ -120,7 +124,7 @@ func (s *Scanner) walk(ctx context.Context, images []*Image, refs map[*Image]nam
 			continue
 		}
 		g.Go(func() error {
-			s.c.walkImage(gctx, ref, im)
+			s.walkImage(gctx, ref, im)
 			return nil
 		})
 	}
