@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # Builds the real registry, etcd and kube-apiserver binaries that the demo and
 # the integration tests run, into a cache folder outside the clone keyed by
-# version. A binary already there is not rebuilt: cold, all four take about
+# version. A binary already there is not rebuilt: cold, all of them take about
 # 20 minutes on 2 cores; warm, this script takes well under a second.
 #
-# usage: hack/build-bins.sh [registry|cluster|all]   (default: all)
+# usage: hack/build-bins.sh [registry|cluster|s3|all]   (default: all)
+#   registry  the two registries (all make demo needs)
+#   cluster   etcd and kube-apiserver
+#   s3        the S3 server (gofakes3) the s3-backed registry tests store into
 set -euo pipefail
 
 REGISTRY3_VERSION=v3.1.2
 REGISTRY2_VERSION=v2.8.3
 ETCD_VERSION=v3.7.3
 KUBE_VERSION=v1.37.2
+S3SERVER_VERSION=v1.2.0 # github.com/johannesboyne/gofakes3, pinned in tools/s3server/go.mod
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 bin=${REGCHECK_BIN:-${XDG_CACHE_HOME:-$HOME/.cache}/regcheck/bin}
@@ -38,6 +42,7 @@ registry3() {
 }
 registry2() { (cd "$top/tools/registry2" && go build -mod=readonly -trimpath -o "$out" github.com/docker/distribution/cmd/registry); }
 etcd() { (cd "$top/tools/etcd" && go build -mod=readonly -trimpath -ldflags="-s -w" -o "$out" .); }
+s3server() { (cd "$top/tools/s3server" && go build -mod=readonly -trimpath -ldflags="-s -w" -o "$out" .); }
 apiserver() { (cd "$top/tools/kube-apiserver" && go build -mod=readonly -trimpath -ldflags="-s -w" -o "$out" k8s.io/kubernetes/cmd/kube-apiserver); }
 
 what=${1:-all}
@@ -49,8 +54,11 @@ registry|all)
 cluster|all)
 	build "etcd-$ETCD_VERSION" etcd
 	build "kube-apiserver-$KUBE_VERSION" apiserver
+	;;&
+s3|all)
+	build "s3server-$S3SERVER_VERSION" s3server
 	;;
-registry) ;;
-*) echo "usage: $0 [registry|cluster|all]" >&2; exit 2 ;;
+registry|cluster) ;;
+*) echo "usage: $0 [registry|cluster|s3|all]" >&2; exit 2 ;;
 esac
 echo "$bin"
