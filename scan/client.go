@@ -1,6 +1,7 @@
 package scan
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/sha512"
@@ -271,12 +272,56 @@ func (c *client) getManifest(ctx context.Context, repo name.Repository, want str
 }
 
 // blob HEADs a blob by digest, following a redirect to where it is stored.
+// When the registry redirects to its storage and the storage answers 404,
+// a HEAD carries no body to say why: the blob's first byte is asked for,
+// and only the storage's own "no such object" proves it gone.
 func (c *client) blob(ctx context.Context, repo name.Repository, digest string) error {
 	_, err := c.blobs.do(ctx, repo.Name()+"@"+digest, func() (struct{}, error) {
 		_, _, err := c.do(ctx, repo, http.MethodHead, "blobs", digest, 0)
+		var re *RegistryError
+		if errors.As(err, &re) && re.storage != "" {
+			err = c.askStorage(ctx, repo, digest)
+		}
 		return struct{}{}, err
 	})
 	return err
+}
+
+// askStorage GETs the first byte of a blob the registry redirects to its
+// storage: there (200, 206), absent as the storage itself says (404 with
+// NoSuchKey or BlobNotFound), or a fault.
+func (c *client) askStorage(ctx context.Context, repo name.Repository, digest string) error {
+	u := fmt.Sprintf("%s://%s/v2/%s/blobs/%s", repo.Scheme(), repo.RegistryStr(), repo.RepositoryStr(), digest)
+	hc, err := c.httpClient(ctx, repo)
+	if err != nil {
+		return err
+	}
+	return c.limit(ctx, func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Range", "bytes=0-0")
+		resp, err := hc.Do(req)
+		if err != nil {
+			return classify(http.MethodGet, u, err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusPartialContent {
+			return nil
+		}
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		re := responseError(http.MethodGet, repo.RegistryStr(), resp)
+		if re.storage == "" {
+			return re
+		}
+		if m := noSuchObject.FindSubmatch(body); m != nil {
+			re.Err = ErrNotFound
+			re.Detail = fmt.Sprintf("the registry redirected to its storage at %s, which has no such object (%s)", re.storage, m[1])
+		}
+		return re
+	})
 }
 
 // digestOf hashes body with the algorithm of the digest it was asked by

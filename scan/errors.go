@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
@@ -44,6 +45,10 @@ type RegistryError struct {
 	Status int    // 0 when no response came back
 	Detail string // the registry's error code and message, or the network error
 	Err    error  // one of the Err* sentinels
+
+	// storage is the host the registry redirected the request to, when
+	// that host answered 404: the registry's blob storage or a CDN.
+	storage string
 }
 
 func (e *RegistryError) Error() string {
@@ -82,11 +87,17 @@ func responseError(method, asked string, resp *http.Response) *RegistryError {
 	re := &RegistryError{Method: method, URL: finalURL(resp, asked), Status: resp.StatusCode, Detail: errorDetail(resp)}
 	re.Err = statusErr(resp.StatusCode)
 	if resp.Request != nil && resp.Request.URL != nil && resp.Request.URL.Host != asked && re.Err == ErrNotFound {
-		re.Err = ErrRegistry
-		re.Detail = strings.TrimSpace("redirected from " + asked + ", and the redirect target does not prove absence " + re.Detail)
+		re.Err, re.storage = ErrRegistry, resp.Request.URL.Host
+		re.Detail = strings.TrimSpace("the registry redirected to " + re.storage + ", which answered 404 without saying the object does not exist " + re.Detail)
 	}
 	return re
 }
+
+// noSuchObject finds the error code with which object storage says an
+// object does not exist: NoSuchKey (S3, GCS's XML API, MinIO and other
+// S3-compatible stores) or BlobNotFound (Azure). Any other 404 body (a
+// CDN's page, a proxy's) proves nothing.
+var noSuchObject = regexp.MustCompile(`<Code>\s*(NoSuchKey|BlobNotFound)\s*</Code>`)
 
 // errorDetail reads a registry's error body (capped), as its first code and
 // message, or nothing for a body that is not one.

@@ -112,6 +112,13 @@ func TestVerdictsUnderFaults(t *testing.T) {
 			want:    []findingKey{{scan.RegistryFault, single.Blobs[0].String(), ""}},
 		},
 		{
+			name:    "the registry's storage says the object does not exist",
+			ref:     single.Ref,
+			hook:    other.redirectTo(repo+"blobs/"+single.Blobs[0].String(), "/s3/missing"),
+			verdict: scan.Broken,
+			want:    []findingKey{{scan.BlobMissing, single.Blobs[0].String(), ""}},
+		},
+		{
 			name:    "redirected in a loop",
 			ref:     single.Ref,
 			hook:    redirectLoop(repo + "blobs/" + single.Blobs[0].String()),
@@ -288,8 +295,16 @@ func newBlobStore(t *testing.T, tr *testRegistry) *blobStore {
 		if r.Header.Get("Authorization") != "" || r.Header.Get("Cookie") != "" {
 			b.authorized.Add(1)
 		}
-		if r.URL.Path == "/missing" {
+		switch r.URL.Path {
+		case "/missing":
 			http.NotFound(w, r)
+			return
+		case "/s3/missing":
+			w.Header().Set("Content-Type", "application/xml")
+			w.WriteHeader(http.StatusNotFound)
+			if r.Method == http.MethodGet {
+				io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>NoSuchKey</Code><Message>The specified key does not exist.</Message></Error>`)
+			}
 			return
 		}
 		r2 := r.Clone(r.Context())
