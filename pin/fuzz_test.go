@@ -115,6 +115,10 @@ var tricky = []struct {
 	{"comment between", "kind: Pod\nspec:\n  containers:\n  - image: # which\n      nginx:1\n", 1},
 	{"explicit key", "kind: Pod\nspec:\n  containers:\n  - ? image\n    : nginx:1\n", 1},
 	{"kustomize explicit key", "kind: Kustomization\nimages:\n- ? name\n  : nginx\n  ? newTag\n  : \"1\"\n", 1},
+	// The comment closing an entry follows the added digest: line, and
+	// yaml.v3 hangs it on digest: instead of newTag: the same file.
+	{"kustomize comment closing an entry", "kind: Kustomization\nimages:\n- name: nginx\n  newTag: \"1\"\n  # pinned by hand\n- name: redis\n  newTag: \"2\"\n  # last\n", 2},
+	{"kustomize comment closing an entry, after name", "kind: Kustomization\nimages:\n  - name: nginx\n    # no tag\n", 1},
 	{"integer image", "kind: Pod\nspec:\n  containers:\n  - image: 0\n", 0},
 }
 
@@ -191,7 +195,7 @@ func compareTrees(t *testing.T, in, out []byte, edits []edit) {
 			// A digest: key was added somewhere in this kustomize entry.
 			for i := 0; i+1 < len(yc); i += 2 {
 				if yc[i].Value == "digest" {
-					yc = append(append([]*yaml.Node(nil), yc[:i]...), yc[i+2:]...)
+					yc = withoutDigest(t, x, yc, i)
 					break
 				}
 			}
@@ -206,6 +210,39 @@ func compareTrees(t *testing.T, in, out []byte, edits []edit) {
 	for i := range a {
 		walk(a[i], b[i])
 	}
+}
+
+// withoutDigest returns the mapping content yc without the digest: pair
+// added at i. The pair is inserted on the line after the key it follows,
+// so a comment that closed the entry after that key still closes it, now
+// after the digest: line; yaml.v3 then hangs it on the new last key as its
+// foot comment. Such a comment is moved back to the node of x's pair
+// before i that held it; any other comment on the added pair fails.
+func withoutDigest(t *testing.T, x *yaml.Node, yc []*yaml.Node, i int) []*yaml.Node {
+	t.Helper()
+	dk, dv := *yc[i], *yc[i+1]
+	out := append(append([]*yaml.Node(nil), yc[:i]...), yc[i+2:]...)
+	if i >= 2 {
+		for _, d := range []*yaml.Node{&dk, &dv} {
+			if d.FootComment == "" {
+				continue
+			}
+			for j, before := range x.Content[i-2 : i] {
+				if n := out[i-2+j]; n.FootComment == "" && before.FootComment == d.FootComment {
+					moved := *n
+					moved.FootComment, d.FootComment = d.FootComment, ""
+					out[i-2+j] = &moved
+					break
+				}
+			}
+		}
+	}
+	for _, d := range []*yaml.Node{&dk, &dv} {
+		if d.HeadComment != "" || d.LineComment != "" || d.FootComment != "" {
+			t.Fatalf("the added digest: pair holds a comment that was not in the input: %q %q %q", d.HeadComment, d.LineComment, d.FootComment)
+		}
+	}
+	return out
 }
 
 func decodeAll(data []byte) ([]*yaml.Node, error) {
