@@ -156,7 +156,7 @@ func TestClusterPullSecrets(t *testing.T) {
 		naming  string // the fault's message names these credentials
 	}{
 		{"without pull secrets", []string{"-n", ns}, cli.ExitIncomplete, scan.Unknown, scan.Unauthorized, ""},
-		{"with pull secrets", []string{"-n", ns, "--pull-secrets"}, cli.ExitClean, scan.AtRisk, "mutable-reference", ""},
+		{"with pull secrets", []string{"-n", ns, "--pull-secrets"}, cli.ExitClean, scan.OK, "mutable-reference", ""},
 		{"stale secret in another namespace", []string{"-n", other, "--pull-secrets"}, cli.ExitIncomplete, scan.Unknown, scan.Unauthorized, "namespace other"},
 		{"both namespaces: each with its own", []string{"-A", "--pull-secrets"}, cli.ExitIncomplete, scan.Unknown, "", "namespace other"},
 	} {
