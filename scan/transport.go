@@ -146,7 +146,7 @@ type plainHTTPGuard struct {
 
 func (g plainHTTPGuard) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL.Scheme == "http" && !g.insecure[req.URL.Host] && !isLoopback(req.URL.Host) {
-		return nil, fmt.Errorf("refusing plain HTTP to %s: name it with --insecure-registry to allow it", req.URL.Host)
+		return nil, fmt.Errorf("refusing plain HTTP to %s: name it as an insecure registry to allow it", req.URL.Host)
 	}
 	return g.next.RoundTrip(req)
 }
