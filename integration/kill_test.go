@@ -596,6 +596,12 @@ func killRecord(t *testing.T, bin string, rng *rand.Rand, configMap bool) {
 			p := complete(what)
 			runTimes = append(runTimes, p.elapsed)
 			t.Logf("run %3d: completed in %v, history holds %d records", i, p.elapsed.Round(time.Microsecond), check(what))
+			if !configMap {
+				// A completed run holds the lock: it removes what killed runs left.
+				if left := tempFiles(t, folder); len(left) > 0 {
+					t.Errorf("%s: a completed run left %d temporary files of killed runs: %v", what, len(left), left)
+				}
+			}
 			continue
 		}
 		v := version()

@@ -80,6 +80,11 @@ func (f *File) Update(ctx context.Context, fn func(*History) error) (UpdateResul
 		return UpdateResult{}, fmt.Errorf("locking history %s: lock not acquired", f.Path)
 	}
 	defer lock.Unlock()
+	// A writer killed mid-write left its temporary copy; under the lock
+	// no other writer is live, so every such file is stale.
+	if err := atomicfile.RemoveStale(f.Path); err != nil {
+		return UpdateResult{}, fmt.Errorf("removing a killed write's leftovers: %w", err)
+	}
 
 	h, err := f.read()
 	if err != nil {

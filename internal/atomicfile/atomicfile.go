@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // ErrChanged is returned by Replace when the file no longer holds what the
@@ -33,6 +34,39 @@ func Replace(path string, old, data []byte) error {
 		old = []byte{}
 	}
 	return write(path, old, data, 0o644)
+}
+
+// RemoveStale deletes the temporary files that writes to path left behind
+// when their process was killed between creating and renaming them. Call
+// it only while no other process can be writing path (under a lock): a
+// live writer's temporary file is named the same way.
+func RemoveStale(path string) error {
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
+	stale, err := filepath.Glob(filepath.Join(filepath.Dir(path), "."+globEscape(filepath.Base(path))+".tmp-*"))
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, p := range stale {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// globEscape quotes the characters filepath.Match gives a meaning.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 func write(path string, old, data []byte, mode fs.FileMode) (err error) {

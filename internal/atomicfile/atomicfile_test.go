@@ -68,3 +68,28 @@ func TestReplace(t *testing.T) {
 		t.Errorf("content %q, want ours", b)
 	}
 }
+
+func TestRemoveStale(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "history[1].json")
+	keep := []string{"history[1].json", "other.json", ".other.json.tmp-1", "history[1].json.tmp-2"}
+	gone := []string{".history[1].json.tmp-123", ".history[1].json.tmp-456"}
+	for _, n := range append(keep, gone...) {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte(n), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := RemoveStale(path); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range keep {
+		if _, err := os.Stat(filepath.Join(dir, n)); err != nil {
+			t.Errorf("%s removed: %v", n, err)
+		}
+	}
+	for _, n := range gone {
+		if _, err := os.Stat(filepath.Join(dir, n)); err == nil {
+			t.Errorf("%s left behind", n)
+		}
+	}
+}
