@@ -62,6 +62,9 @@ const (
 	Redirect303 Fault = "redirect-303"
 	Redirect307 Fault = "redirect-307"
 	Redirect308 Fault = "redirect-308"
+	// RedirectNotFound redirects (307) to the other host, which answers
+	// 404 with an HTML page: not the registry saying the object is gone.
+	RedirectNotFound Fault = "redirect-404"
 	// RedirectLoop redirects to the very same URL on the proxy, forever.
 	RedirectLoop Fault = "redirect-loop"
 )
@@ -91,6 +94,7 @@ var injectors = map[Fault]injector{
 	Redirect303:               redirect(http.StatusSeeOther),
 	Redirect307:               redirect(http.StatusTemporaryRedirect),
 	Redirect308:               redirect(http.StatusPermanentRedirect),
+	RedirectNotFound:          redirectNotFound,
 	RedirectLoop:              redirectLoop,
 }
 
@@ -299,13 +303,29 @@ func firstOf(children []any) map[string]any {
 // redirect sends the client to the same path on the other host.
 func redirect(code int) injector {
 	return func(p *Proxy, w http.ResponseWriter, r *http.Request) bool {
-		if p.cfg.Auth {
-			http.SetCookie(w, &http.Cookie{Name: "faultproxy-session", Value: "secret", Path: "/"})
-		}
-		w.Header().Set("Location", "http://"+p.OtherHost()+r.URL.RequestURI())
-		w.WriteHeader(code)
+		p.redirectTo(w, code, "http://"+p.OtherHost()+r.URL.RequestURI())
 		return true
 	}
+}
+
+func redirectNotFound(p *Proxy, w http.ResponseWriter, r *http.Request) bool {
+	u := *r.URL
+	u.Scheme, u.Host = "http", p.OtherHost()
+	q := u.Query()
+	q.Set(notFoundFlag, "1")
+	u.RawQuery = q.Encode()
+	p.redirectTo(w, http.StatusTemporaryRedirect, u.String())
+	return true
+}
+
+// redirectTo answers code with Location to; with Config.Auth it sets a
+// cookie as well, which must not follow either.
+func (p *Proxy) redirectTo(w http.ResponseWriter, code int, to string) {
+	if p.cfg.Auth {
+		http.SetCookie(w, &http.Cookie{Name: "faultproxy-session", Value: "secret", Path: "/"})
+	}
+	w.Header().Set("Location", to)
+	w.WriteHeader(code)
 }
 
 func redirectLoop(p *Proxy, w http.ResponseWriter, r *http.Request) bool {

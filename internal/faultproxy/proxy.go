@@ -48,6 +48,10 @@ type Rule struct {
 	// requests get the same faults on every run, whatever their order.
 	Percent int
 	// Neither First nor Percent: every matching request gets the fault.
+
+	// Limit, if positive, stops the fault after Limit requests in all got
+	// it: a registry that misbehaves for a moment, then recovers.
+	Limit int
 }
 
 // Config is what Start needs.
@@ -66,6 +70,10 @@ type Config struct {
 	Auth bool
 	// StallFor bounds how long the Stall fault holds a request; default 5s.
 	StallFor time.Duration
+	// OtherIP is the loopback address of the other host the redirects
+	// point at; default 127.0.0.2, another host name. 127.0.0.1 makes it
+	// the proxy's host on another port.
+	OtherIP string
 }
 
 // Visits is what the other host (the target of the Redirect faults) received.
@@ -78,7 +86,7 @@ type Visits struct {
 }
 
 // Proxy is a running fault-injecting proxy on 127.0.0.1, with a second
-// listener on 127.0.0.2 (another host) that redirects point at.
+// listener, the other host (127.0.0.2 by default), that redirects point at.
 type Proxy struct {
 	cfg      Config
 	ln       net.Listener
@@ -91,6 +99,7 @@ type Proxy struct {
 
 	mu       sync.Mutex
 	seen     map[string]int        // rule index, method and path → requests matched so far
+	fired    map[int]int           // rule index → requests given its fault
 	injected map[Fault]int         // faults injected, by fault
 	byRepo   map[string]int        // faults injected, by repository
 	served   map[string]manifestAt // repo@digest → a manifest the proxy made up and serves itself
@@ -114,8 +123,8 @@ func Start(cfg Config) (*Proxy, error) {
 		if injectors[r.Fault] == nil {
 			return nil, fmt.Errorf("faultproxy: rule %d: unknown fault %q", i, r.Fault)
 		}
-		if r.First < 0 || r.Percent < 0 || r.Percent > 100 || r.First > 0 && r.Percent > 0 {
-			return nil, fmt.Errorf("faultproxy: rule %d: want First >= 0 or Percent in 0..100, not both", i)
+		if r.First < 0 || r.Percent < 0 || r.Percent > 100 || r.First > 0 && r.Percent > 0 || r.Limit < 0 {
+			return nil, fmt.Errorf("faultproxy: rule %d: want First >= 0 or Percent in 0..100, not both, and Limit >= 0", i)
 		}
 	}
 	if cfg.StallFor <= 0 {
@@ -125,7 +134,13 @@ func Start(cfg Config) (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("faultproxy: %w", err)
 	}
-	otherLn, err := net.Listen("tcp", "127.0.0.2:0")
+	if cfg.OtherIP == "" {
+		cfg.OtherIP = "127.0.0.2"
+	}
+	if ip := net.ParseIP(cfg.OtherIP); ip == nil || !ip.IsLoopback() {
+		return nil, fmt.Errorf("faultproxy: OtherIP %q is not a loopback address", cfg.OtherIP)
+	}
+	otherLn, err := net.Listen("tcp", net.JoinHostPort(cfg.OtherIP, "0"))
 	if err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("faultproxy: the other host: %w", err)
@@ -134,7 +149,7 @@ func Start(cfg Config) (*Proxy, error) {
 		cfg: cfg, ln: ln, otherLn: otherLn,
 		upstream: &http.Transport{ResponseHeaderTimeout: 10 * time.Second, MaxIdleConnsPerHost: 8},
 		done:     make(chan struct{}),
-		seen:     map[string]int{}, injected: map[Fault]int{}, byRepo: map[string]int{}, served: map[string]manifestAt{},
+		seen:     map[string]int{}, fired: map[int]int{}, injected: map[Fault]int{}, byRepo: map[string]int{}, served: map[string]manifestAt{},
 	}
 	p.srv = &http.Server{Handler: p.track(p.serveProxy), ReadHeaderTimeout: 10 * time.Second}
 	p.otherSrv = &http.Server{Handler: p.track(p.serveOther), ReadHeaderTimeout: 10 * time.Second}
@@ -285,6 +300,12 @@ func (p *Proxy) serveOther(w http.ResponseWriter, r *http.Request) {
 		p.visits.Cookie++
 	}
 	p.mu.Unlock()
+	if r.URL.Query().Has(notFoundFlag) {
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusNotFound)
+		io.WriteString(w, "<html><body>404 Not Found</body></html>\n")
+		return
+	}
 	resp, err := p.fetch(r, r.Method)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
@@ -292,6 +313,10 @@ func (p *Proxy) serveOther(w http.ResponseWriter, r *http.Request) {
 	}
 	p.write(w, r, resp)
 }
+
+// notFoundFlag, in the query of a redirect to the other host, makes it
+// answer 404 as a CDN or a misconfigured bucket does.
+const notFoundFlag = "faultproxy-404"
 
 // match returns the first rule that applies to r, counting r against it.
 func (p *Proxy) match(r *http.Request, kind Kind) (Rule, bool) {
@@ -301,16 +326,23 @@ func (p *Proxy) match(r *http.Request, kind Kind) (Rule, bool) {
 		}
 		key := fmt.Sprintf("%d %s %s", i, r.Method, r.URL.Path)
 		p.mu.Lock()
+		defer p.mu.Unlock()
 		n := p.seen[key]
 		p.seen[key]++
-		p.mu.Unlock()
+		fire := true
 		switch {
 		case rule.First > 0:
-			return rule, n < rule.First
+			fire = n < rule.First
 		case rule.Percent > 0:
-			return rule, p.roll(key, n) < rule.Percent
+			fire = p.roll(key, n) < rule.Percent
 		}
-		return rule, true
+		if rule.Limit > 0 && p.fired[i] >= rule.Limit {
+			fire = false
+		}
+		if fire {
+			p.fired[i]++
+		}
+		return rule, fire
 	}
 	return Rule{}, false
 }

@@ -132,6 +132,8 @@ func TestStart(t *testing.T) {
 		{"unknown fault", Config{Upstream: "127.0.0.1:1", Rules: []Rule{{Fault: "nope"}}}},
 		{"first and percent", Config{Upstream: "127.0.0.1:1", Rules: []Rule{{Fault: Reset, First: 1, Percent: 10}}}},
 		{"percent over 100", Config{Upstream: "127.0.0.1:1", Rules: []Rule{{Fault: Reset, Percent: 101}}}},
+		{"negative limit", Config{Upstream: "127.0.0.1:1", Rules: []Rule{{Fault: Reset, Limit: -1}}}},
+		{"other host not loopback", Config{Upstream: "127.0.0.1:1", OtherIP: "192.0.2.1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if p, err := Start(tc.cfg); err == nil {
@@ -234,6 +236,19 @@ func TestFirstPerRequest(t *testing.T) {
 	}
 	if got := p.InjectedByRepo(); got["repo/img"] != 4 {
 		t.Errorf("by repo %v", got)
+	}
+}
+
+func TestLimit(t *testing.T) {
+	f := newFixture(t)
+	p := start(t, Config{Upstream: f.upstream, Rules: []Rule{{Fault: Unavailable, Kinds: []Kind{ManifestByTag}, Limit: 2}}})
+	var got []int
+	for _, repo := range []string{"img", "idx", "img"} {
+		code, _, _, _ := get(t, nil, "HEAD", "http://"+p.Host()+"/v2/repo/"+repo+"/manifests/v1")
+		got = append(got, code)
+	}
+	if !slices.Equal(got, []int{503, 503, 200}) {
+		t.Errorf("%v, want 503 503 200", got)
 	}
 }
 
@@ -381,6 +396,14 @@ func TestRedirectToOtherHost(t *testing.T) {
 	}
 	if v := p.Visits(); v != (Visits{Requests: 1}) {
 		t.Errorf("visits after a followed redirect %+v", v)
+	}
+	// A redirect to a host that answers 404.
+	p404 := start(t, Config{Upstream: f.upstream, OtherIP: "127.0.0.1", Rules: []Rule{{Fault: RedirectNotFound, Kinds: []Kind{Blob}}}})
+	if !strings.HasPrefix(p404.OtherHost(), "127.0.0.1:") {
+		t.Errorf("OtherHost %s, want 127.0.0.1:port", p404.OtherHost())
+	}
+	if code, _, _, _ := get(t, follow, "GET", "http://"+p404.Host()+"/v2/repo/img/blobs/"+f.blob.String()); code != 404 || p404.Visits().Requests != 1 {
+		t.Errorf("redirect-404: %d, visits %+v", code, p404.Visits())
 	}
 	// The other host records them when they do come.
 	get(t, nil, "HEAD", "http://"+p.OtherHost()+"/v2/repo/img/blobs/"+f.blob.String(), "Authorization", "Bearer x", "Cookie", "a=b")
