@@ -8,14 +8,26 @@ import (
 )
 
 // SkipError reports a file that was deliberately not parsed, such as a Helm
-// template. It is returned instead of a parse error so callers can tell
-// "not a manifest" from "broken manifest".
+// template, or not read, such as a named pipe (Err is then ErrNotRegular).
+// It is returned instead of a parse error so callers can tell "not a
+// manifest" from "broken manifest".
 type SkipError struct {
 	File   string
 	Reason string
+	Err    error // ErrNotRegular, or nil
 }
 
 func (e *SkipError) Error() string { return e.File + ": skipped: " + e.Reason }
+
+func (e *SkipError) Unwrap() error { return e.Err }
+
+// ErrNotRegular is what a *SkipError of ReadFile wraps: the path is not a
+// regular file, nor a symlink to one.
+var ErrNotRegular = errors.New("not a regular file")
+
+// ErrTooLarge is what ReadFile returns, in an *fs.PathError, for a file
+// larger than MaxFileSize.
+var ErrTooLarge = fmt.Errorf("larger than %d MiB", MaxFileSize>>20)
 
 // ParseError is a file that is not valid YAML. Line is 0 when the parser
 // did not report a position.

@@ -134,7 +134,8 @@ func decode(data []byte) ([]*yaml.Node, error) {
 // starts with a dot; *.yaml, *.yml and *.json files; a file named
 // explicitly is read whatever its name; "-" is standard input) and returns
 // every image plus one error per file that could not be read or parsed. A
-// bad file never stops the walk.
+// bad file never stops the walk. Files are read with ReadFile: what is not
+// a regular file is skipped (a *SkipError), as is a Helm template.
 func Find(paths []string) ([]Image, []error) {
 	var (
 		imgs []Image
@@ -150,7 +151,7 @@ func Find(paths []string) ([]Image, []error) {
 	}
 	for _, root := range paths {
 		if root == "-" {
-			data, err := io.ReadAll(os.Stdin)
+			data, err := readCapped("stdin", os.Stdin)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("reading stdin: %w", err))
 				continue
@@ -161,7 +162,7 @@ func Find(paths []string) ([]Image, []error) {
 		files, walkErrs := Files([]string{root}, nil)
 		errs = append(errs, walkErrs...)
 		for _, p := range files {
-			data, err := os.ReadFile(p)
+			data, err := ReadFile(p)
 			if err != nil {
 				errs = append(errs, err)
 				continue

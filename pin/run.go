@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
-	"os"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -60,6 +59,11 @@ type Config struct {
 	// pulled) is pinned as the index the tag points at when that index lists
 	// it, and refused otherwise (KindPlatform).
 	Running func(img manifest.Image) (digest string, err error)
+	// FollowSymlinks lets Write replace the target of a symlink that
+	// resolves outside the root it was found under (for a root that is a
+	// file, outside its folder); otherwise such a file is left as is
+	// (KindUnwritable).
+	FollowSymlinks bool
 }
 
 // ErrNoRecord is what a Config.Running func returns when it knows no
@@ -103,19 +107,20 @@ const (
 	KindChanged     Kind = "changed-on-disk"   // --write: the file changed after Run read it: left as is
 	KindAmbiguous   Kind = "ambiguous-record"  // the running digest recorded differs between clusters: left as is
 	KindPlatform    Kind = "platform-digest"   // the running digest is a platform manifest of an index the tag no longer points at
+	KindSkipped     Kind = "skipped"           // not a regular file (a named pipe, a device, a symlink to nothing): not read
 )
 
 // Kinds is every finding kind, for outputs that list rules.
 var Kinds = []Kind{KindUnpinned, KindInvalid, KindBroken, KindUnresolved, KindUnverified, KindAtRisk,
 	KindUntagged, KindNotEdited, KindNoRecord, KindUnparseable, KindTemplate, KindUnwritable, KindChanged,
-	KindAmbiguous, KindPlatform}
+	KindAmbiguous, KindPlatform, KindSkipped}
 
 // Level is "error", "warning" or "note", as SARIF and GitHub name them.
 func (k Kind) Level() string {
 	switch k {
 	case KindInvalid, KindBroken, KindUnparseable, KindUnwritable, KindUnresolved, KindChanged, KindPlatform:
 		return "error"
-	case KindTemplate, KindNoRecord:
+	case KindTemplate, KindNoRecord, KindSkipped:
 		return "note"
 	}
 	return "warning"
@@ -168,6 +173,8 @@ func (k Kind) Describe() string {
 		return "not pinned: the clusters recorded run different digests"
 	case KindPlatform:
 		return "not pinned: the running digest is a platform manifest of an index the tag no longer points at"
+	case KindSkipped:
+		return "not a regular file: skipped"
 	}
 	return string(k)
 }
@@ -233,9 +240,9 @@ func Run(ctx stdctx.Context, roots []string, c Config) (*Report, error) {
 	var parsed []parsedFile
 	for _, root := range roots {
 		for _, p := range c.files(root, r) {
-			data, err := os.ReadFile(p)
+			data, err := manifest.ReadFile(p)
 			if err != nil {
-				r.Findings = append(r.Findings, Finding{Kind: KindUnwritable, File: p, Message: err.Error()})
+				r.Findings = append(r.Findings, readFinding(p, err))
 				continue
 			}
 			imgs, err := manifest.Parse(p, data)
@@ -244,7 +251,7 @@ func Run(ctx stdctx.Context, roots []string, c Config) (*Report, error) {
 				continue
 			}
 			r.Files = append(r.Files, File{Path: p, Old: data})
-			parsed = append(parsed, parsedFile{path: p, data: data, imgs: imgs})
+			parsed = append(parsed, parsedFile{root: root, path: p, data: data, imgs: imgs})
 		}
 	}
 	if c.Check {
@@ -295,7 +302,11 @@ func Run(ctx stdctx.Context, roots []string, c Config) (*Report, error) {
 		r.Files[i].New = out
 		if c.Write && r.Files[i].Changed() {
 			// The walk may have taken minutes: write only over what was read.
-			if err := atomicfile.Replace(pf.path, pf.data, out); err != nil {
+			err := c.writable(pf.root, pf.path)
+			if err == nil {
+				err = atomicfile.Replace(pf.path, pf.data, out)
+			}
+			if err != nil {
 				f := Finding{Kind: KindUnwritable, File: pf.path, Message: err.Error()}
 				if errors.Is(err, atomicfile.ErrChanged) {
 					f.Kind, f.Message = KindChanged, "changed since pin read it; left as is: run pin again"
@@ -332,6 +343,7 @@ func (c Config) Validate() error {
 }
 
 type parsedFile struct {
+	root string // the root it was found under
 	path string
 	data []byte
 	imgs []manifest.Image
@@ -350,6 +362,16 @@ func (c Config) options() []Option {
 
 func (c Config) wanted(img manifest.Image) bool {
 	return c.Images == nil || c.Images.MatchString(img.Ref)
+}
+
+// readFinding reports a file manifest.ReadFile did not read: skipped when
+// it is not a regular file, else unwritable.
+func readFinding(file string, err error) Finding {
+	var skip *manifest.SkipError
+	if errors.As(err, &skip) {
+		return Finding{Kind: KindSkipped, File: file, Message: skip.Reason}
+	}
+	return Finding{Kind: KindUnwritable, File: file, Message: err.Error()}
 }
 
 func parseFinding(file string, err error) Finding {

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/regcheck/regcheck/scan"
+	"github.com/regcheck/regcheck/types"
 )
 
 // The metrics parse as exposition format 0.0.4 and say what the scan found.
@@ -36,6 +37,11 @@ func TestPrometheus(t *testing.T) {
 		{"verdicts with none are 0", `regcheck_images{verdict="at-risk"}`, 0},
 		{"findings by code", `regcheck_findings{code="child-missing",severity="critical"}`, 1},
 		{"requests by host", `regcheck_registry_requests{host="127.0.0.1:5055",kind="manifest-get",status="404"}`, 2},
+		{"inputs not read", `regcheck_inputs_skipped{kind="error"}`, 2},
+		{"inputs skipped on purpose", `regcheck_inputs_skipped{kind="notice"}`, 1},
+		{"the file not read", `regcheck_input_skipped_info{kind="error",source="examples/manifests/broken.yaml"}`, 1},
+		{"stdin not read", `regcheck_input_skipped_info{kind="error",source="stdin"}`, 1},
+		{"the file skipped", `regcheck_input_skipped_info{kind="notice",source="examples/chart/templates/deploy.yaml"}`, 1},
 		{"duration", `regcheck_scan_duration_seconds`, 0.059},
 		{"started", `regcheck_scan_timestamp_seconds`, float64(result().Started.Unix())},
 	} {
@@ -46,13 +52,14 @@ func TestPrometheus(t *testing.T) {
 			}
 		})
 	}
-	if n := len(series); n != 3+3+4+3+4+2 {
-		t.Errorf("%d series, want 19:\n%s", n, buf.String())
+	if n := len(series); n != 3+3+4+3+4+2+2+3 {
+		t.Errorf("%d series, want 24:\n%s", n, buf.String())
 	}
 }
 
 // The SARIF log gives each finding of an image used in a file a result at
-// that file's line, and leaves out images used from arguments only.
+// that file's line, and leaves out images used from arguments only. Inputs
+// not read are results on their file, or notifications for stdin.
 func TestSARIF(t *testing.T) {
 	var buf bytes.Buffer
 	if err := SARIF(&buf, result()); err != nil {
@@ -70,7 +77,7 @@ func TestSARIF(t *testing.T) {
 	for _, r := range run.Tool.Driver.Rules {
 		rules = append(rules, r.ID+"/"+r.DefaultConfiguration.Level)
 	}
-	if want := []string{"attestation-missing/warning", "child-missing/error", "unauthorized/warning"}; !slices.Equal(rules, want) {
+	if want := []string{"attestation-missing/warning", "child-missing/error", "unauthorized/warning", "input-error/error"}; !slices.Equal(rules, want) {
 		t.Errorf("rules %v, want %v", rules, want)
 	}
 	var got []string
@@ -82,18 +89,67 @@ func TestSARIF(t *testing.T) {
 			t.Fatalf("result %+v: want one location", r)
 		}
 		l := r.Locations[0].PhysicalLocation
-		got = append(got, fmt.Sprintf("%s %s %s:%d", r.RuleID, r.Level, l.ArtifactLocation.URI, l.Region.StartLine))
+		line := 0
+		if l.Region != nil {
+			line = l.Region.StartLine
+		}
+		got = append(got, fmt.Sprintf("%s %s %s:%d", r.RuleID, r.Level, l.ArtifactLocation.URI, line))
 	}
 	want := []string{
 		"child-missing error examples/manifests/signaling.yaml:19",
 		"attestation-missing warning examples/manifests/signaling.yaml:19",
 		"unauthorized warning images.txt:3", // its args use has no file
+		"input-error error examples/manifests/broken.yaml:3",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("results\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	if msg := run.Results[0].Message.Text; !strings.HasPrefix(msg, "127.0.0.1:5055/demo/buildx:v1: the index lists") || !strings.Contains(msg, "\nrebuild and push") {
 		t.Errorf("message %q", msg)
+	}
+	// A Helm template is no alert to keep open, stdin no file code
+	// scanning can place a result on: both are notifications.
+	var notes []string
+	for _, inv := range run.Invocations {
+		for _, n := range inv.ToolExecutionNotifications {
+			notes = append(notes, fmt.Sprintf("%s %s %d", n.Level, n.Message.Text, len(n.Locations)))
+		}
+	}
+	if want := []string{"note examples/chart/templates/deploy.yaml: skipped: Helm template 1", "error stdin:2: bufio.Scanner: token too long 0"}; !slices.Equal(notes, want) {
+		t.Errorf("notifications %q, want %q", notes, want)
+	}
+}
+
+// Every finding code gets a SARIF rule with the vocabulary's description,
+// never its bare name; the input rules are no finding code.
+func TestSARIFDescriptions(t *testing.T) {
+	r := &scan.Result{}
+	for _, c := range types.Codes() {
+		r.Images = append(r.Images, &scan.Image{Reference: "x/" + string(c), Verdict: scan.Unknown,
+			Findings: []scan.Finding{{Code: c, Severity: c.Severity(), Message: "m"}},
+			Uses:     []scan.Use{{Source: "file", File: "k8s/a.yaml", Line: 1}}})
+	}
+	var buf bytes.Buffer
+	if err := SARIF(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	var log SARIFLog
+	if err := json.Unmarshal(buf.Bytes(), &log); err != nil {
+		t.Fatal(err)
+	}
+	rules := map[string]string{}
+	for _, rule := range log.Runs[0].Tool.Driver.Rules {
+		rules[rule.ID] = rule.ShortDescription.Text
+	}
+	for _, c := range types.Codes() {
+		if got := rules[string(c)]; got == "" || got == string(c) || got != c.Description() {
+			t.Errorf("%s: rule description %q, want %q", c, got, c.Description())
+		}
+	}
+	for _, id := range []string{InputErrorRule, InputSkippedRule} {
+		if slices.Contains(types.Codes(), types.Code(id)) {
+			t.Errorf("input rule %s is also a finding code", id)
+		}
 	}
 }
 
@@ -131,12 +187,13 @@ func TestHTMLSelfContained(t *testing.T) {
 }
 
 const (
-	hostileRef  = "evil\"ref<script>alert(1)</script>\nnext%0A,x:y\\z\xff"
-	hostileMsg  = "msg \"quoted\" <script>x</script>\r\nline2 100%"
-	hostileFile = "dir,a:b%/evil\"<script>.yaml"
+	hostileRef  = "evil\"ref<script>alert(1)</script>\nnext%0A,x:y\\z\xff\x1b[2J"
+	hostileMsg  = "msg \"quoted\" <script>x</script>\r\nline2 100% \x1b[31mred\x1b[0m \x1b]0;title\x07 \u009b2J \x7f"
+	hostileFile = "dir,a:b%/evil\"<script>\x1b[1m.yaml"
 )
 
-// hostile is a result whose every string tries to break out of its format.
+// hostile is a result whose every string tries to break out of its format
+// or to drive the terminal that shows it.
 func hostile() *scan.Result {
 	return &scan.Result{
 		Started: time.Date(2026, 11, 11, 5, 8, 0, 0, time.UTC),
@@ -145,14 +202,32 @@ func hostile() *scan.Result {
 			Findings: []scan.Finding{{Code: scan.InvalidReference, Severity: scan.SeverityCritical, Message: hostileMsg, Advice: "</td><script>"}},
 			Uses: []scan.Use{
 				{Source: "file", File: hostileFile, Line: 4, Kind: "Pod", Name: "<evil>", Container: "\"c\""},
-				{Source: "cluster", Namespace: "ns", Name: "n\"<evil2>", Node: "node\n<script>"},
+				{Source: "cluster", Namespace: "ns", Name: "n\"<evil2>\x1b[5m", Node: "node\n<script>"},
 			},
 		}},
-		Requests: []scan.RequestCount{{Host: "host\"\n<script>\\", Kind: "ping", Status: "401", Count: 1}},
+		InputErrors: []scan.InputError{{Source: hostileFile, Line: 2, Message: "bad \x1b[31mYAML\r\n<script>"}},
+		Requests:    []scan.RequestCount{{Host: "host\"\n<script>\\", Kind: "ping", Status: "401", Count: 1}},
 	}
 }
 
-// Every renderer keeps hostile strings inside its own quoting.
+// rawControl returns the first character in out that could drive a
+// terminal: a C0 control other than tab and line feed, DEL, a C1 control,
+// or a byte that is not UTF-8; "" when there is none.
+func rawControl(out string) string {
+	for i, r := range out {
+		switch {
+		case r == utf8.RuneError && !strings.HasPrefix(out[i:], "\uFFFD"):
+			return fmt.Sprintf("byte %#x at %d", out[i], i)
+		case r == '\t' || r == '\n':
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f):
+			return fmt.Sprintf("%U at %d", r, i)
+		}
+	}
+	return ""
+}
+
+// Every renderer keeps hostile strings inside its own quoting, and no
+// control character of theirs reaches its output raw.
 func TestRenderersEscape(t *testing.T) {
 	checks := map[string]func(t *testing.T, out string){
 		"prom": func(t *testing.T, out string) {
@@ -160,12 +235,14 @@ func TestRenderersEscape(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ref := strings.ToValidUTF8(hostileRef, "\uFFFD")
-			if series[`regcheck_image_broken{reference="`+ref+`"}`] != 1 {
+			if series[`regcheck_image_broken{reference="`+printableLines(hostileRef)+`"}`] != 1 {
 				t.Errorf("reference did not survive:\n%s", out)
 			}
 			if _, ok := series[`regcheck_registry_requests{host="host"`+"\n"+`<script>\",kind="ping",status="401"}`]; !ok {
 				t.Errorf("host did not survive:\n%s", out)
+			}
+			if series[`regcheck_inputs_skipped{kind="error"}`] != 1 {
+				t.Errorf("input error not counted:\n%s", out)
 			}
 		},
 		"html": func(t *testing.T, out string) {
@@ -174,8 +251,10 @@ func TestRenderersEscape(t *testing.T) {
 					t.Errorf("page has %q unescaped", bad)
 				}
 			}
-			if !strings.Contains(out, "&lt;script&gt;alert(1)&lt;/script&gt;") {
-				t.Errorf("reference not escaped as text:\n%s", out)
+			for _, want := range []string{"&lt;script&gt;alert(1)&lt;/script&gt;", `\x1b[31mred`, `bad \x1b[31mYAML\r`} {
+				if !strings.Contains(out, want) {
+					t.Errorf("page lacks %q:\n%s", want, out)
+				}
 			}
 		},
 		"sarif": func(t *testing.T, out string) {
@@ -184,16 +263,27 @@ func TestRenderersEscape(t *testing.T) {
 				t.Fatal(err)
 			}
 			res := log.Runs[0].Results
-			if len(res) != 1 || res[0].Locations[0].PhysicalLocation.ArtifactLocation.URI != hostileFile ||
-				res[0].Message.Text != strings.ToValidUTF8(hostileRef, "\uFFFD")+": "+hostileMsg+"\n</td><script>" {
-				t.Errorf("results %+v", res)
+			if len(res) != 2 || res[0].Locations[0].PhysicalLocation.ArtifactLocation.URI != hostileFile {
+				t.Fatalf("results %+v", res)
+			}
+			// A viewer shows the message as text: its escapes are visible.
+			msg := res[0].Message.Text
+			if strings.ContainsAny(msg, "\x1b\r\x07\u009b") || !strings.Contains(msg, `\x1b[31mred\x1b[0m \x1b]0;title\x07 \u009b2J`) ||
+				!strings.Contains(msg, "<script>x</script>") || !strings.HasSuffix(msg, "\n</td><script>") {
+				t.Errorf("message %q", msg)
+			}
+			if res[1].RuleID != InputErrorRule || res[1].Message.Text != `bad \x1b[31mYAML\r`+"\n<script>" {
+				t.Errorf("input error result %+v", res[1])
 			}
 		},
 		"json": func(t *testing.T, out string) {
+			// JSON's own escaping is enough: a program gets the bytes back.
 			var doc struct {
-				Images []struct{ Findings []struct{ Message string } }
+				Images      []struct{ Findings []struct{ Message string } }
+				InputErrors []scan.InputError
 			}
-			if err := json.Unmarshal([]byte(out), &doc); err != nil || doc.Images[0].Findings[0].Message != hostileMsg {
+			if err := json.Unmarshal([]byte(out), &doc); err != nil || doc.Images[0].Findings[0].Message != hostileMsg ||
+				doc.InputErrors[0] != hostile().InputErrors[0] {
 				t.Errorf("%v %+v", err, doc)
 			}
 		},
@@ -201,15 +291,27 @@ func TestRenderersEscape(t *testing.T) {
 			// One workflow command per line: a newline in the data must
 			// not start a second, forged command.
 			lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
-			if len(lines) != 1 || !strings.HasPrefix(lines[0], "::") {
-				t.Fatalf("want one annotation line, got %q", out)
+			if len(lines) != 2 || !strings.HasPrefix(lines[0], "::error ") || !strings.HasPrefix(lines[1], "::error ") {
+				t.Fatalf("want two annotation lines, got %q", out)
 			}
-			if strings.Contains(lines[0], "\r") {
-				t.Errorf("a carriage return survived: %q", lines[0])
+			if !strings.Contains(lines[0], `\x1b[31mred`) || !strings.Contains(lines[1], `file=dir%2Ca%3Ab%25/evil"<script>\x1b[1m.yaml,line=2,title=input-error::bad \x1b[31mYAML\r%0A<script>`) {
+				t.Errorf("escapes not visible:\n%s", out)
 			}
 		},
-		// The table is for a terminal: it quotes nothing.
-		"table": func(*testing.T, string) {},
+		"table": func(t *testing.T, out string) {
+			// For a terminal: one line per row, finding and input; every
+			// control character visible.
+			for _, want := range []string{
+				`broken   evil"ref<script>alert(1)</script>\nnext%0A,x:y\z\xff\x1b[2J  -`,
+				`  critical invalid-reference    msg "quoted" <script>x</script>\r\nline2 100% \x1b[31mred\x1b[0m \x1b]0;title\x07 \u009b2J \x7f` + "\n",
+				"  used by  " + `ns/n"<evil2>\x1b[5m on node\n<script>` + "\n",
+				"  error    " + `dir,a:b%/evil"<script>\x1b[1m.yaml:2: bad \x1b[31mYAML\r\n<script>` + "\n",
+			} {
+				if !strings.Contains(out, want) {
+					t.Errorf("table lacks %q:\n%s", want, out)
+				}
+			}
+		},
 	}
 	for _, format := range Formats() {
 		t.Run(format, func(t *testing.T) {
@@ -222,6 +324,9 @@ func TestRenderersEscape(t *testing.T) {
 			if err := r.Render(&buf, hostile()); err != nil {
 				t.Fatal(err)
 			}
+			if c := rawControl(buf.String()); c != "" {
+				t.Errorf("raw control character in %s output: %s\n%q", format, c, buf.String())
+			}
 			check(t, buf.String())
 		})
 	}
@@ -230,16 +335,172 @@ func TestRenderersEscape(t *testing.T) {
 func TestGitHubAnnotations(t *testing.T) {
 	var buf bytes.Buffer
 	err := GitHubAnnotations(&buf, []Annotation{
-		{Level: "error", File: hostileFile, Line: 4, Title: "a,b:c%", Message: hostileMsg},
+		{Level: "error", File: hostileFile, Line: 4, Title: "a,b:c%\x1b[1m", Message: hostileMsg},
 		{Level: GitHubLevel("note"), File: "x.yaml", Title: "template", Message: "skipped"},
+		{Level: "error", Title: "input-error", Message: "stdin:3: line too long"},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "::error file=dir%2Ca%3Ab%25/evil\"<script>.yaml,line=4,title=a%2Cb%3Ac%25::msg \"quoted\" <script>x</script>%0D%0Aline2 100%25\n" +
-		"::notice file=x.yaml,title=template::skipped\n"
+	want := `::error file=dir%2Ca%3Ab%25/evil"<script>\x1b[1m.yaml,line=4,title=a%2Cb%3Ac%25\x1b[1m::msg "quoted" <script>x</script>\r%0Aline2 100%25 \x1b[31mred\x1b[0m \x1b]0;title\x07 \u009b2J \x7f` + "\n" +
+		"::notice file=x.yaml,title=template::skipped\n" +
+		"::error title=input-error::stdin:3: line too long\n"
 	if got := buf.String(); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+// Printable makes every control character visible, keeps the rest, and is
+// idempotent.
+func TestPrintable(t *testing.T) {
+	for _, tc := range []struct {
+		name, in, want, lines string // lines: printableLines
+	}{
+		{"plain", "nginx:1.27 ü 日本", "nginx:1.27 ü 日本", "nginx:1.27 ü 日本"},
+		{"CSI colour", "a\x1b[31mb", `a\x1b[31mb`, `a\x1b[31mb`},
+		{"OSC title with BEL", "\x1b]0;pwned\x07", `\x1b]0;pwned\x07`, `\x1b]0;pwned\x07`},
+		{"carriage return", "ok\rFAIL", `ok\rFAIL`, `ok\rFAIL`},
+		{"tab and line feed", "a\tb\nc", `a\tb\nc`, "a\tb\nc"},
+		{"NUL, backspace, DEL", "a\x00b\bc\x7f", `a\x00b\x08c\x7f`, `a\x00b\x08c\x7f`},
+		{"C1 CSI as UTF-8", "a\u009b2Jb\u0085", `a\u009b2Jb\u0085`, `a\u009b2Jb\u0085`},
+		{"8-bit CSI byte", "a\x9b2J", `a\x9b2J`, `a\x9b2J`},
+		{"cut UTF-8", "caf\xc3", `caf\xc3`, `caf\xc3`},
+		{"U+FFFD itself is text", "\uFFFD", "\uFFFD", "\uFFFD"},
+		{"backslashes kept", `C:\x1b`, `C:\x1b`, `C:\x1b`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Printable(tc.in); got != tc.want {
+				t.Errorf("Printable(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+			if got := printableLines(tc.in); got != tc.lines {
+				t.Errorf("printableLines(%q) = %q, want %q", tc.in, got, tc.lines)
+			}
+			if got := Printable(Printable(tc.in)); got != tc.want {
+				t.Errorf("Printable is not idempotent: %q", got)
+			}
+			if c := rawControl(Printable(tc.in)); c != "" {
+				t.Errorf("Printable(%q) keeps %s", tc.in, c)
+			}
+		})
+	}
+}
+
+// WriteJSON leaves no raw DEL or C1 control in its output, and what it
+// writes decodes to what was given.
+func TestWriteJSON(t *testing.T) {
+	in := map[string]string{"k": "a\u009b2J\x7f\x1b[0m\u0080\u00a0é"}
+	var buf bytes.Buffer
+	if err := WriteJSON(&buf, in); err != nil {
+		t.Fatal(err)
+	}
+	if c := rawControl(buf.String()); c != "" {
+		t.Errorf("raw %s in %q", c, buf.String())
+	}
+	var out map[string]string
+	if err := json.Unmarshal(buf.Bytes(), &out); err != nil || out["k"] != in["k"] {
+		t.Errorf("round trip: %v %q", err, out["k"])
+	}
+}
+
+// inputResult is what regcheck scan -f on a tree with one file that does
+// not parse and one Helm template gives: their input errors.
+func inputResult() *scan.Result {
+	r := result()
+	r.InputErrors = []scan.InputError{
+		{Source: "k8s/broken.yaml", Line: 3, Message: "did not find expected ',' or ']'"},
+		{Source: "k8s/chart/templates/deploy.yaml", Message: "skipped: Helm template", Notice: true},
+	}
+	return r
+}
+
+// Every format says which inputs were not read, and tells an input in error
+// from one skipped on purpose.
+func TestInputErrorsEveryFormat(t *testing.T) {
+	checks := map[string]func(t *testing.T, out string){
+		"table": func(t *testing.T, out string) {
+			for _, want := range []string{
+				"\nINPUTS NOT READ\n  error    k8s/broken.yaml:3: did not find expected ',' or ']'\n  notice   k8s/chart/templates/deploy.yaml: skipped: Helm template\n",
+				"; 1 input not read, 1 skipped\n",
+			} {
+				if !strings.Contains(out, want) {
+					t.Errorf("table lacks %q:\n%s", want, out)
+				}
+			}
+		},
+		"json": func(t *testing.T, out string) {
+			var doc Document
+			if err := json.Unmarshal([]byte(out), &doc); err != nil || !slices.Equal(doc.InputErrors, inputResult().InputErrors) {
+				t.Errorf("%v inputErrors %+v", err, doc.InputErrors)
+			}
+		},
+		"prom": func(t *testing.T, out string) {
+			series, err := parseExposition(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if series[`regcheck_inputs_skipped{kind="error"}`] != 1 || series[`regcheck_inputs_skipped{kind="notice"}`] != 1 {
+				t.Errorf("inputs not counted:\n%s", out)
+			}
+		},
+		"html": func(t *testing.T, out string) {
+			for _, want := range []string{
+				"<h2>Inputs not read</h2>",
+				`<span class="s s-critical">error</span> <code>k8s/broken.yaml:3</code> did not find expected &#39;,&#39; or &#39;]&#39;`,
+				`<span class="s s-info">notice</span> <code>k8s/chart/templates/deploy.yaml</code> skipped: Helm template`,
+			} {
+				if !strings.Contains(out, want) {
+					t.Errorf("page lacks %q", want)
+				}
+			}
+		},
+		"sarif": func(t *testing.T, out string) {
+			var log SARIFLog
+			if err := json.Unmarshal([]byte(out), &log); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, r := range log.Runs[0].Results {
+				if r.RuleID == InputErrorRule {
+					got = append(got, fmt.Sprintf("result %s %s %+v", r.Level, r.Locations[0].PhysicalLocation.ArtifactLocation.URI, r.Locations[0].PhysicalLocation.Region))
+				}
+			}
+			for _, inv := range log.Runs[0].Invocations {
+				for _, n := range inv.ToolExecutionNotifications {
+					got = append(got, fmt.Sprintf("notification %s %s %s", n.Level, n.Locations[0].PhysicalLocation.ArtifactLocation.URI, n.Message.Text))
+				}
+			}
+			want := []string{
+				"result error k8s/broken.yaml &{StartLine:3}",
+				"notification note k8s/chart/templates/deploy.yaml k8s/chart/templates/deploy.yaml: skipped: Helm template",
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("inputs %q, want %q", got, want)
+			}
+		},
+		"github": func(t *testing.T, out string) {
+			for _, want := range []string{
+				"::error file=k8s/broken.yaml,line=3,title=input-error::did not find expected ',' or ']'\n",
+				"::notice file=k8s/chart/templates/deploy.yaml,title=input-skipped::skipped: Helm template\n",
+			} {
+				if !strings.Contains(out, want) {
+					t.Errorf("annotations lack %q:\n%s", want, out)
+				}
+			}
+		},
+	}
+	for _, format := range Formats() {
+		t.Run(format, func(t *testing.T) {
+			check, ok := checks[format]
+			if !ok {
+				t.Fatalf("no input-error check for %s", format)
+			}
+			r, _ := For(format)
+			var buf bytes.Buffer
+			if err := r.Render(&buf, inputResult()); err != nil {
+				t.Fatal(err)
+			}
+			check(t, buf.String())
+		})
 	}
 }
 

@@ -24,15 +24,20 @@ type Annotation struct {
 
 // GitHubAnnotations writes each annotation as a workflow command,
 // "::warning file=…,line=…,title=…::message", escaped as the Actions toolkit
-// does: %, CR and LF everywhere, and : and , in properties too.
+// does: %, CR and LF everywhere, and : and , in properties too. Control
+// characters are made visible first (Printable; line feeds in a message are
+// kept and encoded). An annotation with no file names none.
 func GitHubAnnotations(w io.Writer, as []Annotation) error {
 	for _, a := range as {
-		props := "file=" + ghProperty(filepath.ToSlash(a.File))
-		if a.Line > 0 {
-			props += fmt.Sprintf(",line=%d", a.Line)
+		var props []string
+		if a.File != "" {
+			props = append(props, "file="+ghProperty(Printable(filepath.ToSlash(a.File))))
+			if a.Line > 0 {
+				props = append(props, fmt.Sprintf("line=%d", a.Line))
+			}
 		}
-		props += ",title=" + ghProperty(a.Title)
-		if _, err := fmt.Fprintf(w, "::%s %s::%s\n", a.Level, props, ghData(a.Message)); err != nil {
+		props = append(props, "title="+ghProperty(Printable(a.Title)))
+		if _, err := fmt.Fprintf(w, "::%s %s::%s\n", a.Level, strings.Join(props, ","), ghData(printableLines(a.Message))); err != nil {
 			return err
 		}
 	}
@@ -58,10 +63,24 @@ func ghProperty(s string) string { return ghPropertyEscaper.Replace(s) }
 // GitHub writes a scan's findings as GitHub Actions annotations, one per
 // finding and manifest line using the image (as SARIF places them), worst
 // first; findings of images used from no file are left out, as in SARIF.
+// Then one annotation per input not read: an error, or a notice for one
+// skipped on purpose, on its file and line (stdin has none).
 func GitHub(w io.Writer, r *scan.Result) error {
 	var as []Annotation
 	for _, lf := range locatedFindings(r) {
 		as = append(as, Annotation{Level: GitHubLevel(SARIFLevel(lf.Severity)), File: lf.file, Line: lf.line, Title: string(lf.Code), Message: lf.text})
+	}
+	for _, ie := range r.InputErrors {
+		a := Annotation{Level: "error", Title: InputErrorRule, Line: ie.Line, Message: ie.Message}
+		if ie.Notice {
+			a.Level, a.Title = "notice", InputSkippedRule
+		}
+		if inputInFile(ie) {
+			a.File = ie.Source
+		} else {
+			a.Line, a.Message = 0, inputLocation(ie)+": "+ie.Message
+		}
+		as = append(as, a)
 	}
 	return GitHubAnnotations(w, as)
 }

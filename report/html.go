@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"html/template"
 	"io"
 	"time"
@@ -10,12 +11,21 @@ import (
 
 // HTML writes the result as one self-contained page (inline CSS; no
 // scripts, no external assets): the summary counts, then a table of images,
-// worst first, with their findings and uses. Everything from the scan is
-// escaped by html/template.
+// worst first, with their findings and uses, then the inputs not read.
+// Everything from the scan goes through Printable (keeping line feeds), then
+// html/template's escaping.
 func HTML(w io.Writer, r *scan.Result) error {
 	d := htmlPage{
-		Images:   r.Sorted(),
-		Duration: r.Duration.Round(time.Millisecond).String(),
+		Images:      r.Sorted(),
+		InputErrors: r.InputErrors,
+		Duration:    r.Duration.Round(time.Millisecond).String(),
+	}
+	for _, ie := range r.InputErrors {
+		if ie.Notice {
+			d.Skipped++
+		} else {
+			d.NotRead++
+		}
 	}
 	if !r.Started.IsZero() {
 		d.Started = r.Started.UTC().Format(time.RFC3339)
@@ -44,6 +54,8 @@ func HTML(w io.Writer, r *scan.Result) error {
 
 type htmlPage struct {
 	Images                        []*scan.Image
+	InputErrors                   []scan.InputError
+	NotRead, Skipped              int // input errors, notices
 	Broken, Unknown, AtRisk, OK   int // images by verdict
 	Critical, High, Warning, Info int // findings by severity
 	Requests                      int
@@ -51,13 +63,15 @@ type htmlPage struct {
 }
 
 var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
-	"short": short,
+	"short": func(d string) string { return printableLines(short(d)) },
+	"p":     func(s any) string { return printableLines(fmt.Sprint(s)) },
 	"use": func(u scan.Use) string {
 		if s := useString(u); s != "" {
-			return s
+			return printableLines(s)
 		}
-		return u.Source
+		return printableLines(u.Source)
 	},
+	"where": func(ie scan.InputError) string { return printableLines(inputLocation(ie)) },
 }).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -67,6 +81,8 @@ var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 <style>
 body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; color: #1f2328; }
 h1 { font-size: 1.4em; margin: 0 0 .3em; }
+h2 { font-size: 1.15em; margin: 1.5em 0 .3em; }
+ul.inputs { padding-left: 1.1em; }
 .meta { color: #59636e; margin: 0 0 1em; }
 .counts { display: flex; gap: .6em; flex-wrap: wrap; margin: 0 0 1.2em; padding: 0; list-style: none; }
 .counts li { border: 1px solid #d1d9e0; border-radius: 6px; padding: .4em .8em; }
@@ -99,18 +115,22 @@ ul.f li { margin-bottom: .3em; }
 <li><b>{{.High}}</b>high</li>
 <li><b>{{.Warning}}</b>warning</li>
 <li><b>{{.Info}}</b>info</li>
+{{- if .InputErrors}}
+<li class="v-broken"><b>{{.NotRead}}</b>inputs not read</li>
+<li><b>{{.Skipped}}</b>inputs skipped</li>
+{{- end}}
 </ul>
 <table>
 <thead><tr><th>Verdict</th><th>Image</th><th>Digest</th><th>Findings</th><th>Used by</th></tr></thead>
 <tbody>
 {{- range .Images}}
 <tr>
-<td><span class="v v-{{.Verdict}}">{{.Verdict}}</span></td>
-<td class="ref">{{.Reference}}</td>
-<td>{{if .Digest}}<code title="{{.Digest}}">{{short .Digest}}</code>{{else}}-{{end}}</td>
+<td><span class="v v-{{p .Verdict}}">{{p .Verdict}}</span></td>
+<td class="ref">{{p .Reference}}</td>
+<td>{{if .Digest}}<code title="{{p .Digest}}">{{short .Digest}}</code>{{else}}-{{end}}</td>
 <td>{{if .Findings}}<ul class="f">
 {{- range .Findings}}
-<li><span class="s s-{{.Severity}}">{{.Severity}}</span> <code>{{.Code}}</code> {{.Message}}{{with .Advice}}<br><span class="advice">→ {{.}}</span>{{end}}</li>
+<li><span class="s s-{{.Severity}}">{{.Severity}}</span> <code>{{p .Code}}</code> {{p .Message}}{{with .Advice}}<br><span class="advice">→ {{p .}}</span>{{end}}</li>
 {{- end}}
 </ul>{{else}}-{{end}}</td>
 <td>{{if .Uses}}<ul class="u">
@@ -122,6 +142,15 @@ ul.f li { margin-bottom: .3em; }
 {{- end}}
 </tbody>
 </table>
+{{- if .InputErrors}}
+<h2>Inputs not read</h2>
+<p class="meta">The images of an input in error were not scanned: the scan is incomplete. A notice is an input skipped on purpose.</p>
+<ul class="inputs">
+{{- range .InputErrors}}
+<li>{{if .Notice}}<span class="s s-info">notice</span>{{else}}<span class="s s-critical">error</span>{{end}} <code>{{where .}}</code> {{p .Message}}</li>
+{{- end}}
+</ul>
+{{- end}}
 </body>
 </html>
 `))

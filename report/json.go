@@ -1,7 +1,6 @@
 package report
 
 import (
-	"encoding/json"
 	"io"
 
 	"github.com/regcheck/regcheck/scan"
@@ -15,7 +14,11 @@ const SchemaVersion = "regcheck.scan/v1"
 type Document struct {
 	SchemaVersion string        `json:"schemaVersion"`
 	Images        []*scan.Image `json:"images"`
-	Summary       Summary       `json:"summary"`
+	// InputErrors are the inputs not read: files, lines, stdin. Those with
+	// notice set were skipped on purpose; the others make the scan
+	// incomplete. Never null.
+	InputErrors []scan.InputError `json:"inputErrors"`
+	Summary     Summary           `json:"summary"`
 }
 
 // Summary counts images by verdict and requests by kind.
@@ -49,12 +52,14 @@ func NewDocument(r *scan.Result) Document {
 	if s.RequestLog == nil {
 		s.RequestLog = []scan.RequestCount{}
 	}
-	return Document{SchemaVersion: SchemaVersion, Images: r.Sorted(), Summary: s}
+	inputs := r.InputErrors
+	if inputs == nil {
+		inputs = []scan.InputError{}
+	}
+	return Document{SchemaVersion: SchemaVersion, Images: r.Sorted(), InputErrors: inputs, Summary: s}
 }
 
 // JSON writes the result as an indented Document.
 func JSON(w io.Writer, r *scan.Result) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(NewDocument(r))
+	return WriteJSON(w, NewDocument(r))
 }

@@ -56,12 +56,33 @@ func Prometheus(w io.Writer, r *scan.Result) error {
 		byHost = append(byHost, sample{[]string{"host", k[0], "kind", k[1], "status", k[2]}, float64(n)})
 	}
 
+	inputs := map[string]int{"error": 0, "notice": 0}
+	var skippedInputs []sample
+	seenInput := map[[2]string]bool{}
+	for _, ie := range r.InputErrors {
+		kind := "error"
+		if ie.Notice {
+			kind = "notice"
+		}
+		inputs[kind]++
+		if k := [2]string{ie.Source, kind}; !seenInput[k] {
+			seenInput[k] = true
+			skippedInputs = append(skippedInputs, sample{[]string{"kind", kind, "source", ie.Source}, 1})
+		}
+	}
+	var skipped []sample
+	for k, n := range inputs {
+		skipped = append(skipped, sample{[]string{"kind", k}, float64(n)})
+	}
+
 	families := []family{
 		{"regcheck_image_verdict", "The verdict of each image reference scanned, as a label; always 1.", images},
 		{"regcheck_image_broken", "Whether a node can no longer pull the image reference (1) or can (0).", broken},
 		{"regcheck_images", "Images scanned, by verdict.", verdicts},
 		{"regcheck_findings", "Findings, by code and severity.", bySeverity},
 		{"regcheck_registry_requests", "HTTP requests the scan sent, by registry host, kind and status.", byHost},
+		{"regcheck_inputs_skipped", "Inputs (files, lines) not read: kind error makes the scan incomplete, kind notice was skipped on purpose.", skipped},
+		{"regcheck_input_skipped_info", "Each input (file, or stdin) with a part not read, by kind; always 1.", skippedInputs},
 		{"regcheck_scan_duration_seconds", "How long the scan took.", []sample{{nil, r.Duration.Seconds()}}},
 	}
 	if !r.Started.IsZero() {
@@ -118,7 +139,8 @@ var (
 )
 
 // labelValue escapes a label value as the format asks (backslash, double
-// quote, line feed); invalid UTF-8, which a parser rejects, becomes U+FFFD.
+// quote, line feed) after Printable, which also writes bytes that are not
+// UTF-8 (a parser rejects them) as visible escapes.
 func labelValue(s string) string {
-	return labelEscaper.Replace(strings.ToValidUTF8(s, "\uFFFD"))
+	return labelEscaper.Replace(printableLines(s))
 }

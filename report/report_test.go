@@ -54,6 +54,11 @@ func result() *scan.Result {
 				Uses:     []scan.Use{{Source: "args"}, {Source: "images-from", File: "images.txt", Line: 3}},
 			},
 		},
+		InputErrors: []scan.InputError{
+			{Source: "examples/manifests/broken.yaml", Line: 3, Message: "did not find expected ',' or ']'"},
+			{Source: "examples/chart/templates/deploy.yaml", Message: "skipped: Helm template", Notice: true},
+			{Source: "stdin", Line: 2, Message: "bufio.Scanner: token too long"},
+		},
 		Requests: []scan.RequestCount{
 			{Host: "127.0.0.1:5055", Kind: "blob-head", Status: "200", Count: 3},
 			{Host: "127.0.0.1:5055", Kind: "manifest-get", Status: "200", Count: 3},
@@ -104,7 +109,8 @@ func TestJSONDocument(t *testing.T) {
 			Reference, Verdict string
 			Findings           []struct{ Code, Severity, Digest string }
 		}
-		Summary struct {
+		InputErrors []scan.InputError `json:"inputErrors"`
+		Summary     struct {
 			Images   int
 			Verdicts map[string]int
 			Requests map[string]int
@@ -126,6 +132,9 @@ func TestJSONDocument(t *testing.T) {
 	if f := doc.Images[0].Findings[0]; f.Code != "child-missing" || f.Severity != "critical" || f.Digest != childDigest {
 		t.Errorf("first finding %+v", f)
 	}
+	if !slices.Equal(doc.InputErrors, result().InputErrors) {
+		t.Errorf("inputErrors %+v", doc.InputErrors)
+	}
 	if s := doc.Summary; s.Images != 3 || s.Verdicts["broken"] != 1 || s.Verdicts["at-risk"] != 0 || s.Requests["manifest-get"] != 5 {
 		t.Errorf("summary %+v", s)
 	}
@@ -134,5 +143,18 @@ func TestJSONDocument(t *testing.T) {
 func TestFor(t *testing.T) {
 	if _, err := For("yaml"); err == nil {
 		t.Error("For(yaml) should fail")
+	}
+}
+
+// A result with no input errors still has "inputErrors": [], never null.
+func TestJSONInputErrorsNeverNull(t *testing.T) {
+	r := result()
+	r.InputErrors = nil
+	var buf bytes.Buffer
+	if err := JSON(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(buf.Bytes(), []byte(`"inputErrors": []`)) {
+		t.Errorf("no empty inputErrors:\n%s", buf.String())
 	}
 }

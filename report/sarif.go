@@ -1,13 +1,12 @@
 package report
 
 import (
-	"encoding/json"
 	"fmt"
-	"github.com/regcheck/regcheck/internal/version"
 	"io"
 	"path/filepath"
 	"sort"
 
+	"github.com/regcheck/regcheck/internal/version"
 	"github.com/regcheck/regcheck/scan"
 )
 
@@ -31,6 +30,24 @@ type SARIFLog struct {
 type SARIFRun struct {
 	Tool    SARIFTool     `json:"tool"`
 	Results []SARIFResult `json:"results"`
+	// Invocations, when set, carry notifications that have no file to be
+	// a result on (an input read from stdin).
+	Invocations []SARIFInvocation `json:"invocations,omitempty"`
+}
+
+// SARIFInvocation is how the tool ran: whether it ran to the end, and what
+// it has to say about the run itself.
+type SARIFInvocation struct {
+	ExecutionSuccessful        bool                `json:"executionSuccessful"`
+	ToolExecutionNotifications []SARIFNotification `json:"toolExecutionNotifications,omitempty"`
+}
+
+// SARIFNotification is a message about the run, at a level ("error",
+// "warning" or "note"), about a file when it has a location.
+type SARIFNotification struct {
+	Level     string          `json:"level"`
+	Message   SARIFText       `json:"message"`
+	Locations []SARIFLocation `json:"locations,omitempty"`
 }
 
 // SARIFTool holds the driver: the tool itself.
@@ -105,14 +122,28 @@ func SARIFFile(path string, line int) SARIFLocation {
 	return loc
 }
 
-// WriteSARIF writes a SARIF 2.1.0 log of one run, indented.
+// WriteSARIF writes a SARIF 2.1.0 log of one run, indented (WriteJSON).
+// Messages, which viewers show as text, go through Printable, keeping
+// line feeds.
 func WriteSARIF(w io.Writer, run SARIFRun) error {
-	if run.Results == nil {
-		run.Results = []SARIFResult{}
+	results := make([]SARIFResult, len(run.Results))
+	for i, r := range run.Results {
+		r.Message.Text = printableLines(r.Message.Text)
+		results[i] = r
 	}
-	e := json.NewEncoder(w)
-	e.SetIndent("", "  ")
-	return e.Encode(SARIFLog{Schema: SARIFSchema, Version: "2.1.0", Runs: []SARIFRun{run}})
+	run.Results = results
+	invocations := make([]SARIFInvocation, len(run.Invocations))
+	for i, inv := range run.Invocations {
+		ns := make([]SARIFNotification, len(inv.ToolExecutionNotifications))
+		for j, n := range inv.ToolExecutionNotifications {
+			n.Message.Text = printableLines(n.Message.Text)
+			ns[j] = n
+		}
+		inv.ToolExecutionNotifications = ns
+		invocations[i] = inv
+	}
+	run.Invocations = invocations
+	return WriteJSON(w, SARIFLog{Schema: SARIFSchema, Version: "2.1.0", Runs: []SARIFRun{run}})
 }
 
 // SARIFLevel is the SARIF level of a severity: critical and high are
@@ -127,36 +158,33 @@ func SARIFLevel(s scan.Severity) string {
 	return "note"
 }
 
-// codeDescriptions are the rules' short descriptions, as docs/json.md
-// explains the codes.
-var codeDescriptions = map[scan.Code]string{
-	scan.TagMissing:           "the tag does not exist",
-	scan.ManifestMissing:      "a digest (pinned, or the tag's target) no longer exists",
-	scan.ChildMissing:         "an index child a platform needs is gone",
-	scan.BlobMissing:          "a config or layer blob is gone",
-	scan.DigestMismatch:       "the bytes served do not hash to the digest asked for",
-	scan.InvalidReference:     "the image reference cannot be parsed",
-	scan.AttestationMissing:   "only attestation manifests are gone; the image still runs",
-	scan.UnsupportedMedia:     "a manifest type regcheck does not walk",
-	scan.ForeignLayer:         "a non-distributable layer, not checked",
-	scan.Drift:                "the tag resolves to another digest than the container runs",
-	scan.RunningDigestMissing: "the running digest is gone from the registry; only node caches hold it",
-	scan.MutableReference:     "referenced by tag, not pinned by digest",
-	scan.PullAlwaysMutable:    "imagePullPolicy Always on a tag",
-	scan.PinnedDigestUntagged: "a pinned digest no tag points at: a garbage collector may delete it",
-	scan.ImageIDOnly:          "the runtime reports an image ID, not a registry digest",
-	scan.Unauthorized:         "the registry asked for credentials: the image could not be checked",
-	scan.Forbidden:            "the registry refused access: the image could not be checked",
-	scan.RateLimited:          "the registry rate-limited the check: the image could not be checked",
-	scan.RegistryFault:        "the registry failed: the image could not be checked",
-	scan.Unreachable:          "the registry could not be reached: the image could not be checked",
+// Rules of inputs that were not read, beside the finding codes.
+const (
+	InputErrorRule   = "input-error"   // a file or line that could not be read: the scan is incomplete
+	InputSkippedRule = "input-skipped" // a file skipped on purpose (a Helm template, not a regular file)
+)
+
+// inputErrorRule is the SARIF rule of an input not read. An input skipped
+// on purpose is a notification, not a result: code scanning would keep an
+// alert open on every Helm template.
+var inputErrorRule = SARIFRule{ID: InputErrorRule, Name: InputErrorRule,
+	ShortDescription:     SARIFText{"an input could not be read: its images were not scanned"},
+	DefaultConfiguration: SARIFConfiguration{"error"}}
+
+// inputInFile reports whether an input error is about a file a repository
+// can hold, rather than stdin.
+func inputInFile(ie scan.InputError) bool {
+	return ie.Source != "" && ie.Source != "stdin" && ie.Source != "-"
 }
 
 // SARIF writes the result as a SARIF 2.1.0 log for code scanning: one rule
 // per finding code present, one result per finding and manifest file line
 // using the image, images worst first. Code scanning rejects a whole log
 // when one result has no file, so findings of images used only from the
-// command line, stdin or a cluster are left out: -o json has them.
+// command line, stdin or a cluster are left out: -o json has them. An input
+// not read is a result of the rule input-error on its file and line; one
+// read from stdin, and an input skipped on purpose (level note), is a
+// notification of the run's invocation.
 func SARIF(w io.Writer, r *scan.Result) error {
 	run := SARIFRun{Tool: SARIFTool{Driver: SARIFDriver{Name: "regcheck", Version: ToolVersion(), InformationURI: InformationURI, Rules: []SARIFRule{}}}}
 	var codes []scan.Code
@@ -170,9 +198,9 @@ func SARIF(w io.Writer, r *scan.Result) error {
 		}
 	}
 	sort.Slice(codes, func(i, j int) bool { return codes[i] < codes[j] })
-	index := map[scan.Code]int{}
+	index := map[string]int{}
 	for i, c := range codes {
-		desc := codeDescriptions[c]
+		desc := c.Description() // the vocabulary's one table (package types)
 		if desc == "" {
 			desc = string(c)
 		}
@@ -180,13 +208,40 @@ func SARIF(w io.Writer, r *scan.Result) error {
 			ID: string(c), Name: string(c), ShortDescription: SARIFText{desc},
 			DefaultConfiguration: SARIFConfiguration{SARIFLevel(c.Severity())},
 		})
-		index[c] = i
+		index[string(c)] = i
 	}
 	for _, lf := range locatedFindings(r) {
 		run.Results = append(run.Results, SARIFResult{
-			RuleID: string(lf.Code), RuleIndex: index[lf.Code], Level: SARIFLevel(lf.Severity),
+			RuleID: string(lf.Code), RuleIndex: index[string(lf.Code)], Level: SARIFLevel(lf.Severity),
 			Message: SARIFText{lf.text}, Locations: []SARIFLocation{SARIFFile(lf.file, lf.line)},
 		})
+	}
+	var notes []SARIFNotification
+	for _, ie := range r.InputErrors {
+		if ie.Notice || !inputInFile(ie) {
+			n := SARIFNotification{Level: "error", Message: SARIFText{inputLocation(ie) + ": " + ie.Message}}
+			if ie.Notice {
+				n.Level = "note"
+			}
+			if inputInFile(ie) {
+				n.Locations = []SARIFLocation{SARIFFile(ie.Source, ie.Line)}
+			}
+			notes = append(notes, n)
+			continue
+		}
+		i, ok := index[InputErrorRule]
+		if !ok {
+			i = len(run.Tool.Driver.Rules)
+			run.Tool.Driver.Rules = append(run.Tool.Driver.Rules, inputErrorRule)
+			index[InputErrorRule] = i
+		}
+		run.Results = append(run.Results, SARIFResult{
+			RuleID: InputErrorRule, RuleIndex: i, Level: "error",
+			Message: SARIFText{ie.Message}, Locations: []SARIFLocation{SARIFFile(ie.Source, ie.Line)},
+		})
+	}
+	if len(notes) > 0 {
+		run.Invocations = []SARIFInvocation{{ExecutionSuccessful: true, ToolExecutionNotifications: notes}}
 	}
 	return WriteSARIF(w, run)
 }

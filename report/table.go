@@ -11,12 +11,14 @@ import (
 )
 
 // Table writes one row per image, worst first, then each image's findings
-// and what to do about them, then a summary line.
+// and what to do about them, then the inputs that were not read, then a
+// summary line. Every string from the scan goes through Printable: the
+// table is for a terminal.
 func Table(w io.Writer, r *scan.Result) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "VERDICT\tIMAGE\tDIGEST\tUSED BY")
 	for _, im := range r.Sorted() {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", im.Verdict, im.Reference, short(im.Digest), uses(im.Uses))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", Printable(string(im.Verdict)), Printable(im.Reference), Printable(short(im.Digest)), Printable(uses(im.Uses)))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -25,17 +27,31 @@ func Table(w io.Writer, r *scan.Result) error {
 		if len(im.Findings) == 0 {
 			continue
 		}
-		fmt.Fprintf(w, "\n%s  %s\n", strings.ToUpper(string(im.Verdict)), im.Reference)
+		fmt.Fprintf(w, "\n%s  %s\n", strings.ToUpper(Printable(string(im.Verdict))), Printable(im.Reference))
 		for _, f := range im.Findings {
-			fmt.Fprintf(w, "  %-8s %-20s %s\n", f.Severity, f.Code, shortDigests(f.Message))
+			fmt.Fprintf(w, "  %-8s %-20s %s\n", f.Severity, Printable(string(f.Code)), Printable(shortDigests(f.Message)))
 			if f.Advice != "" {
-				fmt.Fprintf(w, "  %-8s %-20s → %s\n", "", "", shortDigests(f.Advice))
+				fmt.Fprintf(w, "  %-8s %-20s → %s\n", "", "", Printable(shortDigests(f.Advice)))
 			}
 		}
 		for _, u := range im.Uses {
 			if s := useString(u); s != "" {
-				fmt.Fprintf(w, "  used by  %s\n", s)
+				fmt.Fprintf(w, "  used by  %s\n", Printable(s))
 			}
+		}
+	}
+	notRead, skipped := 0, 0
+	if len(r.InputErrors) > 0 {
+		fmt.Fprintf(w, "\nINPUTS NOT READ\n")
+		for _, ie := range r.InputErrors {
+			level := "error"
+			if ie.Notice {
+				level = "notice"
+				skipped++
+			} else {
+				notRead++
+			}
+			fmt.Fprintf(w, "  %-8s %s: %s\n", level, Printable(inputLocation(ie)), Printable(ie.Message))
 		}
 	}
 	c := r.Count()
@@ -43,9 +59,29 @@ func Table(w io.Writer, r *scan.Result) error {
 	for _, rc := range r.Requests {
 		requests += rc.Count
 	}
-	_, err := fmt.Fprintf(w, "\n%d images: %d broken, %d unknown, %d at-risk, %d ok (%d requests in %s)\n",
-		len(r.Images), c[scan.Broken], c[scan.Unknown], c[scan.AtRisk], c[scan.OK], requests, r.Duration.Round(1e6))
+	inputs := ""
+	if notRead+skipped > 0 {
+		inputs = fmt.Sprintf("; %s not read, %d skipped", plural(notRead, "input"), skipped)
+	}
+	_, err := fmt.Fprintf(w, "\n%d images: %d broken, %d unknown, %d at-risk, %d ok (%d requests in %s)%s\n",
+		len(r.Images), c[scan.Broken], c[scan.Unknown], c[scan.AtRisk], c[scan.OK], requests, r.Duration.Round(1e6), inputs)
 	return err
+}
+
+// inputLocation is an input error's "source:line", or its source.
+func inputLocation(ie scan.InputError) string {
+	if ie.Line > 0 {
+		return fmt.Sprintf("%s:%d", ie.Source, ie.Line)
+	}
+	return ie.Source
+}
+
+// plural is "1 input", "2 inputs".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 var digestRE = regexp.MustCompile(`sha256:[0-9a-f]{64}`)

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/regcheck/regcheck/internal/version"
 	"io"
 	"log/slog"
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/regcheck/regcheck/internal/version"
+	"github.com/regcheck/regcheck/report"
 )
 
 // Exit codes are a contract with scripts and CI.
@@ -106,7 +108,9 @@ pull. It is read-only against registries and clusters.`,
 	} else if ctx.Err() != nil {
 		code = ExitIncomplete
 	}
-	msg := err.Error()
+	// The message may carry a registry's words or a file's name: no
+	// control character of theirs reaches the terminal.
+	msg := report.Printable(err.Error())
 	if !strings.HasPrefix(msg, "regcheck") {
 		msg = "regcheck: " + msg
 	}

@@ -2,9 +2,11 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"slices"
@@ -21,11 +23,20 @@ type inputs struct {
 	filenames  []string
 }
 
-// targets reads every reference, keeping where each came from. Problems with
-// one file are returned alongside what could be read: the run goes on.
-func (in inputs) targets(stdin io.Reader) ([]scan.Target, []error) {
+// read returns targets, logging each problem with an input (logInputErrors)
+// and reporting whether one makes the run incomplete (the second result).
+func (in inputs) read(stdin io.Reader, logger *slog.Logger) ([]scan.Target, bool) {
+	targets, problems := in.collect(stdin)
+	return targets, logInputErrors(logger, problems)
+}
+
+// collect reads every reference, keeping where each came from, and returns
+// every problem with an input as a scan.InputError beside what could be
+// read: one bad file never stops the run. A Helm template or a path that
+// is not a regular file is a notice.
+func (in inputs) collect(stdin io.Reader) ([]scan.Target, []scan.InputError) {
 	var out []scan.Target
-	var problems []error
+	var problems []scan.InputError
 	for _, a := range in.args {
 		out = append(out, scan.Target{Ref: a, Uses: []scan.Use{{Source: "args"}}})
 	}
@@ -33,17 +44,19 @@ func (in inputs) targets(stdin io.Reader) ([]scan.Target, []error) {
 		t, err := readImageList(in.imagesFrom, stdin)
 		out = append(out, t...)
 		if err != nil {
-			problems = append(problems, err)
+			problems = append(problems, inputError(imagesFromSource(in.imagesFrom), err))
 		}
 	}
-	if len(in.filenames) > 0 {
-		imgs, errs := manifest.Find(in.filenames)
+	for _, path := range in.filenames {
+		var imgs []manifest.Image
+		var errs []error
+		if path == "-" {
+			imgs, errs = readManifestStdin(stdin)
+		} else {
+			imgs, errs = manifest.Find([]string{path})
+		}
 		for _, err := range errs {
-			var skip *manifest.SkipError
-			if errors.As(err, &skip) {
-				continue // reported by the caller as a notice, not a problem
-			}
-			problems = append(problems, err)
+			problems = append(problems, inputError(path, err))
 		}
 		for _, img := range imgs {
 			out = append(out, scan.Target{Ref: img.Ref, Uses: []scan.Use{{
@@ -51,61 +64,157 @@ func (in inputs) targets(stdin io.Reader) ([]scan.Target, []error) {
 				Namespace: img.Namespace, Name: img.Name, Container: img.Container, PullPolicy: img.PullPolicy,
 			}}})
 		}
-		for _, err := range errs {
-			var skip *manifest.SkipError
-			if errors.As(err, &skip) {
-				problems = append(problems, notice{err})
-			}
-		}
 	}
 	return out, problems
 }
 
-// validate rejects inputs that cannot all be read: standard input once.
+// readStdin reads standard input whole, up to manifest.MaxFileSize bytes:
+// more is an error, as for a file.
+func readStdin(stdin io.Reader) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(stdin, manifest.MaxFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading stdin: %w", err)
+	}
+	if len(data) > manifest.MaxFileSize {
+		return nil, &fs.PathError{Op: "read", Path: "stdin", Err: manifest.ErrTooLarge}
+	}
+	return data, nil
+}
+
+// readManifestStdin reads manifests from standard input.
+func readManifestStdin(stdin io.Reader) ([]manifest.Image, []error) {
+	data, err := readStdin(stdin)
+	if err != nil {
+		return nil, []error{err}
+	}
+	imgs, err := manifest.Parse("stdin", data)
+	if err != nil {
+		return nil, []error{err}
+	}
+	return imgs, nil
+}
+
+// inputError turns a problem reading the input named source into a
+// scan.InputError naming the file (and line) concerned: a parse error its
+// file:line, a problem in a folder the file in it.
+func inputError(source string, err error) scan.InputError {
+	ie := scan.InputError{Source: source, Message: err.Error()}
+	var (
+		skip  *manifest.SkipError
+		parse *manifest.ParseError
+		pe    *fs.PathError
+		line  *lineError
+	)
+	switch {
+	case errors.As(err, &skip):
+		ie.Source, ie.Message, ie.Notice = skip.File, "skipped: "+skip.Reason, true
+	case errors.As(err, &parse):
+		ie.Source, ie.Line, ie.Message = parse.File, parse.Line, parse.Msg
+	case errors.As(err, &line):
+		ie.Line, ie.Message = line.line, line.err.Error()
+	case errors.As(err, &pe):
+		ie.Source, ie.Message = pe.Path, pe.Err.Error()
+		if pe.Op != "" && pe.Op != "walk" && pe.Op != "read" {
+			ie.Message = pe.Op + ": " + ie.Message
+		}
+	}
+	if ie.Source == "-" {
+		ie.Source = "stdin"
+	}
+	return ie
+}
+
+// imagesFromSource names the source of --images-from: its path, or stdin.
+func imagesFromSource(path string) string {
+	if path == "-" {
+		return "stdin"
+	}
+	return path
+}
+
+// lineError is a problem at one line of an --images-from list.
+type lineError struct {
+	line int
+	err  error
+}
+
+func (e *lineError) Error() string { return fmt.Sprintf("line %d: %v", e.line, e.err) }
+func (e *lineError) Unwrap() error { return e.err }
+
+// validate rejects inputs that cannot all be read: standard input twice, a
+// path that does not exist.
 func (in inputs) validate() error {
 	if in.imagesFrom == "-" && slices.Contains(in.filenames, "-") {
 		return errors.New("--images-from - and -f - both read standard input: give one of them a file")
 	}
+	if in.imagesFrom != "" && in.imagesFrom != "-" {
+		if err := mustExist("--images-from", in.imagesFrom); err != nil {
+			return err
+		}
+	}
+	for _, p := range in.filenames {
+		if p == "-" {
+			continue
+		}
+		if err := mustExist("-f", p); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
-// read returns targets, logging each problem with an input: a skipped Helm
-// template as a warning, an unreadable file as an error that makes the run
-// incomplete (the second result).
-func (in inputs) read(stdin io.Reader, logger *slog.Logger) ([]scan.Target, bool) {
-	targets, problems := in.targets(stdin)
-	incomplete := false
-	for _, p := range problems {
-		var n notice
-		if errors.As(p, &n) {
-			logger.Warn(p.Error())
-			continue
+// mustExist is an error naming flag (if any) and path when nothing is at
+// path (a symlink to nothing included): a typo, for a usage error, not an
+// input to skip.
+func mustExist(flag, path string) error {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		if flag != "" {
+			path = flag + " " + path
 		}
-		logger.Error("input skipped", "err", p)
-		incomplete = true
+		return fmt.Errorf("%s: no such file or folder", path)
 	}
-	return targets, incomplete
+	return nil
 }
 
-// notice is a problem that does not make a run incomplete (a Helm template
-// skipped on purpose).
-type notice struct{ error }
-
-// readImageList reads one reference per line; # starts a comment; "-" is stdin.
-func readImageList(path string, stdin io.Reader) ([]scan.Target, error) {
-	var r io.Reader = stdin
-	name := "stdin"
-	if path != "-" {
-		f, err := os.Open(path)
-		if err != nil {
-			return nil, fmt.Errorf("--images-from: %w", err)
+// logInputErrors logs each input problem: a notice as a warning, an input
+// not read as an error. It reports whether any was not a notice: the run
+// is then incomplete.
+func logInputErrors(logger *slog.Logger, ies []scan.InputError) (incomplete bool) {
+	for _, ie := range ies {
+		loc := ie.Source
+		if ie.Line > 0 {
+			loc = fmt.Sprintf("%s:%d", ie.Source, ie.Line)
 		}
-		defer f.Close()
-		r, name = f, path
+		if ie.Notice {
+			logger.Warn("input skipped", "input", loc, "reason", ie.Message)
+			continue
+		}
+		logger.Error("input not read", "input", loc, "err", ie.Message)
+		incomplete = true
+	}
+	return incomplete
+}
+
+// readImageList reads one reference per line; # starts a comment; "-" is
+// stdin. A file is read only if it is a regular file (or a symlink to one);
+// a file or stdin larger than manifest.MaxFileSize is not read at all.
+func readImageList(path string, stdin io.Reader) ([]scan.Target, error) {
+	name := "stdin"
+	var data []byte
+	var err error
+	if path == "-" {
+		data, err = readStdin(stdin)
+	} else {
+		name = path
+		data, err = manifest.ReadFile(path)
+	}
+	if err != nil {
+		return nil, err
 	}
 	var out []scan.Target
-	sc := bufio.NewScanner(r)
-	for line := 1; sc.Scan(); line++ {
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	line := 1
+	for ; sc.Scan(); line++ {
 		text := sc.Text()
 		if i := strings.IndexByte(text, '#'); i >= 0 {
 			text = text[:i]
@@ -117,7 +226,7 @@ func readImageList(path string, stdin io.Reader) ([]scan.Target, error) {
 		out = append(out, scan.Target{Ref: text, Uses: []scan.Use{{Source: "images-from", File: name, Line: line}}})
 	}
 	if err := sc.Err(); err != nil {
-		return out, fmt.Errorf("reading %s: %w", name, err)
+		return out, &lineError{line: line, err: err}
 	}
 	return out, nil
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -34,6 +33,7 @@ type pinFlags struct {
 	fromCluster    bool
 	kube           kubeFlags
 	output         string
+	followSymlinks bool
 }
 
 // pinFormats are the outputs of --check.
@@ -68,9 +68,14 @@ index lists it; otherwise nothing is pinned (platform-digest). A history
 file may hold several clusters: --records-cluster reads only one; without
 it, a container whose clusters last ran different digests is left as is
 (ambiguous-record). --write replaces a file only if it still holds what pin
-read; one edited meanwhile is left as is (changed-on-disk).
+read; one edited meanwhile is left as is (changed-on-disk). --write does
+not write through a symlink that resolves outside the PATH it was found
+under (for a PATH that is a file, outside its folder): such a file is left
+as is and reported (unwritable), unless --follow-symlinks.
 
-Helm templates are skipped with a notice; references reached through YAML
+Only regular files (or symlinks to one) of at most 16 MiB are read; a
+named pipe, a device or a symlink to nothing is skipped with a notice
+(skipped). Helm templates are skipped with a notice; references reached through YAML
 aliases are reported, never edited; a file that does not parse is reported
 with file:line, left as is, and the run goes on.
 
@@ -101,6 +106,7 @@ could not be handled (nothing else failed).`,
 	fl.BoolVar(&f.fromCluster, "from-cluster", false, "pin to the digest each workload's container runs now in the cluster (its pods' imageIDs) instead of the tag's")
 	f.kube.addTo(fl)
 	fl.StringVarP(&f.output, "output", "o", "text", "output of --check: "+strings.Join(pinFormats, ", "))
+	fl.BoolVar(&f.followSymlinks, "follow-symlinks", false, "with --write, also write through symlinks that resolve outside the PATH they were found under")
 	f.registry.addTo(fl, true)
 	return cmd
 }
@@ -134,8 +140,8 @@ func runPin(cmd *cobra.Command, s Streams, g *globals, f *pinFlags) error {
 		}
 		if f.output != "text" {
 			for _, fd := range r.Findings {
-				if fd.Kind == pin.KindTemplate {
-					fmt.Fprintln(s.Err, fd)
+				if fd.Kind == pin.KindTemplate || fd.Kind == pin.KindSkipped {
+					fmt.Fprintln(s.Err, report.Printable(fd.String()))
 				}
 			}
 		}
@@ -147,23 +153,26 @@ func runPin(cmd *cobra.Command, s Streams, g *globals, f *pinFlags) error {
 	if f.write {
 		for _, ch := range r.Changes {
 			if ch.Skipped == "" {
-				fmt.Fprintln(out, changeLine(ch))
+				fmt.Fprintln(out, report.Printable(changeLine(ch)))
 			}
 		}
 	} else {
 		for _, file := range r.Changed() {
-			out.Write(pin.Diff(file.Path, file.Old, file.New))
+			// The path is escaped; the lines are the file's, which YAML
+			// keeps free of control characters (a file with one does
+			// not parse, so is never changed).
+			out.Write(pin.Diff(report.Printable(file.Path), file.Old, file.New))
 		}
 		if f.update {
 			for _, ch := range r.Changes {
 				if ch.Skipped == "" && pin.Pinned(ch.Old) {
-					fmt.Fprintln(info, changeLine(ch))
+					fmt.Fprintln(info, report.Printable(changeLine(ch)))
 				}
 			}
 		}
 	}
 	for _, fd := range r.Findings {
-		fmt.Fprintln(info, fd)
+		fmt.Fprintln(info, report.Printable(fd.String()))
 	}
 	pinned := 0
 	for _, ch := range r.Changes {
@@ -228,7 +237,7 @@ func runningIn(h *record.History, cluster string) func(manifest.Image) (string, 
 func (f *pinFlags) config(cmd *cobra.Command, g *globals) (pin.Config, error) {
 	c := pin.Config{
 		Check: f.check, Write: f.write, Update: f.update, AllowBroken: f.allowBroken,
-		PullPolicy: f.pullPolicy, Exclude: f.exclude,
+		PullPolicy: f.pullPolicy, Exclude: f.exclude, FollowSymlinks: f.followSymlinks,
 	}
 	if !slices.Contains(pinFormats, f.output) {
 		return c, fmt.Errorf("-o %q: want %s", f.output, strings.Join(pinFormats, ", "))
@@ -247,6 +256,14 @@ func (f *pinFlags) config(cmd *cobra.Command, g *globals) (pin.Config, error) {
 	}
 	if slices.Contains(f.paths, "-") {
 		return c, errors.New(`pin edits files: "-" (stdin) is not supported`)
+	}
+	if f.followSymlinks && !f.write {
+		return c, errors.New("--follow-symlinks goes with --write")
+	}
+	for _, p := range f.paths {
+		if err := mustExist("", p); err != nil {
+			return c, err
+		}
 	}
 	if f.imagesOnly != "" {
 		re, err := regexp.Compile(f.imagesOnly)
@@ -371,9 +388,7 @@ func renderCheck(w io.Writer, format string, r *pin.Report) error {
 		if findings == nil {
 			findings = []pin.Finding{}
 		}
-		e := json.NewEncoder(w)
-		e.SetIndent("", "  ")
-		return e.Encode(struct {
+		return report.WriteJSON(w, struct {
 			Files    int           `json:"files"`
 			Findings []pin.Finding `json:"findings"`
 		}{len(r.Files), findings})
@@ -387,7 +402,7 @@ func renderCheck(w io.Writer, format string, r *pin.Report) error {
 		return report.GitHubAnnotations(w, as)
 	}
 	for _, fd := range r.Findings {
-		if _, err := fmt.Fprintln(w, fd); err != nil {
+		if _, err := fmt.Fprintln(w, report.Printable(fd.String())); err != nil {
 			return err
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/regcheck/regcheck/cluster"
 	"github.com/regcheck/regcheck/report"
@@ -32,6 +33,14 @@ each. It reports every image as ok, at-risk, unknown or broken.
 
 A registry fault (401, 403, 429, 5xx, a timeout) proves nothing about an image:
 such an image is unknown, never broken.
+
+Every input that could not be read (a file that does not parse, one that
+cannot be opened) is in the report, in every format, and makes the scan
+incomplete. Only regular files (or symlinks to one) of at most 16 MiB are
+read: a named pipe, a device or a symlink to nothing is skipped with a
+notice that does not (pipe manifests to -f - instead), as is a Helm
+template. A path given to -f or --images-from that does not exist is a
+usage error.
 
 Exit codes: 0 clean; 1 a finding at or above --fail-on; 2 usage or
 configuration error; 3 incomplete (some images or inputs could not be checked,
@@ -107,11 +116,17 @@ func runScan(cmd *cobra.Command, s Streams, g *globals, f *scanFlags) error {
 		if err := renderer.Render(s.Out, res); err != nil {
 			return fmt.Errorf("writing the report: %w", err)
 		}
-		return exitFor(res, threshold, false)
+		return exitFor(res, threshold)
 	}
-	targets, incomplete := f.read(s.In, g.logger)
+	targets, inputErrs := f.collect(s.In)
+	incomplete := logInputErrors(g.logger, inputErrs)
 	if len(targets) == 0 {
 		if incomplete {
+			// Nothing to scan, but the report says which inputs failed.
+			res := &scan.Result{Started: time.Now(), InputErrors: inputErrs}
+			if err := renderer.Render(s.Out, res); err != nil {
+				return fmt.Errorf("writing the report: %w", err)
+			}
 			return &exitError{code: ExitIncomplete, err: errors.New("no image references could be read")}
 		}
 		return usageError(errors.New("no image references found in the inputs"))
@@ -121,10 +136,11 @@ func runScan(cmd *cobra.Command, s Streams, g *globals, f *scanFlags) error {
 	if err != nil {
 		return &exitError{code: ExitIncomplete, err: err}
 	}
+	res.InputErrors = append(res.InputErrors, inputErrs...)
 	if err := renderer.Render(s.Out, res); err != nil {
 		return fmt.Errorf("writing the report: %w", err)
 	}
-	return exitFor(res, threshold, incomplete)
+	return exitFor(res, threshold)
 }
 
 // failNever is a threshold no finding reaches.
@@ -148,8 +164,10 @@ func parseFailOn(s string) (scan.Severity, error) {
 }
 
 // exitFor applies the exit-code contract to a result: 1 when a finding (not a
-// fault) is at or above threshold, else 3 when anything was left unchecked.
-func exitFor(res *scan.Result, threshold scan.Severity, incomplete bool) error {
+// fault) is at or above threshold, else 3 when anything was left unchecked:
+// an unknown image, an input not read (a notice is not).
+func exitFor(res *scan.Result, threshold scan.Severity) error {
+	incomplete := false
 	for _, im := range res.Images {
 		for _, fd := range im.Findings {
 			if !fd.Code.Fault() && fd.Severity >= threshold {
@@ -159,6 +177,9 @@ func exitFor(res *scan.Result, threshold scan.Severity, incomplete bool) error {
 		if im.Verdict == scan.Unknown {
 			incomplete = true
 		}
+	}
+	for _, ie := range res.InputErrors {
+		incomplete = incomplete || !ie.Notice
 	}
 	if incomplete {
 		return &exitError{code: ExitIncomplete}
