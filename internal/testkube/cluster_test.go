@@ -24,8 +24,10 @@ func TestStartMissingBinaries(t *testing.T) {
 // tests require them; this unit test only skips).
 func TestStart(t *testing.T) {
 	bin := DefaultBinDir()
-	if _, err := os.Stat(filepath.Join(bin, APIServerBinary)); err != nil {
-		t.Skipf("no %s in %s (hack/build-bins.sh cluster)", APIServerBinary, bin)
+	for _, b := range []string{EtcdBinary, APIServerBinary} {
+		if _, err := os.Stat(filepath.Join(bin, b)); err != nil {
+			t.Skipf("no %s in %s (hack/build-bins.sh cluster)", b, bin)
+		}
 	}
 	ctx := t.Context()
 	c, err := Start(ctx, t.TempDir(), bin)
