@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/regcheck/regcheck/imageref"
 	"github.com/regcheck/regcheck/inventory"
 	"github.com/regcheck/regcheck/scan"
 )
@@ -28,7 +29,8 @@ func Targets(inv *inventory.Inventory) []scan.Target {
 // another repository the same bits were first pulled from (an image
 // promoted from staging to prod), which says nothing about this one.
 func RunningRef(image, digest string) string {
-	return inventory.ParseImage(image).Repo + "@" + digest
+	ref, _ := imageref.Parse(image)
+	return ref.Repo + "@" + digest
 }
 
 // RunningTargets returns one target per distinct digest a container runs,
@@ -97,8 +99,8 @@ func Check(ctx context.Context, s *scan.Scanner, inv *inventory.Inventory) (*sca
 
 // annotate adds the cluster findings of one image.
 func annotate(ctx context.Context, s *scan.Scanner, inv *inventory.Inventory, im *scan.Image, walked map[useKey]*scan.Image) error {
-	ref := inventory.ParseImage(im.Reference)
-	pinned := ref.Digest != ""
+	ref, _ := imageref.Parse(im.Reference)
+	pinned := ref.Pinned()
 	_, _, perr := s.Parse(im.Reference)
 	parsed := perr == nil
 
@@ -133,7 +135,7 @@ func annotate(ctx context.Context, s *scan.Scanner, inv *inventory.Inventory, im
 				"record it now (regcheck record) and rebuild or re-push that digest before a reschedule, eviction or node image GC turns it into ImagePullBackOff")
 			im.Findings = append(im.Findings, f)
 		}
-		if !pinned && im.Digest != "" && u.RunningDigest != im.Digest && !childOf(ctx, s, im, u.RunningDigest) {
+		if !pinned && im.Digest != "" && u.RunningDigest != im.Digest && !childOf(ctx, s, ref.Repo+"@"+im.Digest, u.RunningDigest) {
 			f := scan.NewFinding(scan.Drift, im.Digest, "",
 				fmt.Sprintf("%s runs %s, but %s now resolves to %s: the next pull runs other code", who, u.RunningDigest, im.Reference, im.Digest),
 				fmt.Sprintf("pin %s@%s to keep what runs (regcheck pin --from-records), or roll out the new digest deliberately", im.Reference, u.RunningDigest))
@@ -177,16 +179,12 @@ func annotate(ctx context.Context, s *scan.Scanner, inv *inventory.Inventory, im
 	return nil
 }
 
-// childOf reports whether digest is one of the children of the index im
-// resolved to: some runtimes (CRI-O) report the platform manifest they
-// pulled, not the index. The index was fetched by the walk: this is a cache
-// hit, not a request.
-func childOf(ctx context.Context, s *scan.Scanner, im *scan.Image, digest string) bool {
-	norm, _, err := s.Parse(im.Reference)
-	if err != nil {
-		return false
-	}
-	m, err := s.Manifest(ctx, inventory.ParseImage(norm).Repo+"@"+im.Digest)
+// childOf reports whether digest is one of the children of index, the
+// repo@digest an image resolved to: some runtimes (CRI-O) report the
+// platform manifest they pulled, not the index. The index was fetched by
+// the walk: this is a cache hit, not a request.
+func childOf(ctx context.Context, s *scan.Scanner, index, digest string) bool {
+	m, err := s.Manifest(ctx, index)
 	if err != nil {
 		return false
 	}

@@ -1,6 +1,11 @@
 package inventory
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/opencontainers/go-digest"
+	"github.com/regcheck/regcheck/imageref"
+)
 
 // ImageIDKind says what a container status's imageID holds.
 type ImageIDKind string
@@ -23,125 +28,48 @@ const (
 //	repo@sha256:…                    → repo, sha256:…, true
 //	docker://sha256:…, sha256:…      → "", "", false (an image ID, not a repo digest)
 //
-// The repository is normalized with [NormalizeRepo], so "nginx" and
+// The repository is normalized by [imageref.Parse], so "nginx" and
 // "docker.io/library/nginx" compare equal.
 func ParseImageID(id string) (repo, digest string, isRepoDigest bool) {
 	repo, digest, kind := parseImageID(id)
 	return repo, digest, kind == ImageIDRepoDigest
 }
 
-func parseImageID(id string) (repo, digest string, kind ImageIDKind) {
+func parseImageID(id string) (repo, dgst string, kind ImageIDKind) {
 	id = strings.TrimSpace(id)
 	if id == "" {
 		return "", "", ImageIDNone
 	}
-	if i := strings.Index(id, "://"); i >= 0 {
-		id = id[i+3:]
+	if _, rest, ok := strings.Cut(id, "://"); ok {
+		id = rest
 	}
-	at := strings.LastIndex(id, "@")
-	if at < 0 {
-		if isDigest(id) {
-			return "", "", ImageIDConfig
-		}
-		return "", "", ImageIDUnknown
-	}
-	name, dgst := id[:at], id[at+1:]
-	if name == "" || !isDigest(dgst) {
-		return "", "", ImageIDUnknown
+	if _, err := digest.Parse(id); err == nil {
+		return "", "", ImageIDConfig
 	}
 	// A runtime may report "repo:tag@sha256:…"; the tag is not part of the repository.
-	name, _ = splitTag(name)
-	return NormalizeRepo(name), dgst, ImageIDRepoDigest
+	ref, err := imageref.Parse(id)
+	if err != nil || !ref.Pinned() {
+		return "", "", ImageIDUnknown
+	}
+	return ref.Repo, ref.Digest, ImageIDRepoDigest
 }
 
-// isDigest reports whether s looks like "algorithm:hex" with a known algorithm.
-func isDigest(s string) bool {
-	alg, hex, ok := strings.Cut(s, ":")
-	if !ok {
-		return false
-	}
-	var n int
-	switch alg {
-	case "sha256":
-		n = 64
-	case "sha384":
-		n = 96
-	case "sha512":
-		n = 128
-	default:
-		return false
-	}
-	if len(hex) != n {
-		return false
-	}
-	for _, c := range hex {
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
-
-// splitTag splits "repo:tag" into repo and tag; a colon before the last "/" is a registry port.
-func splitTag(name string) (repo, tag string) {
-	i := strings.LastIndex(name, ":")
-	if i < 0 || strings.Contains(name[i+1:], "/") {
-		return name, ""
-	}
-	return name[:i], name[i+1:]
-}
-
-// ImageRef is an image reference from a pod spec, split into its parts.
-type ImageRef struct {
-	Repo   string // normalized with NormalizeRepo: "docker.io/library/nginx"
-	Tag    string // as written; empty when none was given
-	Digest string // "sha256:…" when the reference pins one
-}
-
-// ParseImage splits an image reference as written in a pod spec
-// ("nginx", "nginx:1.27", "ghcr.io/o/r:v1@sha256:…"). It does not validate.
-func ParseImage(image string) ImageRef {
-	image = strings.TrimSpace(image)
-	var ref ImageRef
-	if at := strings.LastIndex(image, "@"); at >= 0 {
-		ref.Digest = image[at+1:]
-		image = image[:at]
-	}
-	name, tag := splitTag(image)
-	ref.Repo, ref.Tag = NormalizeRepo(name), tag
-	return ref
-}
-
-// NormalizeRepo expands a repository name the way Docker does:
-// "nginx" → "docker.io/library/nginx", "coturn/coturn" → "docker.io/coturn/coturn",
-// "index.docker.io/x/y" → "docker.io/x/y". Other registries are left alone.
-func NormalizeRepo(name string) string {
-	if name == "" {
-		return ""
-	}
-	first, rest, ok := strings.Cut(name, "/")
-	if !ok || !(strings.ContainsAny(first, ".:") || first == "localhost") {
-		// No registry host: Docker Hub.
-		if !ok {
-			return "docker.io/library/" + name
-		}
-		return "docker.io/" + name
-	}
-	if first == "index.docker.io" || first == "registry-1.docker.io" {
-		first = "docker.io"
-	}
-	if first == "docker.io" && !strings.Contains(rest, "/") {
-		rest = "library/" + rest
-	}
-	return first + "/" + rest
-}
+// ImageRef is a pod spec's image reference split into its parts by
+// [imageref.Parse]: the zero ImageRef when the image does not parse (the
+// API server accepts any string; the kubelet reports InvalidImageName).
+type ImageRef = imageref.Ref
 
 // DefaultPullPolicy is the pull policy Kubernetes sets when a container has none:
 // Always when the tag is "latest" or there is neither tag nor digest, IfNotPresent otherwise
-// (so "repo@sha256:…" defaults to IfNotPresent, "repo:latest@sha256:…" to Always).
+// (so "repo@sha256:…" defaults to IfNotPresent, "repo:latest@sha256:…" to Always),
+// and IfNotPresent for an image that does not parse.
 func DefaultPullPolicy(image string) string {
-	ref := ParseImage(image)
-	if ref.Tag == "latest" || ref.Tag == "" && ref.Digest == "" {
+	ref, _ := imageref.Parse(image)
+	return defaultPullPolicy(ref)
+}
+
+func defaultPullPolicy(ref ImageRef) string {
+	if ref.Repo != "" && ref.EffectiveTag() == "latest" {
 		return "Always"
 	}
 	return "IfNotPresent"

@@ -1,6 +1,10 @@
 package inventory
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/regcheck/regcheck/imageref"
+)
 
 const (
 	dA = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
@@ -24,7 +28,12 @@ func TestParseImageID(t *testing.T) {
 		{name: "docker image id", id: "docker://" + dA, kind: ImageIDConfig},
 		{name: "bare image id", id: dA, kind: ImageIDConfig},
 		{name: "short digest", id: "nginx@sha256:abc", kind: ImageIDUnknown},
+		{name: "sha512", id: "ghcr.io/o/r@sha512:" + dA[7:] + dA[7:], repo: "ghcr.io/o/r", digest: "sha512:" + dA[7:] + dA[7:], kind: ImageIDRepoDigest},
+		{name: "bare sha512 image id", id: "sha512:" + dA[7:] + dA[7:], kind: ImageIDConfig},
 		{name: "garbage", id: "something", kind: ImageIDUnknown},
+		{name: "tag alone", id: "docker.io/library/nginx:1.27", kind: ImageIDUnknown},
+		{name: "no repository", id: "@" + dA, kind: ImageIDUnknown},
+		{name: "uppercase repository", id: "docker-pullable://Nginx@" + dA, kind: ImageIDUnknown},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -41,6 +50,8 @@ func TestParseImageID(t *testing.T) {
 	}
 }
 
+// TestParseImageAndPullPolicy: the ImageRef and the default pull policy of
+// a container's image.
 func TestParseImageAndPullPolicy(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -57,12 +68,15 @@ func TestParseImageAndPullPolicy(t *testing.T) {
 		{"localhost:5000/app:1", ImageRef{Repo: "localhost:5000/app", Tag: "1"}, "IfNotPresent"},
 		{"index.docker.io/busybox:1", ImageRef{Repo: "docker.io/library/busybox", Tag: "1"}, "IfNotPresent"},
 		{"registry.k8s.io/pause:3.10", ImageRef{Repo: "registry.k8s.io/pause", Tag: "3.10"}, "IfNotPresent"},
+		// Kubernetes defaults an image it cannot parse to IfNotPresent.
+		{"Nginx", ImageRef{}, "IfNotPresent"},
+		{"nginx@sha256:abc", ImageRef{}, "IfNotPresent"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.image, func(t *testing.T) {
 			t.Parallel()
-			if got := ParseImage(tt.image); got != tt.ref {
-				t.Errorf("ParseImage(%q) = %+v, want %+v", tt.image, got, tt.ref)
+			if got, _ := imageref.Parse(tt.image); got != tt.ref {
+				t.Errorf("imageref.Parse(%q) = %+v, want %+v", tt.image, got, tt.ref)
 			}
 			if got := DefaultPullPolicy(tt.image); got != tt.policy {
 				t.Errorf("DefaultPullPolicy(%q) = %q, want %q", tt.image, got, tt.policy)

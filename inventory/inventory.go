@@ -2,15 +2,13 @@ package inventory
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
+	"github.com/regcheck/regcheck/imageref"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
@@ -47,7 +45,7 @@ type Container struct {
 	Field                           string // containers | initContainers | ephemeralContainers
 
 	Image    string   // the spec's image string, as written
-	ImageRef ImageRef // Image parsed: normalized repo, tag, pinned digest
+	ImageRef ImageRef // Image parsed: normalized repo, tag, pinned digest; zero when Image does not parse
 
 	ImageID string // raw status imageID; empty for templates and pods not yet started
 	// ImageIDKind says what ImageID holds: ImageIDRepoDigest for
@@ -89,9 +87,6 @@ type Inventory struct {
 	Warnings []string
 }
 
-// pageSize is the Limit of every list call; List follows continue tokens.
-const pageSize = 500
-
 // List lists the containers of every pod, plus the pod template containers
 // that no pod runs as written, in namespace ("" for all namespaces), and the
 // images each node holds.
@@ -121,194 +116,144 @@ const pageSize = 500
 // are the exception: when listing them is forbidden, List goes on without
 // node caches and says so in Inventory.Warnings.
 func List(ctx context.Context, c kubernetes.Interface, namespace string) (*Inventory, error) {
-	l := lister{ctx: ctx, ns: namespace}
-	pods, err := listAll(l, "pods", func(o metav1.ListOptions) ([]corev1.Pod, string, error) {
-		r, err := c.CoreV1().Pods(namespace).List(ctx, o)
-		if err != nil {
-			return nil, "", err
-		}
-		return r.Items, r.Continue, nil
-	})
+	w, err := listWorkloads(ctx, c, namespace)
 	if err != nil {
 		return nil, err
 	}
-	deps, err := listAll(l, "deployments.apps", func(o metav1.ListOptions) ([]appsv1.Deployment, string, error) {
-		r, err := c.AppsV1().Deployments(namespace).List(ctx, o)
-		if err != nil {
-			return nil, "", err
-		}
-		return r.Items, r.Continue, nil
-	})
+	nodes, warnings, err := listNodes(ctx, c)
 	if err != nil {
 		return nil, err
 	}
-	rss, err := listAll(l, "replicasets.apps", func(o metav1.ListOptions) ([]appsv1.ReplicaSet, string, error) {
-		r, err := c.AppsV1().ReplicaSets(namespace).List(ctx, o)
-		if err != nil {
-			return nil, "", err
-		}
-		return r.Items, r.Continue, nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	sts, err := listAll(l, "statefulsets.apps", func(o metav1.ListOptions) ([]appsv1.StatefulSet, string, error) {
-		r, err := c.AppsV1().StatefulSets(namespace).List(ctx, o)
-		if err != nil {
-			return nil, "", err
-		}
-		return r.Items, r.Continue, nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	dss, err := listAll(l, "daemonsets.apps", func(o metav1.ListOptions) ([]appsv1.DaemonSet, string, error) {
-		r, err := c.AppsV1().DaemonSets(namespace).List(ctx, o)
-		if err != nil {
-			return nil, "", err
-		}
-		return r.Items, r.Continue, nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	jobs, err := listAll(l, "jobs.batch", func(o metav1.ListOptions) ([]batchv1.Job, string, error) {
-		r, err := c.BatchV1().Jobs(namespace).List(ctx, o)
-		if err != nil {
-			return nil, "", err
-		}
-		return r.Items, r.Continue, nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	cjs, err := listAll(l, "cronjobs.batch", func(o metav1.ListOptions) ([]batchv1.CronJob, string, error) {
-		r, err := c.BatchV1().CronJobs(namespace).List(ctx, o)
-		if err != nil {
-			return nil, "", err
-		}
-		return r.Items, r.Continue, nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	nodes, err := listAll(lister{ctx: ctx, clusterScoped: true}, "nodes", func(o metav1.ListOptions) ([]corev1.Node, string, error) {
-		r, err := c.CoreV1().Nodes().List(ctx, o)
-		if err != nil {
-			return nil, "", err
-		}
-		return r.Items, r.Continue, nil
-	})
-	var warnings []string
-	if apierrors.IsForbidden(err) {
-		// Node caches are a detail of the report; a user with namespace
-		// rights only still gets everything else.
-		warnings = append(warnings, fmt.Sprintf("node image caches unknown: %v", err))
-		nodes, err = nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
+	containers, ran := w.podEntries()
+	containers = append(containers, templateEntries(w.templates(), ran)...)
+	slices.SortStableFunc(containers, compareContainers)
+	return &Inventory{Containers: containers, NodeImages: nodeImages(nodes), Warnings: warnings}, nil
+}
 
-	inv := &Inventory{NodeImages: nodeImages(nodes), Warnings: warnings}
+// podEntries returns the containers of every pod, attributed to its
+// top-level owner, and the spec images each owner's pods run.
+func (w *workloads) podEntries() ([]Container, ranImages) {
+	top := w.topOwners()
+	ran := ranImages{}
+	var out []Container
+	for i := range w.pods {
+		p := &w.pods[i]
+		cs := podContainers(p, top(p))
+		ran.add(cs)
+		out = append(out, cs...)
+	}
+	return out, ran
+}
 
-	// Intermediate owners, by namespace/name, from the lists above.
-	rsOwner := map[objKey]owner{}
-	for _, rs := range rss {
-		rsOwner[objKey{rs.Namespace, rs.Name}] = controllerOf(rs.OwnerReferences)
+// topOwners returns a func giving a pod's top-level owner: its controller
+// (itself when it has none), and that controller's own Deployment or
+// CronJob when the lists already fetched have one, never with a GET each.
+func (w *workloads) topOwners() func(*corev1.Pod) owner {
+	up := map[ownerKey]owner{}
+	for _, rs := range w.replicaSets {
+		if o := controllerOf(rs.OwnerReferences); o.kind == KindDeployment {
+			up[ownerKey{rs.Namespace, KindReplicaSet, rs.Name}] = o
+		}
 	}
-	jobOwner := map[objKey]owner{}
-	for _, j := range jobs {
-		jobOwner[objKey{j.Namespace, j.Name}] = controllerOf(j.OwnerReferences)
+	for _, j := range w.jobs {
+		if o := controllerOf(j.OwnerReferences); o.kind == KindCronJob {
+			up[ownerKey{j.Namespace, KindJob, j.Name}] = o
+		}
 	}
-	resolve := func(ns string, o owner) owner {
-		switch o.kind {
-		case KindReplicaSet:
-			if up, ok := rsOwner[objKey{ns, o.name}]; ok && up.kind == KindDeployment {
-				return up
-			}
-		case KindJob:
-			if up, ok := jobOwner[objKey{ns, o.name}]; ok && up.kind == KindCronJob {
-				return up
-			}
+	return func(p *corev1.Pod) owner {
+		o := controllerOf(p.OwnerReferences)
+		if o.kind == "" {
+			return owner{KindPod, p.Name}
+		}
+		if u, ok := up[ownerKey{p.Namespace, o.kind, o.name}]; ok {
+			return u
 		}
 		return o
 	}
+}
 
-	// The spec images each owner's pods run, per container field and name.
-	podImages := map[ownerKey]map[slotKey][]string{}
-	for i := range pods {
-		p := &pods[i]
-		o := controllerOf(p.OwnerReferences)
-		if o.kind == "" {
-			o = owner{KindPod, p.Name}
-		}
-		o = resolve(p.Namespace, o)
-		cs := podContainers(p, o)
-		ok := ownerKey{p.Namespace, o.kind, o.name}
-		imgs := podImages[ok]
+// ranImages holds the spec images each owner's pods run, per container
+// field and name.
+type ranImages map[ownerKey]map[slotKey][]string
+
+func (r ranImages) add(cs []Container) {
+	for _, c := range cs {
+		key := ownerKey{c.Namespace, c.OwnerKind, c.OwnerName}
+		imgs := r[key]
 		if imgs == nil {
 			imgs = map[slotKey][]string{}
-			podImages[ok] = imgs
+			r[key] = imgs
 		}
-		for _, c := range cs {
-			k := slotKey{c.Field, c.Container}
-			if !slices.Contains(imgs[k], c.Image) {
-				imgs[k] = append(imgs[k], c.Image)
-			}
+		k := slotKey{c.Field, c.Container}
+		if !slices.Contains(imgs[k], c.Image) {
+			imgs[k] = append(imgs[k], c.Image)
 		}
-		inv.Containers = append(inv.Containers, cs...)
 	}
+}
 
-	// tmpl adds o's template containers that no pod of o runs as written:
-	// all of them when o has no pod, else those whose image differs from
-	// every image its pods run for that container.
-	tmpl := func(ns string, o owner, t *corev1.PodTemplateSpec) {
-		cs := templateContainers(ns, o, &t.Spec)
-		if imgs, ok := podImages[ownerKey{ns, o.kind, o.name}]; ok {
+// template is the pod template of an owner that may get template entries.
+type template struct {
+	owner ownerKey
+	spec  *corev1.PodSpec
+}
+
+// templates returns the pod templates of Deployments, StatefulSets,
+// DaemonSets and CronJobs, of ReplicaSets without a Deployment and of
+// unfinished Jobs without a CronJob.
+func (w *workloads) templates() []template {
+	var out []template
+	add := func(m *metav1.ObjectMeta, kind string, t *corev1.PodTemplateSpec) {
+		out = append(out, template{ownerKey{m.Namespace, kind, m.Name}, &t.Spec})
+	}
+	for i := range w.deployments {
+		d := &w.deployments[i]
+		add(&d.ObjectMeta, KindDeployment, &d.Spec.Template)
+	}
+	for i := range w.statefulSets {
+		s := &w.statefulSets[i]
+		add(&s.ObjectMeta, KindStatefulSet, &s.Spec.Template)
+	}
+	for i := range w.daemonSets {
+		d := &w.daemonSets[i]
+		add(&d.ObjectMeta, KindDaemonSet, &d.Spec.Template)
+	}
+	for i := range w.cronJobs {
+		cj := &w.cronJobs[i]
+		add(&cj.ObjectMeta, KindCronJob, &cj.Spec.JobTemplate.Spec.Template)
+	}
+	for i := range w.replicaSets {
+		rs := &w.replicaSets[i]
+		if controllerOf(rs.OwnerReferences).kind != KindDeployment {
+			add(&rs.ObjectMeta, KindReplicaSet, &rs.Spec.Template)
+		}
+	}
+	for i := range w.jobs {
+		j := &w.jobs[i]
+		if controllerOf(j.OwnerReferences).kind != KindCronJob && !jobFinished(j) {
+			add(&j.ObjectMeta, KindJob, &j.Spec.Template)
+		}
+	}
+	return out
+}
+
+// templateEntries returns each template's containers that no pod of its
+// owner runs as written: all of them when the owner has no pod, else those
+// whose image differs from every image its pods run for that container.
+func templateEntries(ts []template, ran ranImages) []Container {
+	var out []Container
+	for _, t := range ts {
+		cs := templateContainers(t.owner, t.spec)
+		if imgs, ok := ran[t.owner]; ok {
 			cs = slices.DeleteFunc(cs, func(c Container) bool {
 				return slices.Contains(imgs[slotKey{c.Field, c.Container}], c.Image)
 			})
 		}
-		inv.Containers = append(inv.Containers, cs...)
+		out = append(out, cs...)
 	}
-	for i := range deps {
-		d := &deps[i]
-		tmpl(d.Namespace, owner{KindDeployment, d.Name}, &d.Spec.Template)
-	}
-	for i := range sts {
-		s := &sts[i]
-		tmpl(s.Namespace, owner{KindStatefulSet, s.Name}, &s.Spec.Template)
-	}
-	for i := range dss {
-		d := &dss[i]
-		tmpl(d.Namespace, owner{KindDaemonSet, d.Name}, &d.Spec.Template)
-	}
-	for i := range cjs {
-		cj := &cjs[i]
-		tmpl(cj.Namespace, owner{KindCronJob, cj.Name}, &cj.Spec.JobTemplate.Spec.Template)
-	}
-	for i := range rss {
-		rs := &rss[i]
-		if controllerOf(rs.OwnerReferences).kind == KindDeployment {
-			continue
-		}
-		tmpl(rs.Namespace, owner{KindReplicaSet, rs.Name}, &rs.Spec.Template)
-	}
-	for i := range jobs {
-		j := &jobs[i]
-		if controllerOf(j.OwnerReferences).kind == KindCronJob || jobFinished(j) {
-			continue
-		}
-		tmpl(j.Namespace, owner{KindJob, j.Name}, &j.Spec.Template)
-	}
-
-	slices.SortStableFunc(inv.Containers, compareContainers)
-	return inv, nil
+	return out
 }
 
-type objKey struct{ ns, name string }
-
+// ownerKey is one owner in one namespace.
 type ownerKey struct{ ns, kind, name string }
 
 // slotKey is one container of a pod spec: its field and name.
@@ -339,90 +284,80 @@ func jobFinished(j *batchv1.Job) bool {
 	return false
 }
 
+// podContainers returns one Container per container of pod p (init,
+// regular, ephemeral) owned by o, with its status.
 func podContainers(p *corev1.Pod, o owner) []Container {
-	statuses := func(ss []corev1.ContainerStatus) map[string]*corev1.ContainerStatus {
-		m := make(map[string]*corev1.ContainerStatus, len(ss))
+	key := ownerKey{p.Namespace, o.kind, o.name}
+	cs := templateContainers(key, &p.Spec)
+	for i := range p.Spec.EphemeralContainers {
+		k := &p.Spec.EphemeralContainers[i]
+		cs = append(cs, specContainer(key, &p.Spec, FieldEphemeralContainers, k.Name, k.Image, k.ImagePullPolicy))
+	}
+	statuses := map[slotKey]*corev1.ContainerStatus{}
+	for field, ss := range map[string][]corev1.ContainerStatus{
+		FieldInitContainers:      p.Status.InitContainerStatuses,
+		FieldContainers:          p.Status.ContainerStatuses,
+		FieldEphemeralContainers: p.Status.EphemeralContainerStatuses,
+	} {
 		for i := range ss {
-			m[ss[i].Name] = &ss[i]
+			statuses[slotKey{field, ss[i].Name}] = &ss[i]
 		}
-		return m
 	}
-	base := Container{
-		Namespace:        p.Namespace,
-		OwnerKind:        o.kind,
-		OwnerName:        o.name,
-		Pod:              p.Name,
-		Node:             p.Spec.NodeName,
-		ImagePullSecrets: pullSecrets(&p.Spec),
-		ServiceAccount:   serviceAccount(&p.Spec),
-	}
-	var out []Container
-	add := func(field string, name, image string, policy corev1.PullPolicy, st *corev1.ContainerStatus) {
-		c := base
-		c.ImagePullSecrets = slices.Clone(base.ImagePullSecrets)
-		c.Field, c.Container = field, name
-		setImage(&c, image, policy)
-		if st != nil {
-			c.ImageID = st.ImageID
-			c.RunningRepo, c.RunningDigest, c.ImageIDKind = parseImageID(st.ImageID)
-			c.RestartCount = st.RestartCount
-			switch s := st.State; {
-			case s.Running != nil:
-				c.State, c.StartedAt = "running", s.Running.StartedAt.UTC()
-			case s.Terminated != nil:
-				c.State, c.Reason, c.StartedAt = "terminated", s.Terminated.Reason, s.Terminated.StartedAt.UTC()
-			case s.Waiting != nil:
-				c.State, c.Reason = "waiting", s.Waiting.Reason
-			}
+	for i := range cs {
+		c := &cs[i]
+		c.Pod, c.Node = p.Name, p.Spec.NodeName
+		if st := statuses[slotKey{c.Field, c.Container}]; st != nil {
+			setStatus(c, st)
 		}
-		out = append(out, c)
 	}
-	st := statuses(p.Status.InitContainerStatuses)
-	for _, k := range p.Spec.InitContainers {
-		add(FieldInitContainers, k.Name, k.Image, k.ImagePullPolicy, st[k.Name])
-	}
-	st = statuses(p.Status.ContainerStatuses)
-	for _, k := range p.Spec.Containers {
-		add(FieldContainers, k.Name, k.Image, k.ImagePullPolicy, st[k.Name])
-	}
-	st = statuses(p.Status.EphemeralContainerStatuses)
-	for _, k := range p.Spec.EphemeralContainers {
-		add(FieldEphemeralContainers, k.Name, k.Image, k.ImagePullPolicy, st[k.Name])
-	}
-	return out
+	return cs
 }
 
-func templateContainers(ns string, o owner, spec *corev1.PodSpec) []Container {
-	base := Container{
-		Namespace:        ns,
-		OwnerKind:        o.kind,
-		OwnerName:        o.name,
-		ImagePullSecrets: pullSecrets(spec),
-		ServiceAccount:   serviceAccount(spec),
-	}
+// templateContainers returns one Container per container of a pod
+// template of owner o: init containers, then containers (a template has no
+// ephemeral containers).
+func templateContainers(o ownerKey, spec *corev1.PodSpec) []Container {
 	var out []Container
-	add := func(field string, k *corev1.Container) {
-		c := base
-		c.ImagePullSecrets = slices.Clone(base.ImagePullSecrets)
-		c.Field, c.Container = field, k.Name
-		setImage(&c, k.Image, k.ImagePullPolicy)
-		out = append(out, c)
-	}
 	for i := range spec.InitContainers {
-		add(FieldInitContainers, &spec.InitContainers[i])
+		k := &spec.InitContainers[i]
+		out = append(out, specContainer(o, spec, FieldInitContainers, k.Name, k.Image, k.ImagePullPolicy))
 	}
 	for i := range spec.Containers {
-		add(FieldContainers, &spec.Containers[i])
+		k := &spec.Containers[i]
+		out = append(out, specContainer(o, spec, FieldContainers, k.Name, k.Image, k.ImagePullPolicy))
 	}
 	return out
 }
 
-func setImage(c *Container, image string, policy corev1.PullPolicy) {
-	c.Image = image
-	c.ImageRef = ParseImage(image)
-	c.PullPolicy = string(policy)
+// specContainer is one container of spec as the spec says it, with the
+// effective pull policy.
+func specContainer(o ownerKey, spec *corev1.PodSpec, field, name, image string, policy corev1.PullPolicy) Container {
+	ref, _ := imageref.Parse(image) // the zero ImageRef when it does not parse
+	c := Container{
+		Namespace: o.ns, OwnerKind: o.kind, OwnerName: o.name,
+		Container: name, Field: field,
+		Image: image, ImageRef: ref, PullPolicy: string(policy),
+		ImagePullSecrets: pullSecrets(spec), ServiceAccount: serviceAccount(spec),
+	}
 	if c.PullPolicy == "" {
-		c.PullPolicy = DefaultPullPolicy(image)
+		c.PullPolicy = defaultPullPolicy(ref)
+	}
+	return c
+}
+
+// setStatus sets what a container status says: the image ID the runtime
+// reports, and the state.
+func setStatus(c *Container, st *corev1.ContainerStatus) {
+	c.ImageID = st.ImageID
+	c.RunningRepo, c.RunningDigest, c.ImageIDKind = parseImageID(st.ImageID)
+	c.RestartCount = st.RestartCount
+	switch s := st.State; {
+	case s.Running != nil:
+		c.State, c.StartedAt = "running", s.Running.StartedAt.UTC()
+	case s.Terminated != nil:
+		c.State, c.Reason, c.StartedAt = "terminated", s.Terminated.Reason, s.Terminated.StartedAt.UTC()
+	case s.Waiting != nil:
+		c.State, c.Reason = "waiting", s.Waiting.Reason
 	}
 }
 
@@ -484,42 +419,4 @@ func compareContainers(a, b Container) int {
 		return c
 	}
 	return strings.Compare(a.Container, b.Container)
-}
-
-// lister carries what error messages need to say where a list ran.
-type lister struct {
-	ctx           context.Context
-	ns            string
-	clusterScoped bool
-}
-
-func (l lister) where() string {
-	switch {
-	case l.clusterScoped:
-		return ""
-	case l.ns == "":
-		return " in all namespaces"
-	default:
-		return fmt.Sprintf(" in namespace %q", l.ns)
-	}
-}
-
-// listAll follows continue tokens until the list is complete.
-func listAll[T any](l lister, resource string, page func(metav1.ListOptions) ([]T, string, error)) ([]T, error) {
-	var all []T
-	opts := metav1.ListOptions{Limit: pageSize}
-	for {
-		if err := l.ctx.Err(); err != nil {
-			return nil, fmt.Errorf("listing %s%s: %w", resource, l.where(), err)
-		}
-		items, cont, err := page(opts)
-		if err != nil {
-			return nil, fmt.Errorf("listing %s%s: %w", resource, l.where(), err)
-		}
-		all = append(all, items...)
-		if cont == "" {
-			return all, nil
-		}
-		opts.Continue = cont
-	}
 }

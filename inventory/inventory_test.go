@@ -454,4 +454,3 @@ func TestListCanceled(t *testing.T) {
 		t.Errorf("got %v, want context.Canceled", err)
 	}
 }
-

@@ -4,11 +4,10 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
-	"github.com/distribution/reference"
 	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/regcheck/regcheck/imageref"
 	"github.com/regcheck/regcheck/walk"
 	"golang.org/x/sync/errgroup"
 )
@@ -176,28 +175,25 @@ func ParseReference(ref string) (string, name.Reference, error) {
 	return parse(ref, nil)
 }
 
-func parse(ref string, insecure map[string]bool) (string, name.Reference, error) {
-	named, err := reference.ParseNormalizedNamed(strings.TrimSpace(ref))
+func parse(s string, insecure map[string]bool) (string, name.Reference, error) {
+	ref, err := imageref.Parse(s)
 	if err != nil {
-		return "", nil, fmt.Errorf("invalid image reference %q: %w", ref, err)
+		return "", nil, err
 	}
-	named = reference.TagNameOnly(named)
-	norm := named.String()
 	opts := []name.Option{name.WeakValidation}
-	if insecure[reference.Domain(named)] {
+	if insecure[ref.Domain()] {
 		opts = append(opts, name.Insecure)
 	}
-	repo := reference.Domain(named) + "/" + reference.Path(named)
 	var r name.Reference
-	if d, ok := named.(reference.Digested); ok {
-		r, err = name.NewDigest(repo+"@"+d.Digest().String(), opts...)
+	if ref.Pinned() {
+		r, err = name.NewDigest(ref.Repo+"@"+ref.Digest, opts...)
 	} else {
-		r, err = name.NewTag(repo+":"+named.(reference.Tagged).Tag(), opts...)
+		r, err = name.NewTag(ref.Repo+":"+ref.EffectiveTag(), opts...)
 	}
 	if err != nil {
-		return "", nil, fmt.Errorf("invalid image reference %q: %w", ref, err)
+		return "", nil, fmt.Errorf("invalid image reference %q: %w", s, err)
 	}
-	return norm, r, nil
+	return ref.Normalized(), r, nil
 }
 
 // Resolve returns the digest and media type a reference points at now: for
