@@ -197,6 +197,9 @@ func TestProdRegistry(t *testing.T) {
 		if im == nil || im.Verdict != scan.Unknown || len(im.Findings) != 1 || im.Findings[0].Code != scan.TLSError {
 			t.Fatalf("without --ca-file: %+v; want unknown with one tls-error fault", im)
 		}
+		if adv := im.Findings[0].Advice; !strings.Contains(adv, "--ca-file") || !strings.Contains(adv, "--insecure-registry") {
+			t.Errorf("the tls-error advice names neither flag that acts on it: %q", adv)
+		}
 	})
 
 	t.Run("pin", func(t *testing.T) {

@@ -113,6 +113,7 @@ func runScan(cmd *cobra.Command, s Streams, g *globals, f *scanFlags) error {
 		if err != nil {
 			return &exitError{code: ExitIncomplete, err: err}
 		}
+		addFlagHints(res)
 		if err := renderer.Render(s.Out, res); err != nil {
 			return fmt.Errorf("writing the report: %w", err)
 		}
@@ -137,6 +138,7 @@ func runScan(cmd *cobra.Command, s Streams, g *globals, f *scanFlags) error {
 		return &exitError{code: ExitIncomplete, err: err}
 	}
 	res.InputErrors = append(res.InputErrors, inputErrs...)
+	addFlagHints(res)
 	if err := renderer.Render(s.Out, res); err != nil {
 		return fmt.Errorf("writing the report: %w", err)
 	}
