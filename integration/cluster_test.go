@@ -128,7 +128,6 @@ func clientFor(t *testing.T, cfg *rest.Config) kubernetes.Interface {
 	return cs
 }
 
-
 func TestClusterInventoryAndRecord(t *testing.T) {
 	ctx := t.Context()
 	kc := startCluster(t)
