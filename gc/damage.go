@@ -1,12 +1,18 @@
 package gc
 
 import (
+	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/google/go-containerregistry/pkg/name"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
-	"sort"
-	"strings"
 
 	"github.com/regcheck/regcheck/scan"
+	"github.com/regcheck/regcheck/types"
+	"github.com/regcheck/regcheck/walk"
 )
 
 // Damage is one thing already broken in the storage, whoever uses it.
@@ -30,9 +36,10 @@ const (
 	// no longer serves.
 	TagManifestGone DamageKind = "tag-manifest-gone"
 	// ChildUnlinked: an index the repository serves lists a child it does not
-	// (what 2.x's --delete-untagged does to tagged indexes).
+	// link (what 2.x's --delete-untagged does to tagged indexes).
 	ChildUnlinked DamageKind = "child-unlinked"
-	// RevisionDataGone: a revision link whose blob data is gone.
+	// RevisionDataGone: a revision link whose blob data is gone; reached
+	// from a tag, a child whose link is there and whose data is not.
 	RevisionDataGone DamageKind = "revision-data-gone"
 	// LayerLinkDangling: a _layers link whose blob data is gone (2.x's GC
 	// deletes blobs and leaves their links).
@@ -40,45 +47,84 @@ const (
 	// BlobUnavailable: a manifest the repository serves needs a blob it
 	// cannot serve (no _layers link, or no data).
 	BlobUnavailable DamageKind = "blob-unavailable"
+	// ManifestUnreadable: a manifest's blob data is there but cannot be
+	// read, or is not a manifest.
+	ManifestUnreadable DamageKind = "manifest-unreadable"
 )
 
-// Survey lists what is already broken in s, repository by repository.
-// model decides how manifests resolve (2.x also reads _layers links).
+// Survey lists what is already broken in s, repository by repository: its
+// dangling links, then what each tag's image lacks, walked as a node pulls
+// it. model decides how manifests resolve (2.x also reads _layers links).
 func Survey(s *Storage, model Model) []Damage {
 	var out []Damage
 	for _, name := range s.Names() {
 		r := s.Repositories[name]
-		for _, l := range r.RevisionOrder {
-			if l.Target != "" && !s.Blobs[l.Target] {
-				out = append(out, Damage{Repository: name, Kind: RevisionDataGone, Digest: l.Dir, Message: fmt.Sprintf("revision link %s names blob data that is gone", l.Dir)})
-			}
+		out = append(out, danglingLinks(s, r)...)
+		out = append(out, tagDamage(s, r, model)...)
+	}
+	return out
+}
+
+// danglingLinks are r's revision and _layers links whose blob data is gone.
+func danglingLinks(s *Storage, r *Repository) []Damage {
+	var out []Damage
+	for _, l := range r.RevisionOrder {
+		if l.Target != "" && !s.Blobs[l.Target] {
+			out = append(out, Damage{Repository: r.Name, Kind: RevisionDataGone, Digest: l.Dir, Message: fmt.Sprintf("revision link %s names blob data that is gone", l.Dir)})
 		}
-		for _, l := range r.LayerOrder {
-			if l.Target != "" && !s.Blobs[l.Target] {
-				out = append(out, Damage{Repository: name, Kind: LayerLinkDangling, Digest: l.Dir, Message: fmt.Sprintf("_layers link %s names blob data that is gone", l.Dir)})
-			}
+	}
+	for _, l := range r.LayerOrder {
+		if l.Target != "" && !s.Blobs[l.Target] {
+			out = append(out, Damage{Repository: r.Name, Kind: LayerLinkDangling, Digest: l.Dir, Message: fmt.Sprintf("_layers link %s names blob data that is gone", l.Dir)})
 		}
-		seen := map[string]bool{}
-		for _, t := range r.TagOrder {
-			cur := r.Tags[t].Current
-			if cur == "" {
-				continue
+	}
+	return out
+}
+
+// tagDamage walks the image of each tag of r and names what it lacks,
+// once per kind, digest and parent.
+func tagDamage(s *Storage, r *Repository, model Model) []Damage {
+	var out []Damage
+	seen := map[string]bool{}
+	rd := s.Reader(model)
+	for _, t := range r.TagOrder {
+		cur := r.Tags[t].Current
+		if cur == "" {
+			continue
+		}
+		w := walkImage(context.Background(), rd, repoRef(r.Name).Tag(t))
+		for _, l := range append(w.losses, w.faults...) {
+			d := Damage{Repository: r.Name, Kind: damageKind(s, r, model, l), Digest: l.Digest, Tag: t, Parent: l.Parent, Message: l.Message}
+			if d.Kind == TagManifestGone {
+				d.Message = fmt.Sprintf("tag %s names manifest %s, which the repository no longer serves", t, cur)
 			}
-			if _, ok := s.linkedManifest(r, cur, model); !ok {
-				out = append(out, Damage{Repository: name, Kind: TagManifestGone, Digest: cur, Tag: t, Message: fmt.Sprintf("tag %s names manifest %s, which the repository no longer serves", t, cur)})
-				continue
-			}
-			for _, l := range walkImage(s, r, cur, model) {
-				key := string(l.kind) + l.Digest + l.Parent
-				if seen[key] {
-					continue
-				}
+			if key := string(d.Kind) + d.Digest + d.Parent; d.Kind != "" && !seen[key] {
 				seen[key] = true
-				out = append(out, Damage{Repository: name, Kind: l.kind, Digest: l.Digest, Tag: t, Parent: l.Parent, Message: l.Message})
+				out = append(out, d)
 			}
 		}
 	}
 	return out
+}
+
+// damageKind names what a loss of a tag's walk is in the storage; "" for
+// what is no damage (a manifest kind not walked, a limit).
+func damageKind(s *Storage, r *Repository, model Model, l Loss) DamageKind {
+	switch {
+	case l.Code == types.LimitExceeded:
+		return ""
+	case l.Code.Fault():
+		return ManifestUnreadable
+	case l.blob || l.Code == types.BlobMissing:
+		return BlobUnavailable
+	case l.Code == types.ManifestMissing && l.Parent == "":
+		return TagManifestGone
+	case l.Code != types.ChildMissing && l.Code != types.AttestationMissing:
+		return ""
+	case s.manifestLink(r, l.Digest, model) != "":
+		return RevisionDataGone
+	}
+	return ChildUnlinked
 }
 
 // Loss is one thing an image needs that is (or would be) gone.
@@ -90,161 +136,98 @@ type Loss struct {
 	Platform string `json:"platform,omitempty"`
 	Message  string `json:"message"`
 
-	kind DamageKind
+	blob bool // Parent lists it as a config or layer, not as a child
 }
 
-// walkImage walks manifest d in r as a node pulls it: the manifest, each
-// index child, and each child's config and layers. It returns what cannot
-// be served, in the scan engine's vocabulary.
-func walkImage(s *Storage, r *Repository, d string, model Model) []Loss {
-	var out []Loss
-	var walk func(d, parent, platform string, attestation bool, depth int)
-	walk = func(d, parent, platform string, attestation bool, depth int) {
-		target, ok := s.linkedManifest(r, d, model)
-		if !ok {
-			code, what := scan.ChildMissing, "the index lists a "+platform+" manifest "+d+" that the repository no longer serves"
-			if attestation {
-				code, what = scan.AttestationMissing, "attestation manifest "+d+" is gone"
-			}
-			if parent == "" {
-				code, what = scan.ManifestMissing, "manifest "+d+" is gone"
-			}
-			out = append(out, Loss{Code: code, Digest: d, Parent: parent, Platform: platform, Message: what, kind: ChildUnlinked})
-			return
-		}
-		m, err := s.manifest(target)
-		if err != nil {
-			out = append(out, Loss{Code: scan.ManifestMissing, Digest: d, Parent: parent, Platform: platform, Message: err.Error(), kind: RevisionDataGone})
-			return
-		}
-		if m.isIndex() {
-			if depth > 2 {
-				return
-			}
-			for _, c := range m.Manifests {
-				walk(c.Digest, d, c.Platform.String(), attestation || isAttestation(c), depth+1)
-			}
-			return
-		}
-		for i, b := range m.references() {
-			if b.Digest == "" || scan.IsForeignLayer(b.MediaType) || s.linkedBlob(r, b.Digest) {
-				continue
-			}
-			what := "layer"
-			if i == 0 && len(m.FSLayers) == 0 {
-				what = "config"
-			}
-			where := "manifest " + d
-			if platform != "" {
-				where = "the " + platform + " manifest " + d
-			}
-			code := scan.BlobMissing
-			if attestation {
-				code = scan.AttestationMissing
-			}
-			out = append(out, Loss{Code: code, Digest: b.Digest, Parent: d, Platform: platform, Message: fmt.Sprintf("%s blob %s of %s is gone", what, b.Digest, where), kind: BlobUnavailable})
+// isLoss reports whether a finding says the image lacks something: a fact
+// about the image (not a fault), of warning severity or worse.
+func isLoss(f types.Finding) bool { return f.Severity >= types.SeverityWarning && !f.Code.Fault() }
+
+// walked is one walk of an image over a view of a registry: what its
+// reference resolved to, what it lacks, and what could not be read.
+type walked struct {
+	digest         string
+	losses, faults []Loss
+}
+
+// walkImage walks ref over rd as a node pulls it, with the walker every
+// store shares, and names for each loss the manifest that lists it.
+func walkImage(ctx context.Context, rd walk.Reader, ref name.Reference, opts ...walk.Option) walked {
+	t := &recorder{Reader: rd, read: map[string]walk.Manifest{}}
+	got := walk.New(t, opts...).Walk(ctx, ref)
+	parents := t.parents(got.Digest)
+	w := walked{digest: got.Digest}
+	for _, f := range got.Findings {
+		p := parents[f.Digest+" "+f.Platform]
+		l := Loss{Code: f.Code, Digest: f.Digest, Parent: p.digest, Platform: f.Platform, Message: f.Message, blob: p.blob}
+		switch {
+		case f.Code.Fault():
+			w.faults = append(w.faults, l)
+		case isLoss(f):
+			w.losses = append(w.losses, l)
 		}
 	}
-	walk(d, "", "", false, 0)
+	return w
+}
+
+// recorder is a Reader that keeps the manifests one walk reads, so that a loss
+// can name the manifest listing it: a walk's findings say what is lost and
+// under which platform, not where from.
+type recorder struct {
+	walk.Reader
+	mu   sync.Mutex
+	read map[string]walk.Manifest
+}
+
+// Manifest reads through and keeps what it read.
+func (t *recorder) Manifest(ctx context.Context, repo name.Repository, digest string) (walk.Manifest, error) {
+	m, err := t.Reader.Manifest(ctx, repo, digest)
+	if err == nil {
+		t.mu.Lock()
+		t.read[digest] = m
+		t.mu.Unlock()
+	}
+	return m, err
+}
+
+// parent is the manifest listing a digest, and whether as a config or layer.
+type parent struct {
+	digest string
+	blob   bool
+}
+
+// parents indexes, by "digest platform" as findings name them, the
+// manifest read that lists each child and blob: an index listing the child
+// under that platform, else an image reached at that platform (top at
+// none) listing the blob; the lowest digest where several do.
+func (t *recorder) parents(top string) map[string]parent {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := map[string]parent{}
+	add := func(k string, p parent) {
+		if _, ok := out[k]; !ok {
+			out[k] = p
+		}
+	}
+	read := slices.Sorted(maps.Keys(t.read))
+	at := map[string][]string{top: {""}} // manifest → platforms the walk reached it at
+	for _, d := range read {
+		for _, c := range t.read[d].Manifests {
+			cd, p := c.Digest.String(), walk.PlatformString(c.Platform)
+			at[cd] = append(at[cd], p)
+			add(cd+" "+p, parent{digest: d})
+		}
+	}
+	for _, d := range read {
+		if m := t.read[d]; m.IsImage() {
+			for _, p := range at[d] {
+				for _, b := range append([]ocispec.Descriptor{m.Config}, m.Layers...) {
+					add(b.Digest.String()+" "+p, parent{digest: d, blob: true})
+				}
+			}
+		}
+	}
 	return out
-}
-
-// isAttestation asks scan, which knows buildx's annotations.
-func isAttestation(d Descriptor) bool {
-	od := ocispec.Descriptor{Annotations: d.Annotations}
-	if d.Platform != nil {
-		od.Platform = &ocispec.Platform{OS: d.Platform.OS, Architecture: d.Platform.Architecture, Variant: d.Platform.Variant}
-	}
-	return scan.IsAttestation(od)
-}
-
-// InUse is one in-use image as found in the storage.
-type InUse struct {
-	// Reference is the normalized reference; Repository and Tag or Digest
-	// locate it in the storage.
-	Reference  string     `json:"reference"`
-	Repository string     `json:"repository"`
-	Tag        string     `json:"tag,omitempty"`
-	Digest     string     `json:"digest,omitempty"`
-	Uses       []scan.Use `json:"uses,omitempty"`
-}
-
-// Entry is an in-use image that is (or would be) broken or at risk.
-type Entry struct {
-	Reference  string `json:"reference"`
-	Repository string `json:"repository"`
-	// Digest is what the reference resolves to in the storage.
-	Digest string `json:"digest,omitempty"`
-	// Verdict is broken, or at-risk when only attestations are lost.
-	Verdict scan.Verdict `json:"verdict"`
-	// Reason says in one line what happens to it.
-	Reason string `json:"reason"`
-	// Losses are the manifests and blobs it loses; Lost their digests.
-	Losses []Loss   `json:"losses"`
-	Lost   []string `json:"lost"`
-	// DeletedBlobs are the blobs it needs whose data the run deletes,
-	// those under a lost child included.
-	DeletedBlobs []string   `json:"deletedBlobs,omitempty"`
-	Advice       string     `json:"advice"`
-	Uses         []scan.Use `json:"uses,omitempty"`
-}
-
-// examine walks an in-use image in s and returns what it lacks.
-func examine(s *Storage, im InUse, model Model) (digest string, losses []Loss) {
-	r := s.Repositories[im.Repository]
-	if r == nil {
-		return "", []Loss{{Code: scan.ManifestMissing, Message: "repository " + im.Repository + " is not in the storage"}}
-	}
-	d := im.Digest
-	if d == "" {
-		t := r.Tags[im.Tag]
-		if t == nil || t.Current == "" {
-			return "", []Loss{{Code: scan.TagMissing, Message: fmt.Sprintf("tag %s is not in repository %s", im.Tag, im.Repository)}}
-		}
-		d = t.Current
-	}
-	return d, walkImage(s, r, d, model)
-}
-
-// entry builds an Entry from losses; nil when there are none.
-func entry(im InUse, digest string, losses []Loss, advice string) *Entry {
-	if len(losses) == 0 {
-		return nil
-	}
-	e := &Entry{Reference: im.Reference, Repository: im.Repository, Digest: digest, Verdict: scan.AtRisk, Losses: losses, Uses: im.Uses, Advice: advice}
-	var children, blobs, atts, top []string
-	for _, l := range losses {
-		if l.Code != scan.AttestationMissing {
-			e.Verdict = scan.Broken
-		}
-		if l.Digest != "" {
-			e.Lost = append(e.Lost, l.Digest)
-		}
-		switch l.Code {
-		case scan.ChildMissing:
-			children = append(children, l.Platform+" "+scan.ShortDigest(l.Digest))
-		case scan.BlobMissing:
-			blobs = append(blobs, scan.ShortDigest(l.Digest))
-		case scan.AttestationMissing:
-			atts = append(atts, scan.ShortDigest(l.Digest))
-		default:
-			top = append(top, l.Message)
-		}
-	}
-	sort.Strings(e.Lost)
-	var parts []string
-	parts = append(parts, top...)
-	if len(children) > 0 {
-		parts = append(parts, "index kept, child manifest "+strings.Join(children, ", ")+" unlinked")
-	}
-	if len(blobs) > 0 {
-		parts = append(parts, fmt.Sprintf("%d blob(s) gone: %s", len(blobs), strings.Join(blobs, ", ")))
-	}
-	if len(atts) > 0 {
-		parts = append(parts, "attestation(s) lost: "+strings.Join(atts, ", "))
-	}
-	e.Reason = strings.Join(parts, "; ")
-	return e
 }
 
 // minus drops from after the losses already in before.
@@ -259,35 +242,5 @@ func minus(after, before []Loss) []Loss {
 			out = append(out, l)
 		}
 	}
-	return out
-}
-
-// needs lists every manifest and blob digest image d in r reaches in s.
-func needs(s *Storage, r *Repository, d string, model Model) map[string]bool {
-	out := map[string]bool{}
-	var walk func(d string, depth int)
-	walk = func(d string, depth int) {
-		out[d] = true
-		target, ok := s.linkedManifest(r, d, model)
-		if !ok || depth > 3 {
-			return
-		}
-		m, err := s.manifest(target)
-		if err != nil {
-			return
-		}
-		if m.isIndex() {
-			for _, c := range m.Manifests {
-				walk(c.Digest, depth+1)
-			}
-			return
-		}
-		for _, b := range m.references() {
-			if b.Digest != "" {
-				out[b.Digest] = true
-			}
-		}
-	}
-	walk(d, 0)
 	return out
 }

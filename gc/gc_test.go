@@ -1,8 +1,10 @@
 package gc
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/regcheck/regcheck/scan"
+	"github.com/regcheck/regcheck/types"
 )
 
 // tree writes a distribution filesystem storage by hand.
@@ -280,5 +283,118 @@ func TestModelAssumed(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// The storage as a walk.Reader: absence is types.ErrNotFound, as a
+// registry's 404 is; manifest data that is not a manifest is a fault.
+func TestReader(t *testing.T) {
+	tr, s := seedTree(t)
+	corrupt := tr.blob("not a manifest")
+	tr.write(filepath.Join("repositories", "app", "_manifests", "revisions", "sha256", hexOf(corrupt), "link"), corrupt)
+	st, err := Open(tr.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, app := context.Background(), repoRef("app")
+	rd := st.Reader(Distribution3)
+	if d, err := rd.Resolve(ctx, app, "v1"); err != nil || d.Digest != s.idx {
+		t.Errorf("resolve app:v1: %v %v", d, err)
+	}
+	if m, err := rd.Manifest(ctx, app, s.idx); err != nil || !m.IsIndex() || len(m.Manifests) != 2 {
+		t.Errorf("manifest %s: %+v %v", s.idx, m, err)
+	}
+	if err := rd.Blob(ctx, app, s.amdBlobs[1]); err != nil {
+		t.Errorf("blob: %v", err)
+	}
+	for _, tc := range []struct {
+		name string
+		err  error
+	}{
+		{"tag", func() error { _, err := rd.Resolve(ctx, app, "v2"); return err }()},
+		{"repository", func() error { _, err := rd.Resolve(ctx, repoRef("nope"), "v1"); return err }()},
+		{"manifest of another repository", func() error { _, err := rd.Manifest(ctx, app, s.lone); return err }()},
+		{"blob of another repository", rd.Blob(ctx, app, s.oldBlobs[0])},
+	} {
+		if !errors.Is(tc.err, types.ErrNotFound) {
+			t.Errorf("%s: %v, want not found", tc.name, tc.err)
+		}
+	}
+	if _, err := rd.Manifest(ctx, app, corrupt); err == nil || errors.Is(err, types.ErrNotFound) || types.FaultCode(err) == "" {
+		t.Errorf("corrupt manifest: %v, want a fault", err)
+	}
+	// Data gone since Open is absence.
+	os.Remove(filepath.Join(tr.root, "docker", "registry", "v2", "blobs", "sha256", hexOf(s.arm)[:2], hexOf(s.arm), "data"))
+	if _, err := rd.Manifest(ctx, app, s.arm); !errors.Is(err, types.ErrNotFound) {
+		t.Errorf("data gone: %v, want not found", err)
+	}
+}
+
+// The survey names each loss's parent, and tells a child whose revision
+// link is gone from one whose data is; an unreadable manifest is damage,
+// and an in-use image it belongs to is unknown: skipped, the check incomplete.
+func TestSurveyKinds(t *testing.T) {
+	tr, s := seedTree(t)
+	for _, d := range []string{s.amd, s.arm} {
+		os.Remove(filepath.Join(tr.root, "docker", "registry", "v2", "blobs", "sha256", hexOf(d)[:2], hexOf(d), "data"))
+	}
+	os.RemoveAll(filepath.Join(tr.root, "docker", "registry", "v2", "repositories", "app", "_manifests", "revisions", "sha256", hexOf(s.arm)))
+	corrupt := tr.blob(`{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"digest":"sha256:nothex"}}`)
+	tr.write(filepath.Join("repositories", "bad", "_manifests", "revisions", "sha256", hexOf(corrupt), "link"), corrupt)
+	tr.tag("bad", "v1", corrupt)
+	st, err := Open(tr.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]Damage{}
+	for _, d := range Survey(st, Distribution3) {
+		got[string(d.Kind)+" "+d.Digest+" "+d.Tag] = d
+	}
+	for _, want := range []Damage{
+		{Kind: RevisionDataGone, Digest: s.amd, Tag: "v1", Parent: s.idx},
+		{Kind: RevisionDataGone, Digest: s.amd},
+		{Kind: ChildUnlinked, Digest: s.arm, Tag: "v1", Parent: s.idx},
+		{Kind: ManifestUnreadable, Digest: corrupt, Tag: "v1"},
+	} {
+		d, ok := got[string(want.Kind)+" "+want.Digest+" "+want.Tag]
+		if !ok || d.Parent != want.Parent {
+			t.Errorf("no %s damage for %s (tag %q, parent %q) in %v", want.Kind, want.Digest, want.Tag, want.Parent, got)
+		}
+	}
+	rep, err := Check(st, Options{Model: Distribution3}, []scan.Target{{Ref: "reg.example/bad:v1"}, {Ref: "reg.example/app:v1"}})
+	if err == nil || rep == nil || len(rep.Skipped) != 1 || rep.Skipped[0].Reference != "reg.example/bad:v1" {
+		t.Fatalf("err %v, report %+v: want bad:v1 skipped and the check incomplete", err, rep)
+	}
+	if len(rep.AlreadyBroken) != 1 || rep.AlreadyBroken[0].Verdict != scan.Broken || len(rep.AlreadyBroken[0].Losses) != 2 {
+		t.Fatalf("already broken: %+v", rep.AlreadyBroken)
+	}
+	for _, l := range rep.AlreadyBroken[0].Losses {
+		if l.Code != scan.ChildMissing || l.Parent != s.idx {
+			t.Errorf("loss %+v: want a child of %s", l, s.idx)
+		}
+	}
+}
+
+// A blob lost under an index child names the child as its parent, and
+// the blobs the run deletes from under an image are listed with it, those
+// already unlinked included.
+func TestCheckParents(t *testing.T) {
+	tr, s := seedTree(t)
+	os.RemoveAll(filepath.Join(tr.root, "docker", "registry", "v2", "repositories", "app", "_layers", "sha256", hexOf(s.armBlobs[1])))
+	st, err := Open(tr.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Check(st, Options{Model: Distribution28, DeleteUntagged: true}, []scan.Target{{Ref: "reg.example/app:v1"}})
+	if err != nil || len(rep.AlreadyBroken) != 1 || len(rep.WouldBreak) != 1 {
+		t.Fatalf("err %v, already %+v, would %+v", err, rep.AlreadyBroken, rep.WouldBreak)
+	}
+	if l := rep.AlreadyBroken[0].Losses; len(l) != 1 || l[0].Code != scan.BlobMissing || l[0].Digest != s.armBlobs[1] || l[0].Parent != s.arm || l[0].Platform != "linux/arm64" {
+		t.Errorf("already broken losses %+v", l)
+	}
+	e := rep.WouldBreak[0]
+	// 2.8 keeps the children's data (the index references it), not their blobs.
+	if want := sorted(s.amdBlobs, s.armBlobs); !slices.Equal(e.DeletedBlobs, want) {
+		t.Errorf("deleted blobs %v, want %v", e.DeletedBlobs, want)
 	}
 }

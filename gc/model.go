@@ -95,10 +95,8 @@ type Abort struct {
 // storage walk does (the v3 mark is order-dependent). An error means the
 // storage could not be read; a collector that would fail is Plan.Abort.
 func Simulate(s *Storage, model Model, deleteUntagged bool) (*Plan, error) {
-	switch model {
-	case Distribution28, Distribution3:
-	default:
-		return nil, fmt.Errorf("unknown GC model %q", model)
+	if _, err := ParseModel(string(model)); err != nil {
+		return nil, err
 	}
 	sim := &simulation{s: s, model: model, deleteUntagged: deleteUntagged, marked: map[string]bool{}}
 	plan := &Plan{Model: model, DeleteUntagged: deleteUntagged, Manifests: []ManifestDeletion{}, Blobs: []string{}, LayerLinks: []LayerLink{}}
@@ -216,15 +214,15 @@ func (sim *simulation) markReferences(r *Repository, d string) error {
 	}
 	for _, ref := range m.references() {
 		if sim.model == Distribution28 {
-			sim.marked[ref.Digest] = true
+			sim.marked[ref] = true
 			continue
 		}
-		if sim.marked[ref.Digest] {
+		if sim.marked[ref] {
 			continue
 		}
-		sim.marked[ref.Digest] = true
-		if _, ok := sim.s.linkedManifest(r, ref.Digest, sim.model); ok {
-			if err := sim.markReferences(r, ref.Digest); err != nil {
+		sim.marked[ref] = true
+		if _, ok := sim.s.linkedManifest(r, ref, sim.model); ok {
+			if err := sim.markReferences(r, ref); err != nil {
 				return err
 			}
 		}

@@ -1,10 +1,10 @@
 package gc
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -31,7 +31,7 @@ type Storage struct {
 	Blobs     map[string]bool
 	BlobOrder []string
 
-	manifests map[string]*manifest // parsed blob data, shared between copies
+	manifests *manifestCache // parsed blob data, shared between copies
 }
 
 type repoDir struct {
@@ -90,7 +90,7 @@ func Open(path string) (*Storage, error) {
 	if root == "" {
 		return nil, fmt.Errorf("%s: %w (want the registry's rootdirectory, holding docker/registry/v2)", path, ErrNotStorage)
 	}
-	s := &Storage{Root: root, Repositories: map[string]*Repository{}, Blobs: map[string]bool{}, manifests: map[string]*manifest{}}
+	s := &Storage{Root: root, Repositories: map[string]*Repository{}, Blobs: map[string]bool{}, manifests: &manifestCache{m: map[string]*stored{}}}
 	if err := s.readRepositories(); err != nil {
 		return nil, err
 	}
@@ -318,108 +318,6 @@ func (s *Storage) Names() []string {
 	return out
 }
 
-// Descriptor is what a manifest references.
-type Descriptor struct {
-	MediaType   string            `json:"mediaType"`
-	Digest      string            `json:"digest"`
-	Platform    *Platform         `json:"platform,omitempty"`
-	Annotations map[string]string `json:"annotations,omitempty"`
-}
-
-// Platform is an index child's platform.
-type Platform struct {
-	OS           string `json:"os"`
-	Architecture string `json:"architecture"`
-	Variant      string `json:"variant,omitempty"`
-}
-
-func (p *Platform) String() string {
-	if p == nil {
-		return ""
-	}
-	s := p.OS + "/" + p.Architecture
-	if p.Variant != "" {
-		s += "/" + p.Variant
-	}
-	return s
-}
-
-// manifest is the part of a manifest the GC and the survey read.
-type manifest struct {
-	MediaType string       `json:"mediaType"`
-	Config    *Descriptor  `json:"config"`
-	Layers    []Descriptor `json:"layers"`
-	Manifests []Descriptor `json:"manifests"`
-	FSLayers  []struct {
-		BlobSum string `json:"blobSum"`
-	} `json:"fsLayers"`
-}
-
-func (m *manifest) isIndex() bool {
-	return m.Manifests != nil || strings.Contains(m.MediaType, "index") || strings.Contains(m.MediaType, "list")
-}
-
-// references is distribution's Manifest.References(): an index's
-// children; an image's config then layers; a schema1 manifest's fsLayers.
-func (m *manifest) references() []Descriptor {
-	if m.isIndex() {
-		return m.Manifests
-	}
-	if len(m.FSLayers) > 0 {
-		out := make([]Descriptor, len(m.FSLayers))
-		for i, l := range m.FSLayers {
-			out[i] = Descriptor{Digest: l.BlobSum}
-		}
-		return out
-	}
-	var out []Descriptor
-	if m.Config != nil {
-		out = append(out, *m.Config)
-	} else {
-		out = append(out, Descriptor{}) // distribution appends the zero config too
-	}
-	return append(out, m.Layers...)
-}
-
-// manifest reads and parses the blob data of a manifest.
-func (s *Storage) manifest(d string) (*manifest, error) {
-	if m, ok := s.manifests[d]; ok {
-		return m, nil
-	}
-	b, err := os.ReadFile(s.blobPath(d))
-	if err != nil {
-		return nil, fmt.Errorf("reading manifest %s: %w", d, err)
-	}
-	m := &manifest{}
-	if err := json.Unmarshal(b, m); err != nil {
-		return nil, fmt.Errorf("parsing manifest %s: %w", d, err)
-	}
-	s.manifests[d] = m
-	return m, nil
-}
-
-// linkedManifest resolves a manifest digest in a repository as the
-// registry's manifest store does: its revision link (and, on 2.x, a _layers
-// link, where 2.1.0 once put manifests), then the blob data the link names.
-// It returns the target digest and whether the manifest is served.
-func (s *Storage) linkedManifest(r *Repository, d string, model Model) (string, bool) {
-	if t, ok := r.Revisions[d]; ok && t != "" {
-		return t, s.Blobs[t]
-	}
-	if model == Distribution28 {
-		if t, ok := r.Layers[d]; ok && t != "" {
-			return t, s.Blobs[t]
-		}
-	}
-	return "", false
-}
-
-// linkedBlob resolves a blob in a repository: its _layers link, then data.
-func (s *Storage) linkedBlob(r *Repository, d string) bool {
-	t, ok := r.Layers[d]
-	return ok && t != "" && s.Blobs[t]
-}
-
 // Apply returns a copy of s with what the plan deletes removed. s is not
 // changed, nor is anything on disk.
 func (s *Storage) Apply(p *Plan) *Storage {
@@ -429,11 +327,11 @@ func (s *Storage) Apply(p *Plan) *Storage {
 		c.Tags = map[string]*Tag{}
 		for tn, t := range r.Tags {
 			ct := *t
-			ct.Index = maps(t.Index)
+			ct.Index = maps.Clone(t.Index)
 			c.Tags[tn] = &ct
 		}
-		c.Revisions = mapsS(r.Revisions)
-		c.Layers = mapsS(r.Layers)
+		c.Revisions = maps.Clone(r.Revisions)
+		c.Layers = maps.Clone(r.Layers)
 		c.RevisionOrder = append([]Link(nil), r.RevisionOrder...)
 		c.LayerOrder = append([]Link(nil), r.LayerOrder...)
 		out.Repositories[n] = &c
@@ -477,22 +375,6 @@ func dropLink(ls []Link, d string) []Link {
 		if l.Dir != d {
 			out = append(out, l)
 		}
-	}
-	return out
-}
-
-func maps(m map[string]bool) map[string]bool {
-	out := make(map[string]bool, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
-
-func mapsS(m map[string]string) map[string]string {
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
 	}
 	return out
 }

@@ -145,17 +145,22 @@ func runGCCheck(cmd *cobra.Command, s Streams, g *globals, f *gcCheckFlags) erro
 		}
 	}
 	rep, err := gc.Check(st, gc.Options{Model: model, ModelAssumed: assumed, DeleteUntagged: f.deleteUntagged, Host: host}, targets)
-	if err != nil {
+	return gcCheckReport(s, g, rep, err, render, incomplete)
+}
+
+// gcCheckReport renders rep and picks the exit code. An error with no
+// report ends the command incomplete; with one, the report is incomplete.
+func gcCheckReport(s Streams, g *globals, rep *gc.Report, err error, render func(*gc.Report, io.Writer) error, incomplete bool) error {
+	if rep == nil {
 		return &exitError{code: ExitIncomplete, err: err}
+	}
+	if err != nil {
+		g.logger.Error("gc-check incomplete", "err", err)
+		incomplete = true
 	}
 	for _, sk := range rep.Skipped {
 		g.logger.Warn("in-use image not checked", "ref", sk.Reference, "reason", sk.Reason)
 	}
-	return gcCheckReport(s, rep, render, incomplete)
-}
-
-// gcCheckReport renders rep and picks the exit code.
-func gcCheckReport(s Streams, rep *gc.Report, render func(*gc.Report, io.Writer) error, incomplete bool) error {
 	if err := render(rep, s.Out); err != nil {
 		return fmt.Errorf("writing the report: %w", err)
 	}
@@ -187,17 +192,7 @@ func runGCCheckAPI(cmd *cobra.Command, s Streams, g *globals, f *gcCheckFlags, m
 	// With no in-use images, --registry can only mean: survey that registry.
 	all := f.allRepos || len(targets) == 0
 	rep, err := gc.CheckAPI(cmd.Context(), sc, gc.Options{Model: model, ModelAssumed: assumed, DeleteUntagged: f.deleteUntagged, Host: f.host, AllRepositories: all}, targets)
-	if rep == nil {
-		return &exitError{code: ExitIncomplete, err: err}
-	}
-	if err != nil {
-		g.logger.Error("gc-check incomplete", "err", err)
-		incomplete = true
-	}
-	for _, sk := range rep.Skipped {
-		g.logger.Warn("in-use image not checked", "ref", sk.Reference, "reason", sk.Reason)
-	}
-	return gcCheckReport(s, rep, render, incomplete)
+	return gcCheckReport(s, g, rep, err, render, incomplete)
 }
 
 // gcCheckTargets is the in-use set: arguments, -f manifests, --images-from,

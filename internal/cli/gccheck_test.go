@@ -143,3 +143,31 @@ func TestGCCheckModelAssumed(t *testing.T) {
 		})
 	}
 }
+
+// An in-use image whose manifest data in the storage is not a manifest
+// cannot be checked: the report is printed, and the run is incomplete.
+func TestGCCheckStorageIncomplete(t *testing.T) {
+	t.Parallel()
+	root, _ := gcStorage(t)
+	v2 := filepath.Join(root, "docker", "registry", "v2")
+	body := "not a manifest"
+	h := fmt.Sprintf("%x", sha256.Sum256([]byte(body)))
+	for rel, content := range map[string]string{
+		filepath.Join("blobs", "sha256", h[:2], h, "data"):                                             body,
+		filepath.Join("repositories", "bad", "_manifests", "revisions", "sha256", h, "link"):           "sha256:" + h,
+		filepath.Join("repositories", "bad", "_manifests", "tags", "v1", "current", "link"):            "sha256:" + h,
+		filepath.Join("repositories", "bad", "_manifests", "tags", "v1", "index", "sha256", h, "link"): "sha256:" + h,
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(v2, rel)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(v2, rel), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out, errb bytes.Buffer
+	code := Run(context.Background(), Streams{In: strings.NewReader(""), Out: &out, Err: &errb}, []string{"gc-check", "--storage", root, "--gc-model", "distribution-3", "reg.example/bad:v1"})
+	if code != ExitIncomplete || !strings.Contains(out.String(), "skipped reg.example/bad:v1") || !strings.Contains(out.String(), "manifest-unreadable") {
+		t.Fatalf("exit %d, want %d with the report:\n%s%s", code, ExitIncomplete, out.String(), errb.String())
+	}
+}

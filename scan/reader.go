@@ -1,0 +1,9 @@
+package scan
+
+import "github.com/regcheck/regcheck/walk"
+
+// Reader returns the registry as the Scanner reads it, a walk.Reader: its
+// requests, with their retries, counting and memory, shared with its scans.
+// A caller walks images over it, or over a view of it (gc-check walks the
+// registry as a predicted garbage collection would leave it).
+func (s *Scanner) Reader() walk.Reader { return remote{s.c} }
