@@ -29,6 +29,10 @@ type Summary struct {
 	Requests   map[string]int       `json:"requests"`
 	RequestLog []scan.RequestCount  `json:"requestsByHost"`
 	DurationMS int64                `json:"durationMs"`
+	// Reasked counts the images a transient fault left unknown that were
+	// asked again after a pause; Recovered, those that then got a verdict.
+	Reasked   int `json:"reasked"`
+	Recovered int `json:"recovered"`
 }
 
 // NewDocument builds the JSON document of a result: images worst first.
@@ -40,6 +44,8 @@ func NewDocument(r *scan.Result) Document {
 		Requests:   map[string]int{},
 		RequestLog: r.Requests,
 		DurationMS: r.Duration.Milliseconds(),
+		Reasked:    r.Reasked,
+		Recovered:  r.Recovered,
 	}
 	for _, im := range r.Images {
 		for _, f := range im.Findings {

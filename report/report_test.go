@@ -100,7 +100,9 @@ func TestRenderers(t *testing.T) {
 // first with full digests, and counts that add up.
 func TestJSONDocument(t *testing.T) {
 	var buf bytes.Buffer
-	if err := JSON(&buf, result()); err != nil {
+	res := result()
+	res.Reasked, res.Recovered = 3, 2
+	if err := JSON(&buf, res); err != nil {
 		t.Fatal(err)
 	}
 	var doc struct {
@@ -111,13 +113,17 @@ func TestJSONDocument(t *testing.T) {
 		}
 		InputErrors []scan.InputError `json:"inputErrors"`
 		Summary     struct {
-			Images   int
-			Verdicts map[string]int
-			Requests map[string]int
+			Images             int
+			Verdicts           map[string]int
+			Requests           map[string]int
+			Reasked, Recovered int
 		}
 	}
 	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
 		t.Fatal(err)
+	}
+	if doc.Summary.Reasked != 3 || doc.Summary.Recovered != 2 {
+		t.Errorf("summary says %d asked again, %d recovered; want 3 and 2", doc.Summary.Reasked, doc.Summary.Recovered)
 	}
 	if doc.SchemaVersion != SchemaVersion {
 		t.Errorf("schemaVersion %q", doc.SchemaVersion)

@@ -76,8 +76,8 @@ func run(ctx context.Context, regcheck, addr, manifests string, extra []string) 
 	if err := reg.Stop(); err != nil {
 		return err
 	}
-	step("before collecting: regcheck gc-check --storage <registry storage> --delete-untagged -f %s", manifests)
-	cmd := exec.CommandContext(ctx, regcheck, "gc-check", "--storage", reg.Root, "--delete-untagged", "-f", manifests)
+	step("before collecting: regcheck gc-check --storage <registry storage> --gc-model distribution-2.8 --delete-untagged -f %s", manifests)
+	cmd := exec.CommandContext(ctx, regcheck, "gc-check", "--storage", reg.Root, "--gc-model", "distribution-2.8", "--delete-untagged", "-f", manifests)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stdout
 	var ee *exec.ExitError
 	if err := cmd.Run(); err != nil && !errors.As(err, &ee) {
