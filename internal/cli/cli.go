@@ -88,6 +88,7 @@ pull. It is read-only against registries and clusters.`,
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "warn", "log level on stderr: debug, info, warn or error")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
 	root.AddCommand(newScanCmd(s, g), newPinCmd(s, g), newVersionCmd(s), newGCCheckCmd(s, g), newRecordCmd(s, g))
+	root.AddCommand(newRescueCmd(s, g))
 	for _, c := range root.Commands() {
 		incompleteOnFailure(c)
 	}
