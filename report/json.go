@@ -33,6 +33,9 @@ type Summary struct {
 	// asked again after a pause; Recovered, those that then got a verdict.
 	Reasked   int `json:"reasked"`
 	Recovered int `json:"recovered"`
+	// Shard says which part of a scan split by repository this is
+	// (--shard); absent for a whole scan.
+	Shard *scan.Shard `json:"shard,omitempty"`
 }
 
 // NewDocument builds the JSON document of a result: images worst first.
@@ -46,6 +49,7 @@ func NewDocument(r *scan.Result) Document {
 		DurationMS: r.Duration.Milliseconds(),
 		Reasked:    r.Reasked,
 		Recovered:  r.Recovered,
+		Shard:      r.Shard,
 	}
 	for _, im := range r.Images {
 		for _, f := range im.Findings {

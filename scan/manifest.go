@@ -40,13 +40,13 @@ func (s *Scanner) Manifest(ctx context.Context, ref string) (Manifest, error) {
 	case name.Digest:
 		digest = r.DigestStr()
 	case name.Tag:
-		d, err := s.c.resolve(ctx, r)
+		d, err := s.r.Resolve(ctx, r.Context(), r.TagStr())
 		if err != nil {
 			return Manifest{}, fmt.Errorf("resolving %s: %w", ref, err)
 		}
 		digest = d.Digest
 	}
-	p, err := s.c.manifest(ctx, r.Context(), digest)
+	p, err := s.r.Manifest(ctx, r.Context(), digest)
 	if err != nil {
 		return Manifest{}, fmt.Errorf("fetching %s@%s: %w", r.Context().Name(), digest, err)
 	}

@@ -13,6 +13,8 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/regcheck/regcheck/walk"
 )
 
 // Option configures a scan.
@@ -33,6 +35,7 @@ type options struct {
 	roots       *x509.CertPool // system roots plus CA files; nil: system roots
 	caFiles     []string
 	reaskPause  time.Duration
+	reader      walk.Reader // nil: the registry, over HTTP
 }
 
 // makeOptions holds every default in one place, applies opts, and rejects
@@ -201,6 +204,23 @@ func WithReask(pause time.Duration) Option {
 			return fmt.Errorf("re-ask pause must not be negative, got %s", pause)
 		}
 		o.reaskPause = pause
+		return nil
+	}
+}
+
+// WithReader walks images over r instead of the registry's HTTP API: a
+// registry's filesystem storage (gc.Storage.Reader), a cache. Run, Check,
+// Resolve, Manifest and Reader then read from r alone, with the same
+// passes, uses and result (whose Requests count only HTTP, so none); Tags,
+// Tagged and Catalog still ask the registry. r answers for the references'
+// repositories as they are given, host included. By default a Scanner
+// reads the registry.
+func WithReader(r walk.Reader) Option {
+	return func(o *options) error {
+		if r == nil {
+			return errors.New("scan.WithReader: nil reader")
+		}
+		o.reader = r
 		return nil
 	}
 }

@@ -3,7 +3,8 @@ package scan
 import "github.com/regcheck/regcheck/walk"
 
 // Reader returns the registry as the Scanner reads it, a walk.Reader: its
-// requests, with their retries, counting and memory, shared with its scans.
+// requests, with their retries, counting and memory, shared with its scans
+// (or the Reader given to WithReader).
 // A caller walks images over it, or over a view of it (gc-check walks the
 // registry as a predicted garbage collection would leave it).
-func (s *Scanner) Reader() walk.Reader { return remote{s.c} }
+func (s *Scanner) Reader() walk.Reader { return s.r }

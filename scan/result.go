@@ -17,4 +17,6 @@ type (
 	InputError = types.InputError
 	// RequestCount is types.RequestCount.
 	RequestCount = types.RequestCount
+	// Shard is types.Shard.
+	Shard = types.Shard
 )

@@ -17,6 +17,7 @@ import (
 type Scanner struct {
 	o       *options
 	c       *client
+	r       walk.Reader // what walks, Resolve and Manifest read: remote{c}, or WithReader's
 	counter *counter
 	walker  *walk.Walker
 }
@@ -41,8 +42,12 @@ func New(opts ...Option) (*Scanner, error) {
 	}
 	l := buildTransport(o)
 	c := newClient(o, l)
-	w := walk.New(remote{c}, walk.WithPlatforms(o.platforms...), walk.WithConcurrency(o.concurrency))
-	return &Scanner{o: o, c: c, counter: l.counter, walker: w}, nil
+	var r walk.Reader = remote{c}
+	if o.reader != nil {
+		r = o.reader
+	}
+	w := walk.New(r, walk.WithPlatforms(o.platforms...), walk.WithConcurrency(o.concurrency))
+	return &Scanner{o: o, c: c, r: r, counter: l.counter, walker: w}, nil
 }
 
 // Run scans every target with a new Scanner. See Scanner.Run.
@@ -197,8 +202,8 @@ func parse(s string, insecure map[string]bool) (string, name.Reference, error) {
 }
 
 // Resolve returns the digest and media type a reference points at now: for
-// a tag, one HEAD (shared with any walk of the same tag); for a digest
-// reference, the digest itself, unchecked.
+// a tag, one HEAD (shared with any walk of the same tag), or the Reader's
+// answer (WithReader); for a digest reference, the digest itself, unchecked.
 func (s *Scanner) Resolve(ctx context.Context, ref string) (digest, mediaType string, err error) {
 	_, r, err := s.Parse(ref)
 	if err != nil {
@@ -207,7 +212,8 @@ func (s *Scanner) Resolve(ctx context.Context, ref string) (digest, mediaType st
 	if d, ok := r.(name.Digest); ok {
 		return d.DigestStr(), "", nil
 	}
-	d, err := s.c.resolve(ctx, r.(name.Tag))
+	t := r.(name.Tag)
+	d, err := s.r.Resolve(ctx, t.Context(), t.TagStr())
 	if err != nil {
 		return "", "", fmt.Errorf("resolving %s: %w", ref, err)
 	}

@@ -81,6 +81,16 @@ type Result struct {
 	// Started and Duration time the scan.
 	Started  time.Time     `json:"started"`
 	Duration time.Duration `json:"durationNanos"`
+	// Shard says which part of a scan split by repository this is; nil
+	// for a whole scan.
+	Shard *Shard `json:"shard,omitempty"`
+}
+
+// Shard is one part of a scan split by repository (regcheck scan --shard
+// INDEX/COUNT): the images whose repository falls in part Index of Count.
+type Shard struct {
+	Index int `json:"index"`
+	Count int `json:"count"`
 }
 
 // Count returns how many images have each verdict.
@@ -95,7 +105,7 @@ func (r *Result) Count() map[Verdict]int {
 // Sorted returns the images worst first (broken, unknown, at-risk, ok), in
 // input order within each verdict.
 func (r *Result) Sorted() []*Image {
-	out := append([]*Image(nil), r.Images...)
+	out := append([]*Image{}, r.Images...) // [] for none: a shard may hold no image
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Verdict.Rank() < out[j].Verdict.Rank() })
 	return out
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/regcheck/regcheck/cluster"
 	"github.com/regcheck/regcheck/gc"
@@ -132,17 +131,9 @@ func runGCCheck(cmd *cobra.Command, s Streams, g *globals, f *gcCheckFlags) erro
 	if err != nil {
 		return usageError(fmt.Errorf("--storage: %w", err))
 	}
-	host := f.host
-	if host == "" {
-		// Storage holds no host name: matching references of two registries
-		// by path alone would confuse ghcr.io/org/app with this org/app.
-		switch hosts := gc.Hosts(targets); len(hosts) {
-		case 0:
-		case 1:
-			host = hosts[0]
-		default:
-			return usageError(fmt.Errorf("the in-use images name %d registries (%s): pass --registry HOST for the one whose storage this is", len(hosts), strings.Join(hosts, ", ")))
-		}
+	host, err := storageHost(f.host, targets, "in-use images")
+	if err != nil {
+		return err
 	}
 	rep, err := gc.Check(st, gc.Options{Model: model, ModelAssumed: assumed, DeleteUntagged: f.deleteUntagged, Host: host}, targets)
 	return gcCheckReport(s, g, rep, err, render, incomplete)

@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -18,6 +19,8 @@ type scanFlags struct {
 	cluster     bool
 	pullSecrets bool
 	kube        kubeFlags
+	storage     storageFlags
+	shard       shardFlag
 	output      string
 	failOn      string
 }
@@ -42,13 +45,28 @@ notice that does not (pipe manifests to -f - instead), as is a Helm
 template. A path given to -f or --images-from that does not exist is a
 usage error.
 
+With --storage DIR (the registry's rootdirectory, as gc-check reads it) the
+same walk reads the registry's filesystem storage instead of its API: no
+HTTP, the same verdicts. A storage holds no host name: the images must name
+one registry, or --registry says which; images on other hosts are notices,
+not checked. Stop the registry, or keep it idle, while its storage is read:
+a push meanwhile can make an image look broken.
+
+With --shard INDEX/COUNT only the images whose repository falls in part
+INDEX of COUNT are scanned (a hash of the normalized repository name, the
+same on every machine), so that the pods of an Indexed Job split one scan.
+Without --shard, JOB_COMPLETION_INDEX (set by Kubernetes in an Indexed Job)
+and REGCHECK_SHARD_COUNT give it; one without the other is a usage error.
+
 Exit codes: 0 clean; 1 a finding at or above --fail-on; 2 usage or
 configuration error; 3 incomplete (some images or inputs could not be checked,
 nothing at or above --fail-on found).`,
 		Example: `  regcheck scan nginx:1.27 ghcr.io/org/app@sha256:…
   regcheck scan -f k8s/ -f extra/deploy.yaml
   kubectl get pods -A -o jsonpath='{..image}' | tr ' ' '\n' | regcheck scan --images-from -
-  regcheck scan -f k8s/ -o json --platform linux/amd64`,
+  regcheck scan -f k8s/ -o json --platform linux/amd64
+  regcheck scan -f k8s/ --storage /var/lib/registry --registry reg.example.com
+  regcheck scan --cluster -A --shard 2/4 -o json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.args = args
 			return runScan(cmd, s, g, f)
@@ -63,6 +81,8 @@ nothing at or above --fail-on found).`,
 	fl.BoolVar(&f.cluster, "cluster", false, "scan what a live cluster runs and will run: pods and the templates of their workloads, with drift against the running digests")
 	fl.BoolVar(&f.pullSecrets, "pull-secrets", false, "with --cluster, use each pod's imagePullSecrets and its service account's, as the kubelet does (needs get on secrets and serviceaccounts)")
 	f.kube.addTo(fl)
+	f.storage.addTo(fl)
+	f.shard.addTo(fl)
 	return cmd
 }
 
@@ -90,6 +110,13 @@ func runScan(cmd *cobra.Command, s Streams, g *globals, f *scanFlags) error {
 	if f.pullSecrets && !f.cluster {
 		return usageError(errors.New("--pull-secrets goes with --cluster"))
 	}
+	if err := f.storage.validate(f.cluster); err != nil {
+		return usageError(err)
+	}
+	shard, err := f.shard.shard(os.Getenv)
+	if err != nil {
+		return usageError(err)
+	}
 	opts := f.registry.options(g)
 	scanner, err := scan.New(opts...) // validates the options before anything is contacted
 	if err != nil {
@@ -104,6 +131,7 @@ func runScan(cmd *cobra.Command, s Streams, g *globals, f *scanFlags) error {
 		if err != nil {
 			return err
 		}
+		inv = shardInventory(shard, inv)
 		var res *scan.Result
 		if f.pullSecrets {
 			res, err = cluster.CheckWithPullSecrets(cmd.Context(), kt.client, inv, opts...)
@@ -113,6 +141,7 @@ func runScan(cmd *cobra.Command, s Streams, g *globals, f *scanFlags) error {
 		if err != nil {
 			return &exitError{code: ExitIncomplete, err: err}
 		}
+		res.Shard = shard
 		addFlagHints(res)
 		if err := renderer.Render(s.Out, res); err != nil {
 			return fmt.Errorf("writing the report: %w", err)
@@ -124,7 +153,7 @@ func runScan(cmd *cobra.Command, s Streams, g *globals, f *scanFlags) error {
 	if len(targets) == 0 {
 		if incomplete {
 			// Nothing to scan, but the report says which inputs failed.
-			res := &scan.Result{Started: time.Now(), InputErrors: inputErrs}
+			res := &scan.Result{Started: time.Now(), InputErrors: inputErrs, Shard: shard}
 			if err := renderer.Render(s.Out, res); err != nil {
 				return fmt.Errorf("writing the report: %w", err)
 			}
@@ -133,10 +162,20 @@ func runScan(cmd *cobra.Command, s Streams, g *globals, f *scanFlags) error {
 		return usageError(errors.New("no image references found in the inputs"))
 	}
 
+	host := ""
+	if f.storage.dir != "" {
+		if scanner, host, err = f.storage.scanner(targets, opts); err != nil {
+			return err
+		}
+	}
+	targets, notices := f.storage.onHost(shardTargets(shard, targets), host)
+	logInputErrors(g.logger, notices)
+	inputErrs = append(inputErrs, notices...)
 	res, err := scanner.Run(cmd.Context(), targets)
 	if err != nil {
 		return &exitError{code: ExitIncomplete, err: err}
 	}
+	res.Shard = shard
 	res.InputErrors = append(res.InputErrors, inputErrs...)
 	addFlagHints(res)
 	if err := renderer.Render(s.Out, res); err != nil {
