@@ -461,6 +461,24 @@ func TestRescue(t *testing.T) {
 		if !serves(t, host, "gc/pinned", pinnedAmd.String()) {
 			t.Error("the pinned index's amd64 child, which the node holds, was not restored")
 		}
+		// What rescue predicts, the registry does: it refuses the index.
+		body, err := os.ReadFile(filepath.Join(store.Content, "blobs", "sha256", index.Hex))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, _ := http.NewRequest(http.MethodPut, fmt.Sprintf("http://%s/v2/gc/pinned/manifests/%s", host, index), bytes.NewReader(body))
+		req.Header.Set("Content-Type", string(types.OCIImageIndex))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode < 400 {
+			t.Errorf("docker/distribution 2.8.3 accepted an index whose arm64 child is gone: %d %s", resp.StatusCode, msg)
+		} else {
+			t.Logf("docker/distribution 2.8.3 refuses the pinned index, as rescue predicts: %d %s", resp.StatusCode, bytes.TrimSpace(msg))
+		}
 	})
 
 	t.Run("a second run pushes nothing", func(t *testing.T) {

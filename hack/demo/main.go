@@ -5,23 +5,32 @@
 // predicts with `regcheck gc-check` what the collector will break, runs the
 // registry's own `garbage-collect --delete-untagged`, and runs
 // `regcheck scan -f examples/manifests`, then previews `regcheck pin` on the
-// same manifests (it refuses to pin the broken images). It stops what it
-// started.
+// same manifests (it refuses to pin the broken images). Last, it puts the
+// images back with `regcheck rescue` from a node's content store (filled
+// before the GC with what a linux/amd64 node's pull keeps) and scans again
+// with --platform linux/amd64. It stops what it started.
 //
 // usage: go run ./hack/demo -regcheck bin/regcheck [-addr 127.0.0.1:5055] [-manifests examples/manifests] [-- regcheck flags]
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/regcheck/regcheck/internal/fixture"
 	"github.com/regcheck/regcheck/internal/testregistry"
@@ -73,6 +82,17 @@ func run(ctx context.Context, regcheck, addr, manifests string, extra []string) 
 		fmt.Printf("    %-40s %s (%s)\n", im.Ref, im.Digest.String()[:19], kind)
 	}
 
+	node := filepath.Join(dir, "node", "io.containerd.content.v1.content")
+	step("a linux/amd64 node pulls every image: its containerd content store keeps the index, the amd64 child, its config and layers (no other platform, no attestation)")
+	var refs []string
+	for _, im := range imgs {
+		if err := fillNode(ctx, node, im.Ref); err != nil {
+			return fmt.Errorf("filling the node's content store: %w", err)
+		}
+		refs = append(refs, im.Ref)
+	}
+	fmt.Printf("    %s\n", node)
+
 	if err := reg.Stop(); err != nil {
 		return err
 	}
@@ -120,6 +140,100 @@ func run(ctx context.Context, regcheck, addr, manifests string, extra []string) 
 	if err := cmd.Run(); err != nil && !errors.As(err, &ee) {
 		return fmt.Errorf("running %s pin: %w", regcheck, err)
 	}
+
+	args = append([]string{"rescue", "--from-content-store", filepath.Dir(node), "--write", "--tag", "rescued"}, refs...)
+	step("regcheck rescue --from-content-store <the node's containerd root> --write --tag rescued <every demo image>")
+	if err := runRegcheck(ctx, regcheck, args, "1 = something stays missing: other platforms' children and the attestation, which no amd64 node holds"); err != nil {
+		return err
+	}
+	args = append([]string{"scan", "--platform", "linux/amd64", "-f", manifests}, extra...)
+	step("regcheck %s   (what the cluster's amd64 nodes pull)", strings.Join(args, " "))
+	if err := runRegcheck(ctx, regcheck, args, "1 = an image at or above --fail-on"); err != nil {
+		return err
+	}
 	step("stopping the registry and removing its storage")
+	return nil
+}
+
+// runRegcheck runs regcheck with args and says how it exited; expected
+// explains exit code 1.
+func runRegcheck(ctx context.Context, regcheck string, args []string, expected string) error {
+	cmd := exec.CommandContext(ctx, regcheck, args...)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	var ee *exec.ExitError
+	switch err := cmd.Run(); {
+	case err == nil:
+		fmt.Println("\nregcheck exited 0.")
+	case errors.As(err, &ee):
+		fmt.Printf("\nregcheck exited %d (%s).\n", ee.ExitCode(), expected)
+	default:
+		return fmt.Errorf("running %s: %w", regcheck, err)
+	}
+	return nil
+}
+
+// fillNode keeps what a linux/amd64 node's pull of ref keeps, laid out as
+// containerd lays its content store out (blobs/sha256/<hex>, read-only, and
+// an ingest/ folder): the manifest or index the tag names and, for an
+// index, its linux/amd64 child; the config and layers.
+func fillNode(ctx context.Context, content, ref string) error {
+	for _, d := range []string{"blobs/sha256", "ingest"} {
+		if err := os.MkdirAll(filepath.Join(content, d), 0o755); err != nil {
+			return err
+		}
+	}
+	keep := func(b []byte) error {
+		h, _, err := v1.SHA256(bytes.NewReader(b))
+		if err != nil {
+			return err
+		}
+		p := filepath.Join(content, "blobs", "sha256", h.Hex)
+		if _, err := os.Stat(p); err == nil {
+			return nil
+		}
+		return os.WriteFile(p, b, 0o444)
+	}
+	r, err := name.ParseReference(ref, name.Insecure)
+	if err != nil {
+		return err
+	}
+	desc, err := remote.Get(r, remote.WithContext(ctx))
+	if err != nil {
+		return err
+	}
+	img, err := desc.Image() // an index's linux/amd64 child
+	if err != nil {
+		return err
+	}
+	manifest, err := img.RawManifest()
+	if err != nil {
+		return err
+	}
+	config, err := img.RawConfigFile()
+	if err != nil {
+		return err
+	}
+	blobs := [][]byte{desc.Manifest, manifest, config}
+	layers, err := img.Layers()
+	if err != nil {
+		return err
+	}
+	for _, l := range layers {
+		rc, err := l.Compressed()
+		if err != nil {
+			return err
+		}
+		b, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			return err
+		}
+		blobs = append(blobs, b)
+	}
+	for _, b := range blobs {
+		if err := keep(b); err != nil {
+			return err
+		}
+	}
 	return nil
 }

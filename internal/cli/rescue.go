@@ -219,6 +219,10 @@ func runRescue(cmd *cobra.Command, s Streams, g *globals, f *rescueFlags, args [
 	if err != nil {
 		return usageError(err)
 	}
+	w, err := rescue.NewWriter(opts...) // rejects bad options (--tag) before anything is read
+	if err != nil {
+		return usageError(err)
+	}
 	sources, err := f.sources(g, opts)
 	if err != nil {
 		return usageError(err)
@@ -244,10 +248,6 @@ func runRescue(cmd *cobra.Command, s Streams, g *globals, f *rescueFlags, args [
 		return &exitError{code: ExitIncomplete, err: err}
 	}
 	if f.write {
-		w, err := rescue.NewWriter(opts...)
-		if err != nil {
-			return usageError(err)
-		}
 		// A fresh Scanner: the planner's remembers what the registry lacked.
 		after, err := scan.New(f.registry.options(g)...)
 		if err != nil {
