@@ -73,17 +73,27 @@ func diffLines(a, b []string) []op {
 	return ops
 }
 
+// myers returns a shortest edit script from a to b: the furthest-reaching
+// paths forward, then the way back through them, changes ordered as diff
+// prints them.
 func myers(a, b []string) []op {
-	n, m := len(a), len(b)
-	max := n + m
-	if max == 0 {
+	if len(a)+len(b) == 0 {
 		return nil
 	}
-	off := max + 1
+	trace, off := myersTrace(a, b)
+	ops := myersBack(trace, off, len(a), len(b))
+	deletionsFirst(ops)
+	return ops
+}
+
+// myersTrace runs Myers' forward search: for each number of changes d, the
+// furthest x reached on each diagonal k (at v[off+k]) before step d.
+func myersTrace(a, b []string) (trace [][]int, off int) {
+	n, m := len(a), len(b)
+	max := n + m
+	off = max + 1
 	v := make([]int, 2*max+3)
-	var trace [][]int
-	found := false
-	for d := 0; d <= max && !found; d++ {
+	for d := 0; d <= max; d++ {
 		trace = append(trace, append([]int(nil), v...))
 		for k := -d; k <= d; k += 2 {
 			var x int
@@ -98,12 +108,16 @@ func myers(a, b []string) []op {
 			}
 			v[off+k] = x
 			if x >= n && y >= m {
-				found = true
-				break
+				return trace, off
 			}
 		}
 	}
-	// Walk back through the trace.
+	return trace, off
+}
+
+// myersBack walks back through the trace from (n, m) to (0, 0) and
+// returns the edit script in order.
+func myersBack(trace [][]int, off, n, m int) []op {
 	var rev []op
 	x, y := n, m
 	for d := len(trace) - 1; d >= 0 && (x > 0 || y > 0); d-- {
@@ -140,7 +154,12 @@ func myers(a, b []string) []op {
 	for i := len(rev) - 1; i >= 0; i-- {
 		ops = append(ops, rev[i])
 	}
-	// Order each run of changes deletions first, as diff prints them.
+	return ops
+}
+
+// deletionsFirst orders each run of changes deletions first, as diff
+// prints them.
+func deletionsFirst(ops []op) {
 	for i := 0; i < len(ops); {
 		if ops[i].kind == ' ' {
 			i++
@@ -163,7 +182,6 @@ func myers(a, b []string) []op {
 		copy(run, append(del, ins...))
 		i = j
 	}
-	return ops
 }
 
 // hunks groups an edit script into hunks: changes closer than twice the

@@ -11,6 +11,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/regcheck/regcheck/imageref"
 	"github.com/regcheck/regcheck/manifest"
 )
 
@@ -85,100 +86,123 @@ func rewrite(name string, data []byte, lookup Lookup, o options) ([]byte, []Chan
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	t := newText(data)
-	var (
-		edits   []edit
-		changes []Change
-		errs    []error
-		want    = make([]manifest.Image, len(sites)) // each site after the edits
-	)
+	rw := &rewriting{name: name, t: newText(data), o: o, want: make([]manifest.Image, len(sites))}
+	var errs []error
 	for i, s := range sites {
-		want[i] = s.Image
+		rw.want[i] = s.Image
 		if !wants(s.Ref, o.update) || s.Entry == nil && s.Value.Tag != "!!str" {
 			continue // invalid, or not a string (image: 0): left for Check to report
 		}
 		d, ok, err := lookup(s.Image)
-		if err != nil {
+		switch {
+		case err != nil:
 			errs = append(errs, fmt.Errorf("%s:%d: looking up %s: %w", name, s.Line, s.Ref, err))
-			continue
-		}
-		if !ok {
-			continue
-		}
-		if _, err := digest.Parse(d); err != nil {
-			errs = append(errs, fmt.Errorf("%s:%d: lookup of %s gave digest %q: %w", name, s.Line, s.Ref, d, err))
-			continue
-		}
-		c := Change{
-			File: name, Line: s.Line, Kind: s.Kind, Namespace: s.Namespace, Name: s.Name,
-			Container: s.Container, Field: "image", Old: s.Ref,
-		}
-		var e []edit
-		if s.Entry != nil {
-			c.New, e, err = kustomizeEdit(t, s, d)
-		} else {
-			c.New = withDigest(s.Ref, d)
-			e, err = valueEdit(t, s.Value, c.New)
-		}
-		if c.New == c.Old {
-			continue
-		}
-		if s.Alias {
-			c.Skipped = skippedAlias
-		} else if err != nil {
-			c.Skipped = err.Error()
-		}
-		changes = append(changes, c)
-		if c.Skipped != "" {
-			continue
-		}
-		edits = append(edits, e...)
-		want[i].Ref = c.New
-		if o.pullPolicy != "" && s.Image.PullPolicy == "Always" {
-			pc := c
-			pc.Field, pc.Old, pc.New = "imagePullPolicy", "Always", o.pullPolicy
-			if s.PullPolicy == nil {
-				pc.Skipped = skippedAlias
-			} else {
-				pc.Line = s.PullPolicy.Line
-				e, err := valueEdit(t, s.PullPolicy, o.pullPolicy)
-				if err != nil {
-					pc.Skipped = err.Error()
-				}
-				edits = append(edits, e...)
-				if err == nil {
-					want[i].PullPolicy = o.pullPolicy
-				}
+		case !ok:
+		default:
+			if _, err := digest.Parse(d); err != nil {
+				errs = append(errs, fmt.Errorf("%s:%d: lookup of %s gave digest %q: %w", name, s.Line, s.Ref, d, err))
+				continue
 			}
-			changes = append(changes, pc)
+			rw.pin(&rw.want[i], s, d)
 		}
 	}
 	if len(errs) > 0 {
 		return nil, nil, nil, errors.Join(errs...)
 	}
-	if len(edits) == 0 {
-		return data, changes, nil, nil
+	if len(rw.edits) == 0 {
+		return data, rw.changes, nil, nil
 	}
-	slices.SortFunc(edits, func(a, b edit) int { return cmp.Compare(a.start, b.start) })
-	out, err := apply(data, edits)
+	slices.SortFunc(rw.edits, func(a, b edit) int { return cmp.Compare(a.start, b.start) })
+	out, err := apply(data, rw.edits)
 	if err == nil {
-		err = selfCheck(name, out, want)
+		err = selfCheck(name, out, rw.want)
 	}
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("%s: %w: %w", name, errInternal, err)
 	}
-	return out, changes, edits, nil
+	return out, rw.changes, rw.edits, nil
+}
+
+// rewriting is one file's rewrite under way.
+type rewriting struct {
+	name    string
+	t       *text
+	o       options
+	edits   []edit
+	changes []Change
+	want    []manifest.Image // each site as it must read after the edits
+}
+
+// pin pins site s to digest d, and sets its pull policy (WithPullPolicy);
+// want is what s must read afterwards.
+func (rw *rewriting) pin(want *manifest.Image, s manifest.Site, d string) {
+	c := Change{
+		File: rw.name, Line: s.Line, Kind: s.Kind, Namespace: s.Namespace, Name: s.Name,
+		Container: s.Container, Field: "image", Old: s.Ref,
+	}
+	var e []edit
+	var err error
+	if s.Entry != nil {
+		c.New, e, err = kustomizeEdit(rw.t, s, d)
+	} else {
+		c.New = withDigest(s.Ref, d)
+		e, err = valueEdit(rw.t, s.Value, c.New)
+	}
+	if c.New == c.Old {
+		return
+	}
+	if s.Alias {
+		c.Skipped = skippedAlias
+	} else if err != nil {
+		c.Skipped = err.Error()
+	}
+	rw.changes = append(rw.changes, c)
+	if c.Skipped != "" {
+		return
+	}
+	rw.edits = append(rw.edits, e...)
+	want.Ref = c.New
+	if rw.o.pullPolicy != "" && s.Image.PullPolicy == "Always" {
+		rw.pullPolicy(want, s, c)
+	}
+}
+
+// pullPolicy rewrites the "imagePullPolicy: Always" of the container whose
+// image change c made.
+func (rw *rewriting) pullPolicy(want *manifest.Image, s manifest.Site, c Change) {
+	c.Field, c.Old, c.New = "imagePullPolicy", "Always", rw.o.pullPolicy
+	if s.PullPolicy == nil {
+		c.Skipped = skippedAlias
+	} else {
+		c.Line = s.PullPolicy.Line
+		e, err := valueEdit(rw.t, s.PullPolicy, rw.o.pullPolicy)
+		if err != nil {
+			c.Skipped = err.Error()
+		}
+		rw.edits = append(rw.edits, e...)
+		if err == nil {
+			want.PullPolicy = rw.o.pullPolicy
+		}
+	}
+	rw.changes = append(rw.changes, c)
 }
 
 // wants reports whether ref should be looked up: a valid reference that is
 // not pinned yet, or is pinned and update is set.
 func wants(ref string, update bool) bool {
-	named, err := reference.ParseNormalizedNamed(ref)
-	if err != nil {
-		return false
+	r, err := parse(ref)
+	return err == nil && (!r.Pinned() || update)
+}
+
+// parse is imageref.Parse for a reference as written in a manifest. Space
+// around it, which imageref ignores, makes it invalid here: a quoted
+// " nginx" is no image Kubernetes accepts, and pin must neither edit it
+// nor count it pinned.
+func parse(ref string) (imageref.Ref, error) {
+	if strings.TrimSpace(ref) != ref {
+		return imageref.Ref{}, fmt.Errorf("invalid image reference %q: %w", ref, reference.ErrReferenceInvalidFormat)
 	}
-	_, pinned := named.(reference.Digested)
-	return !pinned || update
+	return imageref.Parse(ref)
 }
 
 // withDigest returns ref, as written, pinned to d.
@@ -268,12 +292,8 @@ func selfCheck(name string, out []byte, want []manifest.Image) error {
 
 // Pinned reports whether ref is a valid reference with a digest.
 func Pinned(ref string) bool {
-	named, err := reference.ParseNormalizedNamed(ref)
-	if err != nil {
-		return false
-	}
-	_, ok := named.(reference.Digested)
-	return ok
+	r, err := parse(ref)
+	return err == nil && r.Pinned()
 }
 
 // Check returns the images that are not pinned to a digest (including

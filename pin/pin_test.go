@@ -6,14 +6,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/distribution/reference"
-
+	"github.com/regcheck/regcheck/imageref"
 	"github.com/regcheck/regcheck/manifest"
 )
 
@@ -32,8 +32,8 @@ func fakeLookup(img manifest.Image) (string, bool, error) {
 func fakeDigest(ref string) string {
 	// Key on the normalized name and tag: nginx is nginx:latest.
 	ref, _, _ = strings.Cut(ref, "@")
-	if named, err := reference.ParseNormalizedNamed(ref); err == nil {
-		ref = reference.TagNameOnly(named).String()
+	if r, err := imageref.Parse(ref); err == nil {
+		ref = r.Normalized()
 	}
 	sum := sha256.Sum256([]byte(ref))
 	return "sha256:" + hex.EncodeToString(sum[:])
@@ -243,5 +243,38 @@ func TestWriteFile(t *testing.T) {
 	}
 	if err := WriteFile(filepath.Join(dir, "missing", "x.yaml"), []byte("x")); err == nil {
 		t.Errorf("WriteFile into a missing folder succeeded")
+	}
+}
+
+// A reference with space around it (a quoted " nginx:1") is no image
+// Kubernetes accepts. imageref ignores the space; pin must not: such a
+// reference is invalid, never edited and never counted pinned.
+func TestSpacedReference(t *testing.T) {
+	t.Parallel()
+	d := "sha256:" + strings.Repeat("a", 64)
+	for _, ref := range []string{" nginx:1", "nginx:1 ", "\tnginx@" + d, " nginx:1@" + d + " "} {
+		t.Run(ref, func(t *testing.T) {
+			t.Parallel()
+			if Pinned(ref) || wants(ref, true) {
+				t.Errorf("Pinned %v, wants %v; want neither", Pinned(ref), wants(ref, true))
+			}
+			data := fmt.Sprintf("kind: Pod\nspec:\n  containers:\n    - name: c\n      image: %q\n", ref)
+			out, changes, err := Rewrite("pod.yaml", []byte(data), fakeLookup, WithUpdate())
+			if err != nil || string(out) != data || len(changes) != 0 {
+				t.Errorf("Rewrite: %v, changes %v:\n%s", err, changes, out)
+			}
+			path := filepath.Join(t.TempDir(), "pod.yaml")
+			if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			r, err := Run(t.Context(), []string{path}, Config{Check: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := fmt.Sprintf("%q is not a valid image reference: invalid reference format", ref)
+			if len(r.Findings) != 1 || r.Findings[0].Kind != KindInvalid || r.Findings[0].Message != want {
+				t.Errorf("findings %v, want one %s: %s", r.Findings, KindInvalid, want)
+			}
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package pin
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,6 +16,23 @@ import (
 // replaced. When the file already holds data, nothing is written.
 func WriteFile(path string, data []byte) error {
 	return atomicfile.Write(path, data, 0o644)
+}
+
+// replace writes out over pf's file, only if the file still holds what Run
+// read (the walk may have taken minutes) and is writable (see writable).
+// It returns the finding that says why it did not, or nil.
+func (c Config) replace(pf parsedFile, out []byte) *Finding {
+	err := c.writable(pf.root, pf.path)
+	if err == nil {
+		err = atomicfile.Replace(pf.path, pf.data, out)
+	}
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, atomicfile.ErrChanged):
+		return &Finding{Kind: KindChanged, File: pf.path, Message: "changed since pin read it; left as is: run pin again"}
+	}
+	return &Finding{Kind: KindUnwritable, File: pf.path, Message: err.Error()}
 }
 
 // writable refuses, unless FollowSymlinks, to write path when it resolves
