@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/regcheck/regcheck/internal/fixture"
 	"github.com/regcheck/regcheck/internal/testregistry"
 	"github.com/regcheck/regcheck/pin"
 	"github.com/regcheck/regcheck/scan"
@@ -31,12 +32,14 @@ func BenchmarkPin(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
-	var g errgroup.Group
+	g, pushCtx := errgroup.WithContext(ctx)
 	g.SetLimit(8)
 	for i := range benchImages {
 		g.Go(func() error {
-			pushSingle(b, fmt.Sprintf("%s/bench/app%03d:v1", r.Host(), i), fmt.Sprintf("bench image %d", i))
-			return nil
+			// b.Fatal must not be called from another goroutine: the
+			// error is returned, and g.Wait fails the benchmark.
+			_, err := fixture.PushSingle(pushCtx, fmt.Sprintf("%s/bench/app%03d:v1", r.Host(), i), fmt.Sprintf("bench image %d", i))
+			return err
 		})
 	}
 	if err := g.Wait(); err != nil {

@@ -7,11 +7,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -262,8 +266,10 @@ func TestScanUnknown(t *testing.T) {
 	}
 }
 
-// TestScanCLIAfterGC runs the command a user runs, on manifests, against
-// the broken 2.8.3 registry: exit 1, and the JSON names every use.
+// TestScanCLIExitCodes runs the command a user runs, on manifests, against
+// the broken 2.8.3 registry: exit 1 when an image is broken, 0 when all
+// are intact or --fail-on never, 2 on a usage error; and the JSON gives
+// each image its verdict and names every use, at its file and line.
 func TestScanCLIExitCodes(t *testing.T) {
 	r, imgs := startRegistry(t, testregistry.V2)
 	collect(t, r)
@@ -276,22 +282,67 @@ func TestScanCLIExitCodes(t *testing.T) {
 			intact = fx.Ref
 		}
 	}
+	// The broken image is used by two workloads in two files, the intact
+	// one by one; each reference is on line 10 of its file.
+	dir := t.TempDir()
+	files := map[string]string{"api.yaml": broken, "worker.yaml": broken, "web.yaml": intact}
+	for f, ref := range files {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte(deployment(strings.TrimSuffix(f, ".yaml"), ref, "")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	file := func(f string) string { return filepath.Join(dir, f) }
 	for _, tc := range []struct {
-		name string
-		args []string
-		want int
+		name     string
+		args     []string
+		want     int
+		verdicts map[string]scan.Verdict // by reference; nil: no JSON to check
 	}{
-		{"broken image fails", []string{broken}, cli.ExitFindings},
-		{"intact image passes", []string{intact}, cli.ExitClean},
-		{"fail-on never", []string{"--fail-on", "never", broken}, cli.ExitClean},
-		{"bad flag", []string{"--fail-on", "sometimes", intact}, cli.ExitUsage},
-		{"bad output", []string{"-o", "yaml", intact}, cli.ExitUsage},
+		{"broken image fails", []string{"-f", file("api.yaml"), "-f", file("worker.yaml")}, cli.ExitFindings,
+			map[string]scan.Verdict{broken: scan.Broken}},
+		{"intact image passes", []string{"-f", file("web.yaml")}, cli.ExitClean, map[string]scan.Verdict{intact: scan.OK}},
+		{"fail-on never", []string{"--fail-on", "never", "-f", dir}, cli.ExitClean,
+			map[string]scan.Verdict{broken: scan.Broken, intact: scan.OK}},
+		{"bad flag", []string{"--fail-on", "sometimes", "-f", dir}, cli.ExitUsage, nil},
+		{"bad output", []string{"-o", "yaml", "-f", dir}, cli.ExitUsage, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"scan"}, tc.args...)
+			if tc.verdicts != nil {
+				args = append(args, "-o", "json")
+			}
 			var out, errb bytes.Buffer
-			code := cli.Run(context.Background(), cli.Streams{Out: &out, Err: &errb}, append([]string{"scan"}, tc.args...))
+			code := cli.Run(context.Background(), cli.Streams{Out: &out, Err: &errb}, args)
 			if code != tc.want {
 				t.Fatalf("exit %d, want %d\n%s%s", code, tc.want, out.String(), errb.String())
+			}
+			if tc.verdicts == nil {
+				return
+			}
+			var doc report.Document
+			if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+				t.Fatalf("%v in:\n%s", err, out.String())
+			}
+			got := map[string]scan.Verdict{}
+			for _, im := range doc.Images {
+				got[im.Reference] = im.Verdict
+				var uses, want []string
+				for _, u := range im.Uses {
+					uses = append(uses, fmt.Sprintf("%s %s:%d", u.Source, u.File, u.Line))
+				}
+				for _, a := range tc.args {
+					for f, ref := range files {
+						if ref == im.Reference && (a == file(f) || a == dir) {
+							want = append(want, fmt.Sprintf("file %s:10", file(f)))
+						}
+					}
+				}
+				if !sameSet(uses, want) {
+					t.Errorf("%s: uses %v, want %v", im.Reference, uses, want)
+				}
+			}
+			if !maps.Equal(got, tc.verdicts) {
+				t.Errorf("verdicts %v, want %v", got, tc.verdicts)
 			}
 		})
 	}
