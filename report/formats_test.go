@@ -44,7 +44,14 @@ func TestPrometheus(t *testing.T) {
 		{"the file skipped", `regcheck_input_skipped_info{kind="notice",source="examples/chart/templates/deploy.yaml"}`, 1},
 		{"duration", `regcheck_scan_duration_seconds`, 0.059},
 		{"started", `regcheck_scan_timestamp_seconds`, float64(result().Started.Unix())},
+		{"finished: the last success", `regcheck_last_success_timestamp_seconds{command="scan"}`, float64(result().Started.Unix()) + 0.059},
+		{"a use per finding code", `regcheck_use_findings{code="child-missing",container="signaling",image="127.0.0.1:5055/demo/buildx:v1",namespace="dam-prod",verdict="broken",workload="signaling",workload_kind="Deployment"}`, 1},
+		{"a use per code, warnings too", `regcheck_use_findings{code="attestation-missing",container="signaling",image="127.0.0.1:5055/demo/buildx:v1",namespace="dam-prod",verdict="broken",workload="signaling",workload_kind="Deployment"}`, 1},
+		{"a use with no finding", `regcheck_use_findings{code="",container="coturn",image="127.0.0.1:5055/demo/single:v1",namespace="dam-prod",verdict="ok",workload="dam-coturn",workload_kind="Deployment"}`, 0},
+		// The args and images-from uses name no workload: one series.
+		{"uses with no workload", `regcheck_use_findings{code="unauthorized",container="",image="registry.example/app:v1",namespace="",verdict="unknown",workload="",workload_kind=""}`, 1},
 	} {
+		// Labels in the order the format writes them: sorted by name.
 		t.Run(tc.name, func(t *testing.T) {
 			got, ok := series[tc.series]
 			if !ok || got != tc.want {
@@ -52,8 +59,8 @@ func TestPrometheus(t *testing.T) {
 			}
 		})
 	}
-	if n := len(series); n != 3+3+4+3+4+2+2+3 {
-		t.Errorf("%d series, want 24:\n%s", n, buf.String())
+	if n := len(series); n != 3+3+4+3+4+2+2+3+1+4 {
+		t.Errorf("%d series, want 29:\n%s", n, buf.String())
 	}
 }
 

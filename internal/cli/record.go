@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/regcheck/regcheck/record"
+	"github.com/regcheck/regcheck/report"
 	"github.com/regcheck/regcheck/scan"
 	"github.com/spf13/cobra"
 )
@@ -18,6 +19,7 @@ type recordFlags struct {
 	configMap string
 	diff      bool
 	output    string
+	metrics   metricsFlags
 }
 
 func newRecordCmd(s Streams, g *globals) *cobra.Command {
@@ -49,6 +51,7 @@ the previous snapshot. regcheck pin --from-records pins to what was recorded.`,
 	fl.StringVar(&f.configMap, "configmap", "", "keep the history in this ConfigMap (NAMESPACE/NAME) instead of a file")
 	fl.BoolVar(&f.diff, "diff", false, "print the containers running a different digest than at the previous snapshot")
 	fl.StringVarP(&f.output, "output", "o", "table", "output format: table or json")
+	f.metrics.addTo(fl)
 	return cmd
 }
 
@@ -59,6 +62,11 @@ func runRecord(cmd *cobra.Command, s Streams, g *globals, f *recordFlags) error 
 	if f.out != "" && f.configMap != "" {
 		return usageError(fmt.Errorf("--out and --configmap cannot be used together"))
 	}
+	pub, err := f.metrics.publisher("record")
+	if err != nil {
+		return usageError(err)
+	}
+	start := time.Now()
 	kt, err := f.kube.connect()
 	if err != nil {
 		return err
@@ -92,6 +100,9 @@ func runRecord(cmd *cobra.Command, s Streams, g *globals, f *recordFlags) error 
 		return fmt.Errorf("saving the record: %w", err)
 	}
 	g.logger.Info("recorded", "cluster", kt.name, "containers", len(snap.Entries), "store", where)
+	if err := pub.publish(ctx, report.RecordMetrics(snap, res, start, time.Now()), nil); err != nil {
+		return err
+	}
 	if f.output == "json" {
 		out := struct {
 			Cluster    string          `json:"cluster"`

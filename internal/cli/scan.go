@@ -23,6 +23,7 @@ type scanFlags struct {
 	shard       shardFlag
 	output      string
 	failOn      string
+	metrics     metricsFlags
 }
 
 func newScanCmd(s Streams, g *globals) *cobra.Command {
@@ -81,6 +82,7 @@ nothing at or above --fail-on found).`,
 	fl.BoolVar(&f.cluster, "cluster", false, "scan what a live cluster runs and will run: pods and the templates of their workloads, with drift against the running digests")
 	fl.BoolVar(&f.pullSecrets, "pull-secrets", false, "with --cluster, use each pod's imagePullSecrets and its service account's, as the kubelet does (needs get on secrets and serviceaccounts)")
 	f.kube.addTo(fl)
+	f.metrics.addTo(fl)
 	f.storage.addTo(fl)
 	f.shard.addTo(fl)
 	return cmd
@@ -95,6 +97,11 @@ func runScan(cmd *cobra.Command, s Streams, g *globals, f *scanFlags) error {
 	if err != nil {
 		return usageError(err)
 	}
+	pub, err := f.metrics.publisher("scan")
+	if err != nil {
+		return usageError(err)
+	}
+	renderer = pub.around(cmd.Context(), renderer)
 	if err := f.validate(); err != nil {
 		return usageError(err)
 	}

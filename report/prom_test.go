@@ -1,0 +1,98 @@
+package report
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/regcheck/regcheck/scan"
+)
+
+// No credential reaches a label: not from a URL, not from a reference
+// written with one in front of its host. A digest is no credential.
+func TestLabelsDropUserinfo(t *testing.T) {
+	const digest = "sha256:3e191394b1008e11cd85b092d540ce09682f7a8d70789139c741ddfbb6a85fe4"
+	for _, tc := range []struct{ name, in, image, label string }{
+		{"plain", "registry.example/app:v1", "registry.example/app:v1", "registry.example/app:v1"},
+		{"digest", "registry.example/app@" + digest, "registry.example/app@" + digest, "registry.example/app@" + digest},
+		{"digest, no host", "app@" + digest, "app@" + digest, "app@" + digest},
+		{"user and token", "user:s3cret@registry.example/app:v1", "registry.example/app:v1", "user:s3cret@registry.example/app:v1"},
+		{"token and a port", "tok@registry.example:5000", "registry.example:5000", "tok@registry.example:5000"},
+		{"URL", "https://user:s3cret@registry.example/v2/app", "https://registry.example/v2/app", "https://registry.example/v2/app"},
+		{"URL, at sign in the path", "https://registry.example/a@b", "https://registry.example/a@b", "https://registry.example/a@b"},
+		{"path with an at sign", "k8s@v2/deploy.yaml", "v2/deploy.yaml", "k8s@v2/deploy.yaml"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ImageLabel(tc.in); got != tc.image {
+				t.Errorf("ImageLabel(%q) = %q, want %q", tc.in, got, tc.image)
+			}
+			if got := LabelValue(tc.in); got != tc.label {
+				t.Errorf("LabelValue(%q) = %q, want %q", tc.in, got, tc.label)
+			}
+		})
+	}
+
+	r := &scan.Result{Images: []*scan.Image{{
+		Reference: "https://robot:s3cret@registry.example/app:v1", Verdict: scan.Broken,
+		Findings: []scan.Finding{{Code: scan.InvalidReference, Severity: scan.SeverityCritical}},
+		Uses:     []scan.Use{{Source: "file", File: "a.yaml", Kind: "Deployment", Namespace: "web", Name: "app", Container: "app"}},
+	}}, Requests: []scan.RequestCount{{Host: "registry.example", Kind: "ping", Status: "401", Count: 1}}}
+	var buf bytes.Buffer
+	if err := Prometheus(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(buf.String(), "s3cret") || strings.Contains(buf.String(), "robot") {
+		t.Errorf("a credential reached the metrics:\n%s", buf.String())
+	}
+}
+
+// One use on a workload's many pods, or listed twice, is one series; a
+// scan that read no reference at all is no success.
+func TestPrometheusUses(t *testing.T) {
+	use := scan.Use{Source: "cluster", Kind: "Deployment", Namespace: "web", Name: "app", Container: "app"}
+	pod1, pod2 := use, use
+	pod1.Pod, pod2.Pod = "app-1", "app-2"
+	r := &scan.Result{Images: []*scan.Image{{
+		Reference: "registry.example/app:v1", Verdict: scan.Broken,
+		Findings: []scan.Finding{
+			{Code: scan.ChildMissing, Severity: scan.SeverityCritical, Platform: "linux/amd64"},
+			{Code: scan.ChildMissing, Severity: scan.SeverityCritical, Platform: "linux/arm64"},
+		},
+		Uses: []scan.Use{pod1, pod2},
+	}}}
+	var buf bytes.Buffer
+	if err := Prometheus(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	series, err := parseExposition(buf.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := `regcheck_use_findings{code="child-missing",container="app",image="registry.example/app:v1",namespace="web",verdict="broken",workload="app",workload_kind="Deployment"}`
+	if got, ok := series[key]; !ok || got != 2 {
+		t.Errorf("%s = %v (present %v), want 2 (two children gone)\n%s", key, got, ok, buf.String())
+	}
+	if n := strings.Count(buf.String(), "\nregcheck_use_findings{"); n != 1 {
+		t.Errorf("%d use series, want 1:\n%s", n, buf.String())
+	}
+
+	for _, tc := range []struct {
+		name    string
+		r       *scan.Result
+		success bool
+	}{
+		{"images scanned", result(), true},
+		{"nothing to scan, a notice", &scan.Result{Started: result().Started, InputErrors: []scan.InputError{{Source: "t.yaml", Notice: true}}}, true},
+		{"no input could be read", &scan.Result{Started: result().Started, InputErrors: []scan.InputError{{Source: "a.yaml"}}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := Prometheus(&buf, tc.r); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(buf.String(), "regcheck_last_success_timestamp_seconds{"); got != tc.success {
+				t.Errorf("last success written: %v, want %v\n%s", got, tc.success, buf.String())
+			}
+		})
+	}
+}
