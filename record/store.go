@@ -31,6 +31,8 @@ type UpdateResult struct {
 // Result is what Save did.
 type Result struct {
 	UpdateResult
+	// Snapshot is the snapshot saved.
+	Snapshot Snapshot
 	// Previous is, for each owner container of the saved snapshot, its most
 	// recent earlier records as the history held them (History.Previous).
 	// Time is the earliest of their LastSeen times, and zero when no owner
@@ -45,7 +47,7 @@ type Result struct {
 // records, whichever run recorded them, so runs of different namespaces
 // (record -n a, then -n b) do not hide each other's changes.
 func Save(ctx context.Context, st Store, snap Snapshot) (Result, error) {
-	var res Result
+	res := Result{Snapshot: snap}
 	ur, err := st.Update(ctx, func(h *History) error {
 		res.Previous = h.Previous(snap)
 		h.Merge(snap)

@@ -3,7 +3,6 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"io"
 	"regexp"
 	"slices"
 	"strings"
@@ -35,9 +34,6 @@ type pinFlags struct {
 	output         string
 	followSymlinks bool
 }
-
-// pinFormats are the outputs of --check.
-var pinFormats = []string{"text", "json", "sarif", "github"}
 
 func newPinCmd(s Streams, g *globals) *cobra.Command {
 	f := &pinFlags{}
@@ -105,7 +101,7 @@ could not be handled (nothing else failed).`,
 	fl.StringVar(&f.recordsCluster, "records-cluster", "", "with --from-records, use only the records of this cluster (its name as recorded: kubeconfig context name or server URL)")
 	fl.BoolVar(&f.fromCluster, "from-cluster", false, "pin to the digest each workload's container runs now in the cluster (its pods' imageIDs) instead of the tag's")
 	f.kube.addTo(fl)
-	fl.StringVarP(&f.output, "output", "o", "text", "output of --check: "+strings.Join(pinFormats, ", "))
+	fl.StringVarP(&f.output, "output", "o", "text", "output of --check: "+strings.Join(report.PinCheckFormats, ", "))
 	fl.BoolVar(&f.followSymlinks, "follow-symlinks", false, "with --write, also write through symlinks that resolve outside the PATH they were found under")
 	f.registry.addTo(fl, true)
 	return cmd
@@ -129,108 +125,26 @@ func runPin(cmd *cobra.Command, s Streams, g *globals, f *pinFlags) error {
 		return &exitError{code: ExitIncomplete, err: err}
 	}
 	if f.check {
-		if err := renderCheck(s.Out, f.output, r); err != nil {
-			return fmt.Errorf("writing the report: %w", err)
-		}
-		unpinned := 0
-		for _, fd := range r.Findings {
-			if fd.Kind == pin.KindUnpinned || fd.Kind == pin.KindInvalid {
-				unpinned++
-			}
-		}
-		if f.output != "text" {
-			for _, fd := range r.Findings {
-				if fd.Kind == pin.KindTemplate || fd.Kind == pin.KindSkipped {
-					fmt.Fprintln(s.Err, report.Printable(fd.String()))
-				}
-			}
-		}
-		fmt.Fprintf(s.Err, "%d unpinned references in %d files\n", unpinned, len(r.Files))
-		return pinExit(r)
-	}
-
-	out, info := s.Out, s.Err
-	if f.write {
-		for _, ch := range r.Changes {
-			if ch.Skipped == "" {
-				fmt.Fprintln(out, report.Printable(changeLine(ch)))
-			}
-		}
+		err = report.PinCheck(s.Out, s.Err, f.output, r)
 	} else {
-		for _, file := range r.Changed() {
-			// The path is escaped; the lines are the file's, which YAML
-			// keeps free of control characters (a file with one does
-			// not parse, so is never changed).
-			out.Write(pin.Diff(report.Printable(file.Path), file.Old, file.New))
-		}
-		if f.update {
-			for _, ch := range r.Changes {
-				if ch.Skipped == "" && pin.Pinned(ch.Old) {
-					fmt.Fprintln(info, report.Printable(changeLine(ch)))
-				}
-			}
-		}
+		err = report.Pin(s.Out, s.Err, r)
 	}
-	for _, fd := range r.Findings {
-		fmt.Fprintln(info, report.Printable(fd.String()))
+	if err != nil {
+		return fmt.Errorf("writing the report: %w", err)
 	}
-	pinned := 0
-	for _, ch := range r.Changes {
-		if ch.Skipped == "" && ch.Field == "image" {
-			pinned++
-		}
-	}
-	verb := "would pin"
-	if f.write {
-		verb = "pinned"
-	}
-	fmt.Fprintf(info, "%s %d references in %d of %d files; %s\n", verb, pinned, len(r.Changed()), len(r.Files), requestSummary(r.Requests))
 	return pinExit(r)
 }
 
-// runningIn looks up the digest h last saw running for a manifest's
-// workload container, in cluster ("" for any). Compose services and
-// kustomize entries have no workload to look up. With no cluster, when the
-// clusters h holds records of last saw different digests, the answer is a
-// *pin.AmbiguousError: a manifest is deployed to one cluster, and which
-// one is not for pin to guess.
-func runningIn(h *record.History, cluster string) func(manifest.Image) (string, error) {
+// chooseCluster adds, to a Running error that says the clusters of a
+// history disagree, the flag that picks one.
+func chooseCluster(running func(manifest.Image) (string, error)) func(manifest.Image) (string, error) {
 	return func(img manifest.Image) (string, error) {
-		if img.Kind == "Compose" || img.Kind == "Kustomization" {
-			return "", pin.ErrNoRecord
+		d, err := running(img)
+		var amb *pin.AmbiguousError
+		if errors.As(err, &amb) && !amb.Rollout {
+			err = fmt.Errorf("%w; pass --records-cluster to choose", err)
 		}
-		ns := img.Namespace
-		if ns == "" {
-			ns = "default"
-		}
-		rs := h.Find(record.Query{Cluster: cluster, Namespace: ns, OwnerKind: img.Kind, OwnerName: img.Name, Container: img.Container})
-		if len(rs) == 0 {
-			return "", pin.ErrNoRecord
-		}
-		// Pods of one workload seen on two digests at its latest record (a
-		// rollout under way): which one is "what runs" is not for pin to guess.
-		if len(rs) > 1 && rs[1].Cluster == rs[0].Cluster && rs[1].LastSeen.Equal(rs[0].LastSeen) && rs[1].Digest != rs[0].Digest {
-			both := map[string]string{}
-			for _, r := range rs {
-				if r.Cluster == rs[0].Cluster && r.LastSeen.Equal(rs[0].LastSeen) {
-					both[r.Cluster+" pod "+r.Pod] = r.Digest
-				}
-			}
-			return "", fmt.Errorf("%w; its pods run different digests (a rollout?): pin once it is done, or pin by tag", &pin.AmbiguousError{Digests: both})
-		}
-		// Each cluster's newest record (rs is newest first).
-		newest := map[string]string{}
-		for _, r := range rs {
-			if _, ok := newest[r.Cluster]; !ok {
-				newest[r.Cluster] = r.Digest
-			}
-		}
-		for _, d := range newest {
-			if d != rs[0].Digest {
-				return "", fmt.Errorf("%w; pass --records-cluster to choose", &pin.AmbiguousError{Digests: newest})
-			}
-		}
-		return rs[0].Digest, nil
+		return d, err
 	}
 }
 
@@ -239,8 +153,8 @@ func (f *pinFlags) config(cmd *cobra.Command, g *globals) (pin.Config, error) {
 		Check: f.check, Write: f.write, Update: f.update, AllowBroken: f.allowBroken,
 		PullPolicy: f.pullPolicy, Exclude: f.exclude, FollowSymlinks: f.followSymlinks,
 	}
-	if !slices.Contains(pinFormats, f.output) {
-		return c, fmt.Errorf("-o %q: want %s", f.output, strings.Join(pinFormats, ", "))
+	if !slices.Contains(report.PinCheckFormats, f.output) {
+		return c, fmt.Errorf("-o %q: want %s", f.output, strings.Join(report.PinCheckFormats, ", "))
 	}
 	switch {
 	case f.check && (f.write || f.update || f.fromRecords != "" || f.fromCluster || f.allowBroken || f.pullPolicy != ""):
@@ -280,7 +194,7 @@ func (f *pinFlags) config(cmd *cobra.Command, g *globals) (pin.Config, error) {
 		if f.recordsCluster != "" && !recorded(h, f.recordsCluster) {
 			return c, fmt.Errorf("--records-cluster %q: %s has no records of it; it has %s", f.recordsCluster, f.fromRecords, clusters(h))
 		}
-		c.Running = runningIn(h, f.recordsCluster)
+		c.Running = chooseCluster(pin.RunningFrom(h, f.recordsCluster))
 	}
 	if f.fromCluster {
 		kt, err := f.kube.connect()
@@ -294,7 +208,7 @@ func (f *pinFlags) config(cmd *cobra.Command, g *globals) (pin.Config, error) {
 		// What runs now, as a one-snapshot history: the same lookup as --from-records.
 		h := record.NewHistory()
 		h.Merge(record.FromInventory(kt.name, time.Now(), inv))
-		c.Running = runningIn(h, kt.name)
+		c.Running = pin.RunningFrom(h, kt.name)
 	}
 	if f.check {
 		return c, c.Validate()
@@ -341,99 +255,4 @@ func pinExit(r *pin.Report) error {
 		return &exitError{code: ExitIncomplete}
 	}
 	return nil
-}
-
-// changeLine is "file:line: ref → ref@digest", or for a moved pin
-// "file:line: repo:tag sha256:old → sha256:new".
-func changeLine(ch pin.Change) string {
-	oldName, oldDigest, moved := strings.Cut(ch.Old, "@")
-	_, newDigest, _ := strings.Cut(ch.New, "@")
-	switch {
-	case ch.Field != "image":
-		return fmt.Sprintf("%s:%d: %s %s → %s", ch.File, ch.Line, ch.Field, ch.Old, ch.New)
-	case moved:
-		return fmt.Sprintf("%s:%d: %s %s → %s", ch.File, ch.Line, oldName, oldDigest, newDigest)
-	}
-	return fmt.Sprintf("%s:%d: %s → %s", ch.File, ch.Line, ch.Old, ch.New)
-}
-
-// requestSummary is "N registry requests (kind n, …)".
-func requestSummary(rc []scan.RequestCount) string {
-	total := 0
-	byKind := map[string]int{}
-	var kinds []string
-	for _, c := range rc {
-		total += c.Count
-		if byKind[c.Kind] == 0 {
-			kinds = append(kinds, c.Kind)
-		}
-		byKind[c.Kind] += c.Count
-	}
-	if total == 0 {
-		return "0 registry requests"
-	}
-	slices.Sort(kinds)
-	parts := make([]string, len(kinds))
-	for i, k := range kinds {
-		parts[i] = fmt.Sprintf("%s %d", k, byKind[k])
-	}
-	return fmt.Sprintf("%d registry requests (%s)", total, strings.Join(parts, ", "))
-}
-
-// renderCheck writes --check's findings in format.
-func renderCheck(w io.Writer, format string, r *pin.Report) error {
-	switch format {
-	case "json":
-		findings := r.Findings
-		if findings == nil {
-			findings = []pin.Finding{}
-		}
-		return report.WriteJSON(w, struct {
-			Files    int           `json:"files"`
-			Findings []pin.Finding `json:"findings"`
-		}{len(r.Files), findings})
-	case "sarif":
-		return renderSARIF(w, r)
-	case "github":
-		as := make([]report.Annotation, len(r.Findings))
-		for i, fd := range r.Findings {
-			as[i] = report.Annotation{Level: report.GitHubLevel(fd.Kind.Level()), File: fd.File, Line: fd.Line, Title: string(fd.Kind), Message: fd.Message}
-		}
-		return report.GitHubAnnotations(w, as)
-	}
-	for _, fd := range r.Findings {
-		if _, err := fmt.Fprintln(w, report.Printable(fd.String())); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// The SARIF model lives in package report, shared with scan -o sarif;
-// pin_test.go reads the log through these names.
-type (
-	sarifLog    = report.SARIFLog
-	sarifResult = report.SARIFResult
-)
-
-// renderSARIF writes --check's findings as SARIF 2.1.0: one rule per pin
-// kind, one result per finding at its file and line.
-func renderSARIF(w io.Writer, r *pin.Report) error {
-	d := report.SARIFDriver{Name: "regcheck", Version: report.ToolVersion(), InformationURI: report.InformationURI}
-	index := map[pin.Kind]int{}
-	for i, k := range pin.Kinds {
-		d.Rules = append(d.Rules, report.SARIFRule{
-			ID: string(k), Name: string(k), ShortDescription: report.SARIFText{Text: k.Describe()},
-			DefaultConfiguration: report.SARIFConfiguration{Level: k.Level()},
-		})
-		index[k] = i
-	}
-	run := report.SARIFRun{Tool: report.SARIFTool{Driver: d}, Results: []report.SARIFResult{}}
-	for _, fd := range r.Findings {
-		run.Results = append(run.Results, report.SARIFResult{
-			RuleID: string(fd.Kind), RuleIndex: index[fd.Kind], Level: fd.Kind.Level(),
-			Message: report.SARIFText{Text: fd.Message}, Locations: []report.SARIFLocation{report.SARIFFile(fd.File, fd.Line)},
-		})
-	}
-	return report.WriteSARIF(w, run)
 }

@@ -20,8 +20,8 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/registry"
 
-	"github.com/regcheck/regcheck/pin"
 	"github.com/regcheck/regcheck/record"
+	"github.com/regcheck/regcheck/report"
 )
 
 func runPinCmd(t *testing.T, args ...string) (int, string, string) {
@@ -127,7 +127,7 @@ func TestPinCheckSkipsBadFiles(t *testing.T) {
 	if code != ExitIncomplete {
 		t.Fatalf("exit %d, want 3\n%s%s", code, out, errs)
 	}
-	var doc sarifLog
+	var doc report.SARIFLog
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestPinCheckSkipsBadFiles(t *testing.T) {
 	if len(res) != 2 {
 		t.Fatalf("results %+v", res)
 	}
-	byRule := map[string]sarifResult{}
+	byRule := map[string]report.SARIFResult{}
 	for _, r := range res {
 		byRule[r.RuleID] = r
 		if got := doc.Runs[0].Tool.Driver.Rules[r.RuleIndex].ID; got != r.RuleID {
@@ -245,33 +245,6 @@ func TestPinTaggedPaging(t *testing.T) {
 	if code != ExitClean || !strings.Contains(errs, filepath.Join(dir, "pod.yaml")+":9: untagged-digest: no tag points at "+old) {
 		t.Fatalf("exit %d\n%s", code, errs)
 	}
-}
-
-func TestChangeLine(t *testing.T) {
-	t.Parallel()
-	d1, d2 := "sha256:"+strings.Repeat("1", 64), "sha256:"+strings.Repeat("2", 64)
-	for _, tc := range []struct {
-		name     string
-		old, new string
-		field    string
-		want     string
-	}{
-		{"new pin", "nginx:1", "nginx:1@" + d1, "image", "f:3: nginx:1 → nginx:1@" + d1},
-		{"moved pin", "nginx:1@" + d1, "nginx:1@" + d2, "image", "f:3: nginx:1 " + d1 + " → " + d2},
-		{"pull policy", "Always", "IfNotPresent", "imagePullPolicy", "f:3: imagePullPolicy Always → IfNotPresent"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			got := changeLine(pinChange("f", 3, tc.field, tc.old, tc.new))
-			if got != tc.want {
-				t.Errorf("got %q, want %q", got, tc.want)
-			}
-		})
-	}
-}
-
-func pinChange(file string, line int, field, old, new string) pin.Change {
-	return pin.Change{File: file, Line: line, Field: field, Old: old, New: new}
 }
 
 // writeHistory writes a history of snapshots to a new file.
