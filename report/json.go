@@ -33,6 +33,9 @@ type Summary struct {
 	// asked again after a pause; Recovered, those that then got a verdict.
 	Reasked   int `json:"reasked"`
 	Recovered int `json:"recovered"`
+	// RateLimits are the pull budgets registries said (RateLimit headers)
+	// and the manifest GETs sent and withheld on each; [] when none.
+	RateLimits []scan.RateLimit `json:"rateLimits"`
 	// Shard says which part of a scan split by repository this is
 	// (--shard); absent for a whole scan.
 	Shard *scan.Shard `json:"shard,omitempty"`
@@ -62,6 +65,7 @@ func NewDocument(r *scan.Result) Document {
 	if s.RequestLog == nil {
 		s.RequestLog = []scan.RequestCount{}
 	}
+	s.RateLimits = append([]scan.RateLimit{}, r.RateLimits...)
 	inputs := r.InputErrors
 	if inputs == nil {
 		inputs = []scan.InputError{}

@@ -107,6 +107,15 @@ func Metrics(r *scan.Result) *prometheus.Registry {
 		requests.WithLabelValues(LabelValue(c.Host), c.Kind, c.Status).Add(float64(c.Count))
 	}
 
+	for _, g := range rateLimitGauges(r.RateLimits) {
+		if len(g.byHost) > 0 {
+			v := gauge(g.name, g.help, "host")
+			for host, x := range g.byHost {
+				v.WithLabelValues(LabelValue(host)).Set(x)
+			}
+		}
+	}
+
 	skipped := gauge("regcheck_inputs_skipped", "Inputs (files, lines) not read: kind error makes the scan incomplete, kind notice was skipped on purpose.", "kind")
 	skippedInfo := gauge("regcheck_input_skipped_info", "Each input (file, or stdin) with a part not read, by kind; always 1.", "kind", "source")
 	skipped.WithLabelValues("error")

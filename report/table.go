@@ -65,6 +65,11 @@ func Table(w io.Writer, r *scan.Result) error {
 	}
 	_, err := fmt.Fprintf(w, "\n%d images: %d broken, %d unknown, %d at-risk, %d ok (%d requests in %s)%s\n",
 		len(r.Images), c[scan.Broken], c[scan.Unknown], c[scan.AtRisk], c[scan.OK], requests, r.Duration.Round(1e6), inputs)
+	for _, rl := range r.RateLimits {
+		if err == nil {
+			_, err = fmt.Fprintf(w, "rate limit  %s\n", Printable(rateLimitText(rl)))
+		}
+	}
 	return err
 }
 

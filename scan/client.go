@@ -59,10 +59,11 @@ type client struct {
 	// tagLists holds each repository's tag list (see Scanner.Tags).
 	tagLists memo[string, []string]
 	rt       http.RoundTripper
+	limits   *rateLimits
 }
 
 func newClient(o *options, l layers) *client {
-	return &client{o: o, rt: l.rt, pings: l.pings, sem: make(chan struct{}, o.concurrency)}
+	return &client{o: o, rt: l.rt, pings: l.pings, limits: l.limits, sem: make(chan struct{}, o.concurrency)}
 }
 
 // forgetFaults drops every fault the client remembers, so that the next
@@ -123,7 +124,9 @@ func (c *client) limit(ctx context.Context, f func(context.Context) error) error
 
 // do sends one request for a manifest, blob or tag list to repo's registry
 // and returns the answer, its request (after any redirect) and up to limit
-// bytes of its body. A status other than 200 is an error.
+// bytes of its body. A status other than 200 is an error. A manifest GET
+// is a pull: it is sent only within the registry's pull budget (see
+// rateLimits), else it fails with ErrPullBudget.
 func (c *client) do(ctx context.Context, repo name.Repository, method, kind, ref string, limit int64) (*http.Response, []byte, error) {
 	u := fmt.Sprintf("%s://%s/v2/%s/%s/%s", repo.Scheme(), repo.RegistryStr(), repo.RepositoryStr(), kind, ref)
 	hc, err := c.httpClient(ctx, repo)
@@ -133,6 +136,14 @@ func (c *client) do(ctx context.Context, repo name.Repository, method, kind, ref
 	var resp *http.Response
 	var body []byte
 	err = c.limit(ctx, func(ctx context.Context) error {
+		if method == http.MethodGet && kind == "manifests" {
+			var t *pullTicket
+			var why string
+			if ctx, t, why = c.limits.reserve(ctx, repo.RegistryStr()); why != "" {
+				return &RegistryError{Method: method, URL: redactURL(u), Detail: why, Err: ErrPullBudget}
+			}
+			defer c.limits.release(t)
+		}
 		req, err := http.NewRequestWithContext(ctx, method, u, nil)
 		if err != nil {
 			return err
@@ -418,6 +429,23 @@ func (m *memo[K, V]) forget(drop func(error) bool) {
 		default:
 		}
 	}
+}
+
+// peek returns k's result if a call for it has finished, without running
+// or waiting for one.
+func (m *memo[K, V]) peek(k K) (V, bool, error) {
+	m.mu.Lock()
+	c, ok := m.m[k]
+	m.mu.Unlock()
+	if ok {
+		select {
+		case <-c.done:
+			return c.v, true, c.err
+		default:
+		}
+	}
+	var zero V
+	return zero, false, nil
 }
 
 // put stores a result that another call produced on its way.

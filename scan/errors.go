@@ -35,6 +35,7 @@ var (
 	ErrBadResponse    = types.ErrBadResponse
 	ErrLimit          = types.ErrLimit
 	ErrCredentials    = types.ErrCredentials
+	ErrPullBudget     = types.ErrPullBudget
 )
 
 // RegistryError is a failed registry request: what was asked, what came back.
@@ -120,7 +121,10 @@ func errorDetail(resp *http.Response) string {
 // exchange before it) into a *RegistryError, or leaves one as it is.
 func classify(method, u string, err error) error {
 	var re *RegistryError
-	if errors.As(err, &re) || errors.Is(err, context.Canceled) {
+	if errors.As(err, &re) {
+		return re // a transport layer's own (a GET withheld): the request's URL is in it
+	}
+	if errors.Is(err, context.Canceled) {
 		return err
 	}
 	out := &RegistryError{Method: method, URL: redactURL(u), Detail: err.Error(), Err: ErrRegistry}

@@ -59,6 +59,7 @@ const (
 	BadResponse          = types.BadResponse
 	LimitExceeded        = types.LimitExceeded
 	CredentialsError     = types.CredentialsError
+	RateLimitBudget      = types.RateLimitBudget
 )
 
 // ParseSeverity is types.ParseSeverity.

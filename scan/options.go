@@ -26,6 +26,7 @@ type options struct {
 	concurrency int
 	timeout     time.Duration
 	attempts    int
+	maxPulls    int // manifest GETs per host; 0: no cap
 	backoff     time.Duration
 	maxBackoff  time.Duration
 	platforms   []v1.Platform
@@ -116,6 +117,21 @@ func WithRetry(attempts int, backoff time.Duration) Option {
 			return fmt.Errorf("retry needs at least 1 attempt and a positive backoff, got %d and %s", attempts, backoff)
 		}
 		o.attempts, o.backoff = attempts, backoff
+		return nil
+	}
+}
+
+// WithMaxPulls caps the manifest GETs sent to each registry host over the
+// Scanner's life, retries included, at n: on Docker Hub each is a pull
+// counted against the rate limit (a HEAD is not). A manifest the cap leaves
+// unasked is a rate-limit-budget fault. The default, 0, is no cap; a
+// registry's own RateLimit headers are heeded either way (see RateLimit).
+func WithMaxPulls(n int) Option {
+	return func(o *options) error {
+		if n < 0 {
+			return fmt.Errorf("max pulls must not be negative, got %d", n)
+		}
+		o.maxPulls = n
 		return nil
 	}
 }

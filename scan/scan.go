@@ -82,6 +82,7 @@ func (s *Scanner) Run(ctx context.Context, targets []Target) (*Result, error) {
 	s.reask(ctx, res, refs)
 	res.Duration = time.Since(start)
 	res.Requests = s.counter.counts()
+	res.RateLimits = s.c.limits.report()
 	if err := ctx.Err(); err != nil {
 		return res, fmt.Errorf("scan interrupted: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -90,9 +91,19 @@ func requestKind(req *http.Request) string {
 // The ping carries no credentials; its answer is the auth challenge. An
 // answer other than 200 or 401, or none, is kept only until the client
 // forgets its faults (between passes), never for a run.
+//
+// What a host speaks is kept for the Scanner's life: go-containerregistry
+// pings a plain-HTTP registry (a loopback one, or one named insecure) over
+// https first, then over http. Once an https ping of a host failed without
+// an answer and an http ping of it answered as a registry, every later
+// https ping of it fails at once with the first one's error, and only the
+// http ping, from memory, is answered: no TLS attempt goes out again.
 type pingCache struct {
 	next http.RoundTripper
 	m    memo[string, pingAnswer]
+
+	mu    sync.Mutex
+	noTLS map[string]error // host → the error of its first failed https ping
 }
 
 // errPingStatus marks a ping answer that is not a registry's: it is
@@ -109,9 +120,13 @@ func (p *pingCache) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Method != http.MethodGet || (req.URL.Path != "/v2/" && req.URL.Path != "/v2") || req.Header.Get("Authorization") != "" {
 		return p.next.RoundTrip(req)
 	}
+	if err := p.plainHTTP(req.URL); err != nil {
+		return nil, err
+	}
 	a, err := p.m.do(req.Context(), req.URL.Scheme+"://"+req.URL.Host, func() (pingAnswer, error) {
 		resp, err := p.next.RoundTrip(req)
 		if err != nil {
+			p.failedTLS(req, err)
 			return pingAnswer{}, err
 		}
 		defer resp.Body.Close()
@@ -134,6 +149,42 @@ func (p *pingCache) RoundTrip(req *http.Request) (*http.Response, error) {
 		Header: a.header.Clone(), Body: io.NopCloser(bytes.NewReader(a.body)), ContentLength: int64(len(a.body)),
 		Request: req,
 	}, nil
+}
+
+// failedTLS remembers the first https ping of a host that failed without
+// an answer, unless the ping was called off (go-containerregistry's http
+// ping answered first).
+func (p *pingCache) failedTLS(req *http.Request, err error) {
+	if req.URL.Scheme != "https" || req.Context().Err() != nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.noTLS == nil {
+		p.noTLS = map[string]error{}
+	}
+	if _, ok := p.noTLS[req.URL.Host]; !ok {
+		p.noTLS[req.URL.Host] = err
+	}
+}
+
+// plainHTTP returns, for an https ping of a host known to speak plain HTTP
+// (its https ping failed, its http ping answered as a registry), the first
+// https ping's error; nil otherwise.
+func (p *pingCache) plainHTTP(u *url.URL) error {
+	if u.Scheme != "https" {
+		return nil
+	}
+	p.mu.Lock()
+	err := p.noTLS[u.Host]
+	p.mu.Unlock()
+	if err == nil {
+		return nil
+	}
+	if _, done, perr := p.m.peek("http://" + u.Host); !done || perr != nil {
+		return nil
+	}
+	return fmt.Errorf("%s speaks plain HTTP (https was not asked again): %w", u.Host, err)
 }
 
 // plainHTTPGuard refuses plain-HTTP requests to hosts other than loopback and
@@ -183,13 +234,14 @@ type layers struct {
 	rt      http.RoundTripper
 	counter *counter
 	pings   *pingCache
+	limits  *rateLimits
 }
 
 // buildTransport layers the transport every request goes through, innermost
-// first: base → counter → retry → ping cache → plain-HTTP guard → user
-// agent. The registry auth layer (go-containerregistry's) goes on top, per
-// repository. The base verifies TLS against the system roots plus the CA
-// files given, except for hosts named insecure.
+// first: base → counter → rate limits → retry → ping cache → plain-HTTP
+// guard → user agent. The registry auth layer (go-containerregistry's)
+// goes on top, per repository. The base verifies TLS against the system
+// roots plus the CA files given, except for hosts named insecure.
 func buildTransport(o *options) layers {
 	base := o.transport
 	if base == nil {
@@ -203,7 +255,8 @@ func buildTransport(o *options) layers {
 		base = hostTLS{next: def, unverified: unverified, insecure: o.insecure}
 	}
 	c := &counter{next: base, n: map[RequestCount]int{}}
-	rt := &retry.Transport{Next: c, Attempts: o.attempts, Base: o.backoff, Max: o.maxBackoff}
+	limits := &rateLimits{next: c, maxPulls: o.maxPulls}
+	rt := &retry.Transport{Next: limits, Attempts: o.attempts, Base: o.backoff, Max: o.maxBackoff}
 	pings := &pingCache{next: rt}
-	return layers{rt: transport.NewUserAgent(plainHTTPGuard{next: pings, insecure: o.insecure}, o.userAgent), counter: c, pings: pings}
+	return layers{rt: transport.NewUserAgent(plainHTTPGuard{next: pings, insecure: o.insecure}, o.userAgent), counter: c, pings: pings, limits: limits}
 }

@@ -1,7 +1,9 @@
 package scan
 
 import (
+	"errors"
 	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -85,5 +87,47 @@ func TestRequestKind(t *testing.T) {
 				t.Errorf("%s, want %s", got, tc.want)
 			}
 		})
+	}
+}
+
+// plainServer answers plain HTTP and fails every https request, as a
+// plain-HTTP registry does.
+type plainServer struct{ https, http int }
+
+func (p *plainServer) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Scheme == "https" {
+		p.https++
+		return nil, errors.New("http: server gave HTTP response to HTTPS client")
+	}
+	p.http++
+	return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Header: http.Header{}, Request: req}, nil
+}
+
+// TestPingCacheRemembersPlainHTTP: once a host's https ping failed and its
+// http ping answered, https pings of it fail from memory, past the faults
+// forgotten between passes; an https ping of a host never answered over
+// http still goes out.
+func TestPingCacheRemembersPlainHTTP(t *testing.T) {
+	srv := &plainServer{}
+	p := &pingCache{next: srv}
+	ping := func(u string) error {
+		req, _ := http.NewRequest(http.MethodGet, u, nil)
+		_, err := p.RoundTrip(req)
+		return err
+	}
+	if ping("https://reg.internal:5000/v2/") == nil || ping("http://reg.internal:5000/v2/") != nil {
+		t.Fatal("the first pings did not fail over https and answer over http")
+	}
+	for range 3 {
+		p.m.forget(func(err error) bool { return err != nil }) // a new pass
+		if err := ping("https://reg.internal:5000/v2/"); err == nil || !strings.Contains(err.Error(), "server gave HTTP response") {
+			t.Fatalf("https ping after the host answered over http: %v", err)
+		}
+	}
+	if srv.https != 1 || srv.http != 1 {
+		t.Errorf("%d https and %d http pings sent, want 1 and 1", srv.https, srv.http)
+	}
+	if ping("https://other:5000/v2/"); srv.https != 2 {
+		t.Errorf("an https ping of a host never answered over http was not sent")
 	}
 }

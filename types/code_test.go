@@ -38,6 +38,7 @@ func TestCodes(t *testing.T) {
 		BadResponse:          {SeverityWarning, true, true},
 		LimitExceeded:        {SeverityWarning, true, false},
 		CredentialsError:     {SeverityWarning, true, false},
+		RateLimitBudget:      {SeverityWarning, true, false},
 	}
 	if got := len(Codes()); got != len(want) {
 		t.Errorf("%d codes in the table, %d stated here", got, len(want))

@@ -31,6 +31,9 @@ var (
 	ErrLimit = errors.New("over regcheck's limit")
 	// ErrCredentials: the credentials for the registry could not be read.
 	ErrCredentials = errors.New("credentials unreadable")
+	// ErrPullBudget: a manifest GET was not sent, to keep within the
+	// registry's pull budget (its rate limit, less a reserve) or a cap.
+	ErrPullBudget = errors.New("pull budget spent")
 )
 
 // faultErrs pairs each fault sentinel with its finding code.
@@ -48,6 +51,7 @@ var faultErrs = []struct {
 	{ErrUnreachable, Unreachable},
 	{ErrBadResponse, BadResponse},
 	{ErrLimit, LimitExceeded},
+	{ErrPullBudget, RateLimitBudget},
 }
 
 // FaultCode maps an error to the fault finding it is: "" for absence

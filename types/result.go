@@ -78,6 +78,9 @@ type Result struct {
 	// asked again after a pause; Recovered, those that then got a verdict.
 	Reasked   int `json:"reasked,omitempty"`
 	Recovered int `json:"recovered,omitempty"`
+	// RateLimits are the pull budgets of the registry hosts that said
+	// theirs, or on which a manifest GET was withheld, by host.
+	RateLimits []RateLimit `json:"rateLimits,omitempty"`
 	// Started and Duration time the scan.
 	Started  time.Time     `json:"started"`
 	Duration time.Duration `json:"durationNanos"`
@@ -127,6 +130,29 @@ type InputError struct {
 // UpdateVerdict recomputes the image's verdict from its findings, for
 // callers that add findings after a scan.
 func (im *Image) UpdateVerdict() { im.Verdict = VerdictOf(im.Findings) }
+
+// RateLimit is one registry host's pull budget as its answers said it
+// (the RateLimit-Limit and RateLimit-Remaining headers Docker Hub sends:
+// "100;w=21600"), and the manifest GETs a scan sent there and held back.
+// On Docker Hub each manifest GET is a pull; a HEAD is not.
+type RateLimit struct {
+	Host string `json:"host"`
+	// Reported is true when the host sent its budget. Limit (0 when the
+	// host sent only what remains), Remaining and WindowSeconds are then
+	// what it said last, and Reserve the pulls a scan leaves untouched;
+	// all are zero otherwise (the host is listed for GETs a cap withheld).
+	Reported      bool `json:"reported"`
+	Limit         int  `json:"limit"`
+	Remaining     int  `json:"remaining"`
+	WindowSeconds int  `json:"windowSeconds"`
+	Reserve       int  `json:"reserve"`
+	// MaxPulls is the cap on manifest GETs per host (0: none); Pulls the
+	// GETs sent, retries included; Withheld the GETs not sent, to keep
+	// within the budget or the cap.
+	MaxPulls int `json:"maxPulls"`
+	Pulls    int `json:"pulls"`
+	Withheld int `json:"withheld"`
+}
 
 // RequestCount is how many requests of one kind went to one host and came
 // back with one status ("error" when no response came back).

@@ -11,6 +11,8 @@ import (
 var flagHints = map[types.Code]string{
 	types.Unauthorized: "docker login, or --pull-secrets with --cluster",
 	types.TLSError:     "--ca-file FILE, or --insecure-registry HOST",
+	// Credentials raise Docker Hub's limit; the cap is the user's own.
+	types.RateLimitBudget: "docker login, or a higher --max-pulls",
 }
 
 // addFlagHints appends the flag that acts on each finding's advice.

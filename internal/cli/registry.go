@@ -15,6 +15,7 @@ type registryFlags struct {
 	platforms   []string
 	insecure    []string
 	caFiles     []string
+	maxPulls    int
 }
 
 // addTo adds the flags; withPlatform is false for commands that walk no
@@ -27,6 +28,7 @@ func (r *registryFlags) addTo(fs *pflag.FlagSet, withPlatform bool) {
 	}
 	fs.StringArrayVar(&r.insecure, "insecure-registry", nil, "allow plain HTTP and unverified TLS for this host[:port] only (repeatable)")
 	fs.StringArrayVar(&r.caFiles, "ca-file", nil, "trust the CA certificates in this PEM file, besides the system roots (repeatable)")
+	fs.IntVar(&r.maxPulls, "max-pulls", 0, "send at most N manifest GETs (Docker Hub's pulls) to each registry host, retries included; 0: no cap. RateLimit headers are heeded anyway, a tenth of the limit kept in reserve")
 }
 
 // options are the scan options the flags and the global logger make.
@@ -37,6 +39,7 @@ func (r *registryFlags) options(g *globals) []scan.Option {
 		scan.WithPlatforms(r.platforms...),
 		scan.WithInsecureRegistries(r.insecure...),
 		scan.WithCAFiles(r.caFiles...),
+		scan.WithMaxPulls(r.maxPulls),
 		scan.WithLogger(g.logger),
 		scan.WithUserAgent("regcheck/" + Version),
 	}
