@@ -1,16 +1,15 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/regcheck/regcheck/record"
 	"github.com/regcheck/regcheck/report"
-	"github.com/regcheck/regcheck/scan"
-	"github.com/spf13/cobra"
 )
 
 type recordFlags struct {
@@ -56,8 +55,8 @@ the previous snapshot. regcheck pin --from-records pins to what was recorded.`,
 }
 
 func runRecord(cmd *cobra.Command, s Streams, g *globals, f *recordFlags) error {
-	if f.output != "table" && f.output != "json" {
-		return usageError(fmt.Errorf("unknown output format %q (want table or json)", f.output))
+	if !slices.Contains(report.RecordFormats, f.output) {
+		return usageError(fmt.Errorf("unknown output format %q (want %s)", f.output, strings.Join(report.RecordFormats, " or ")))
 	}
 	if f.out != "" && f.configMap != "" {
 		return usageError(fmt.Errorf("--out and --configmap cannot be used together"))
@@ -71,88 +70,46 @@ func runRecord(cmd *cobra.Command, s Streams, g *globals, f *recordFlags) error 
 	if err != nil {
 		return err
 	}
-	var st record.Store
-	where := "configmap " + f.configMap
-	if f.configMap != "" {
-		ns, name, err := record.ParseConfigMapRef(f.configMap)
-		if err != nil {
-			return usageError(err)
-		}
-		st = &record.ConfigMap{Client: kt.client, Namespace: ns, Name: name, Logger: g.logger}
-	} else {
-		path := f.out
-		if path == "" {
-			if path, err = record.DefaultPath(); err != nil {
-				return err
-			}
-		}
-		st = &record.File{Path: path}
-		where = path
+	st, where, err := f.store(kt, g)
+	if err != nil {
+		return err
 	}
 	ctx := cmd.Context()
 	inv, err := kt.inventory(ctx, g.logger)
 	if err != nil {
 		return err
 	}
-	snap := record.FromInventory(kt.name, time.Now(), inv)
-	res, err := record.Save(ctx, st, snap)
+	res, err := record.Save(ctx, st, record.FromInventory(kt.name, time.Now(), inv))
 	if err != nil {
 		return fmt.Errorf("saving the record: %w", err)
 	}
-	g.logger.Info("recorded", "cluster", kt.name, "containers", len(snap.Entries), "store", where)
-	if err := pub.publish(ctx, report.RecordMetrics(snap, res, start, time.Now()), nil); err != nil {
+	g.logger.Info("recorded", "cluster", kt.name, "containers", len(res.Snapshot.Entries), "store", where)
+	if err := pub.publish(ctx, report.RecordMetrics(res.Snapshot, res, start, time.Now()), nil); err != nil {
 		return err
 	}
-	if f.output == "json" {
-		out := struct {
-			Cluster    string          `json:"cluster"`
-			Time       time.Time       `json:"time"`
-			Containers int             `json:"containers"`
-			Entries    []record.Entry  `json:"entries"`
-			Changes    []record.Change `json:"changes"`
-			Trimmed    int             `json:"trimmed"`
-		}{kt.name, snap.Time, len(snap.Entries), snap.Entries, res.Changes, res.Trimmed}
-		if out.Changes == nil {
-			out.Changes = []record.Change{}
-		}
-		if !f.diff {
-			out.Changes = nil
-		}
-		enc := json.NewEncoder(s.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(out)
-	}
-	tw := tabwriter.NewWriter(s.Out, 0, 4, 2, ' ', 0)
 	if f.diff {
-		if res.Previous.Time.IsZero() {
-			fmt.Fprintf(s.Out, "no previous snapshot of %s: nothing to compare\n", kt.name)
-			return nil
-		}
-		fmt.Fprintf(tw, "NAMESPACE\tOWNER\tCONTAINER\tPOD\tWAS\tNOW\n")
-		for _, c := range res.Changes {
-			was := make([]string, len(c.From))
-			for i, d := range c.From {
-				was[i] = scan.ShortDigest(d)
-			}
-			fmt.Fprintf(tw, "%s\t%s/%s\t%s\t%s\t%s\t%s\n", c.Namespace, c.OwnerKind, c.OwnerName, c.Container, c.Pod, strings.Join(was, ","), scan.ShortDigest(c.To))
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-		fmt.Fprintf(s.Out, "\n%d containers changed digest since %s\n", len(res.Changes), res.Previous.Time.Format(time.RFC3339))
-		return nil
+		return report.RecordDiff(s.Out, f.output, res)
 	}
-	fmt.Fprintf(tw, "NAMESPACE\tOWNER\tPOD\tCONTAINER\tDIGEST\tNODE\n")
-	for _, e := range snap.Entries {
-		d := scan.ShortDigest(e.Digest)
-		if d == "" {
-			d = "(no repo digest)"
+	return report.RecordSnapshot(s.Out, f.output, res, where)
+}
+
+// store is where the history is kept, and its name for messages: the
+// ConfigMap of --configmap, else the file of --out (by default in
+// $XDG_STATE_HOME).
+func (f *recordFlags) store(kt *kubeTarget, g *globals) (record.Store, string, error) {
+	if f.configMap != "" {
+		ns, name, err := record.ParseConfigMapRef(f.configMap)
+		if err != nil {
+			return nil, "", usageError(err)
 		}
-		fmt.Fprintf(tw, "%s\t%s/%s\t%s\t%s\t%s\t%s\n", e.Namespace, e.OwnerKind, e.OwnerName, e.Pod, e.Container, d, e.Node)
+		return &record.ConfigMap{Client: kt.client, Namespace: ns, Name: name, Logger: g.logger}, "configmap " + f.configMap, nil
 	}
-	if err := tw.Flush(); err != nil {
-		return err
+	path := f.out
+	if path == "" {
+		var err error
+		if path, err = record.DefaultPath(); err != nil {
+			return nil, "", err
+		}
 	}
-	fmt.Fprintf(s.Out, "\nrecorded %d containers of %s in %s\n", len(snap.Entries), kt.name, where)
-	return nil
+	return &record.File{Path: path}, path, nil
 }
