@@ -78,10 +78,11 @@ type scanned struct {
 }
 
 // scanVia runs `regcheck scan -o json --timeout 2s` on every fixture, named
-// on host.
+// on host, with a manifest cache of its own: every manifest is fetched, as
+// the faults on fetching it need.
 func scanVia(t *testing.T, host string, imgs []fixture.Image) scanned {
 	t.Helper()
-	args := []string{"--log-level", "info", "scan", "-o", "json", "--timeout", "2s"}
+	args := []string{"--log-level", "info", "scan", "-o", "json", "--timeout", "2s", "--cache-dir", t.TempDir()}
 	for _, fx := range imgs {
 		args = append(args, fixture.Ref(host, "gc/", fx.Name, "v1"))
 	}

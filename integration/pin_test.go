@@ -348,7 +348,7 @@ func TestPinRefusesBroken(t *testing.T) {
 	if !strings.Contains(readFile(t, filepath.Join(dir, "coturn.yaml")), "single:v1@sha256:") {
 		t.Error("the intact single:v1 was not pinned")
 	}
-	if !regexp.MustCompile(`registry requests \(blob-head \d+, manifest-get \d+, manifest-head \d+`).MatchString(errs) {
+	if !regexp.MustCompile(`registry requests \(blob-head \d+, (manifest-get \d+, )?manifest-head \d+`).MatchString(errs) { // no GET when the manifests are cached
 		t.Errorf("requests not reported:\n%s", errs)
 	}
 

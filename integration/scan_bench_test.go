@@ -18,8 +18,11 @@ import (
 // BenchmarkScan walks 210 images (30 copies of the seven fixture shapes:
 // single images sharing a base layer, a buildx index with an attestation,
 // two-platform indexes, a Docker manifest list) on a local distribution
-// 3.x, each down to every blob, with a new Scanner (no warm cache) per run.
-// It reports requests and images per run; -benchmem gives the allocations.
+// 3.x, each down to every blob, with a new Scanner per run: without a
+// manifest cache, with an empty one (each run's own), and with a warm one
+// (filled once before the runs: a second scan of an unchanged registry).
+// It reports requests per run, by kind, and images per run; -benchmem
+// gives the allocations.
 func BenchmarkScan(b *testing.B) {
 	const copies = 30
 	r := startEmpty(b, testregistry.V3)
@@ -47,10 +50,31 @@ func BenchmarkScan(b *testing.B) {
 		all = append(all, t...)
 	}
 
-	b.ResetTimer()
+	const cacheSize = 256 << 20
+	b.Run("no-cache", func(b *testing.B) { benchScan(b, ctx, all, func() []scan.Option { return nil }) })
+	b.Run("cold-cache", func(b *testing.B) {
+		benchScan(b, ctx, all, func() []scan.Option { return []scan.Option{scan.WithCache(b.TempDir(), cacheSize)} })
+	})
+	b.Run("warm-cache", func(b *testing.B) {
+		warm := scan.WithCache(b.TempDir(), cacheSize)
+		if _, err := scan.Run(ctx, all, warm); err != nil {
+			b.Fatal(err)
+		}
+		benchScan(b, ctx, all, func() []scan.Option { return []scan.Option{warm} })
+	})
+}
+
+// benchScan scans all b.N times, each with a new Scanner made with the
+// options opts returns, and reports the requests per run by kind.
+func benchScan(b *testing.B, ctx context.Context, all []scan.Target, opts func() []scan.Option) {
+	byKind := map[string]int{}
 	requests := 0
+	b.ResetTimer()
 	for range b.N {
-		res, err := scan.Run(ctx, all)
+		b.StopTimer()
+		o := opts()
+		b.StartTimer()
+		res, err := scan.Run(ctx, all, o...)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -59,8 +83,12 @@ func BenchmarkScan(b *testing.B) {
 		}
 		for _, rc := range res.Requests {
 			requests += rc.Count
+			byKind[rc.Kind] += rc.Count
 		}
 	}
 	b.ReportMetric(float64(requests)/float64(b.N), "requests/op")
+	for kind, n := range byKind {
+		b.ReportMetric(float64(n)/float64(b.N), kind+"/op")
+	}
 	b.ReportMetric(float64(len(all)), "images/op")
 }

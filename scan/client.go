@@ -55,6 +55,7 @@ type client struct {
 	repos memo[string, *http.Client]
 	tags  memo[string, walk.Descriptor]
 	mfs   memo[string, walk.Manifest]
+	heads memo[string, struct{}] // manifests by digest, HEADed for a cache (see remote.HasManifest)
 	blobs memo[string, struct{}]
 	// tagLists holds each repository's tag list (see Scanner.Tags).
 	tagLists memo[string, []string]
@@ -73,6 +74,7 @@ func (c *client) forgetFaults() {
 	c.repos.forget(fault)
 	c.tags.forget(fault)
 	c.mfs.forget(fault)
+	c.heads.forget(fault)
 	c.blobs.forget(fault)
 	c.tagLists.forget(fault)
 	c.pings.m.forget(func(err error) bool { return err != nil })
@@ -248,29 +250,44 @@ func headUnsupported(err error) bool {
 // digest mismatch; a body that never parses is a bad response.
 func (c *client) manifest(ctx context.Context, repo name.Repository, digest string) (walk.Manifest, error) {
 	return c.mfs.do(ctx, repo.Name()+"@"+digest, func() (walk.Manifest, error) {
-		p, err := c.getManifest(ctx, repo, digest)
-		if errors.Is(err, ErrBadResponse) || errors.Is(err, ErrDigestMismatch) {
-			c.o.logger.Debug("asking again after a bad response", "repository", repo.Name(), "digest", digest, "err", err)
-			p, err = c.getManifest(ctx, repo, digest)
-		}
-		return p, err
+		f, err := c.fetchManifest(ctx, repo, digest)
+		return f.m, err
 	})
 }
 
+// fetchManifest GETs a manifest by digest, asking once more as manifest says.
+func (c *client) fetchManifest(ctx context.Context, repo name.Repository, digest string) (fetched, error) {
+	f, err := c.getManifest(ctx, repo, digest)
+	if errors.Is(err, ErrBadResponse) || errors.Is(err, ErrDigestMismatch) {
+		c.o.logger.Debug("asking again after a bad response", "repository", repo.Name(), "digest", digest, "err", err)
+		f, err = c.getManifest(ctx, repo, digest)
+	}
+	return f, err
+}
+
+// fetched is a manifest as the registry served it: parsed, and its bytes
+// with their content type.
+type fetched struct {
+	m    walk.Manifest
+	body []byte
+	ct   string
+}
+
 // getManifest asks for a manifest by digest once.
-func (c *client) getManifest(ctx context.Context, repo name.Repository, want string) (walk.Manifest, error) {
+func (c *client) getManifest(ctx context.Context, repo name.Repository, want string) (fetched, error) {
 	resp, body, err := c.do(ctx, repo, http.MethodGet, "manifests", want, maxManifest)
 	if err != nil {
-		return walk.Manifest{}, err
+		return fetched{}, err
 	}
-	fail := func(detail string, sentinel error) (walk.Manifest, error) {
-		return walk.Manifest{}, &RegistryError{Method: http.MethodGet, URL: finalURL(resp, repo.Name()+"@"+want), Status: resp.StatusCode, Detail: detail, Err: sentinel}
+	fail := func(detail string, sentinel error) (fetched, error) {
+		return fetched{}, &RegistryError{Method: http.MethodGet, URL: finalURL(resp, repo.Name()+"@"+want), Status: resp.StatusCode, Detail: detail, Err: sentinel}
 	}
 	got, err := digestOf(want, body)
 	if err != nil {
 		return fail(err.Error(), ErrRegistry)
 	}
-	p, perr := walk.Parse(body, mediaType(resp.Header.Get("Content-Type")))
+	ct := mediaType(resp.Header.Get("Content-Type"))
+	p, perr := walk.Parse(body, ct)
 	switch {
 	case perr != nil && got != want:
 		return fail(fmt.Sprintf("%v; the body hashes to %s", perr, got), ErrBadResponse)
@@ -279,7 +296,7 @@ func (c *client) getManifest(ctx context.Context, repo name.Repository, want str
 	case got != want:
 		return fail("body hashes to "+got, ErrDigestMismatch)
 	}
-	return p, nil
+	return fetched{p, body, ct}, nil
 }
 
 // blob HEADs a blob by digest, following a redirect to where it is stored.

@@ -33,6 +33,7 @@ type options struct {
 	insecure    map[string]bool
 	logger      *slog.Logger
 	userAgent   string
+	cache       cacheConfig
 	roots       *x509.CertPool // system roots plus CA files; nil: system roots
 	caFiles     []string
 	reaskPause  time.Duration

@@ -42,7 +42,7 @@ func New(opts ...Option) (*Scanner, error) {
 	}
 	l := buildTransport(o)
 	c := newClient(o, l)
-	var r walk.Reader = remote{c}
+	r := cached(o, remote{c})
 	if o.reader != nil {
 		r = o.reader
 	}

@@ -1,6 +1,12 @@
 package cli
 
 import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -15,6 +21,9 @@ type registryFlags struct {
 	platforms   []string
 	insecure    []string
 	caFiles     []string
+	cacheDir    string
+	noCache     bool
+	cacheMax    byteSize
 	maxPulls    int
 }
 
@@ -28,12 +37,16 @@ func (r *registryFlags) addTo(fs *pflag.FlagSet, withPlatform bool) {
 	}
 	fs.StringArrayVar(&r.insecure, "insecure-registry", nil, "allow plain HTTP and unverified TLS for this host[:port] only (repeatable)")
 	fs.StringArrayVar(&r.caFiles, "ca-file", nil, "trust the CA certificates in this PEM file, besides the system roots (repeatable)")
+	fs.StringVar(&r.cacheDir, "cache-dir", "", "keep the manifests read in this folder, by digest, so that later runs ask only whether each is still there (a HEAD, not a pull) (default: regcheck/manifests in the user cache folder)")
+	fs.BoolVar(&r.noCache, "no-cache", false, "keep no manifests on disk: GET every one (overrides --cache-dir)")
+	r.cacheMax = 256 << 20
+	fs.Var(&r.cacheMax, "cache-max-size", "most the manifest cache holds, least recently used out (bytes, or with KiB, MiB, GiB, kB, MB, GB)")
 	fs.IntVar(&r.maxPulls, "max-pulls", 0, "send at most N manifest GETs (Docker Hub's pulls) to each registry host, retries included; 0: no cap. RateLimit headers are heeded anyway, a tenth of the limit kept in reserve")
 }
 
 // options are the scan options the flags and the global logger make.
 func (r *registryFlags) options(g *globals) []scan.Option {
-	return []scan.Option{
+	opts := []scan.Option{
 		scan.WithConcurrency(r.concurrency),
 		scan.WithTimeout(r.timeout),
 		scan.WithPlatforms(r.platforms...),
@@ -43,4 +56,56 @@ func (r *registryFlags) options(g *globals) []scan.Option {
 		scan.WithLogger(g.logger),
 		scan.WithUserAgent("regcheck/" + Version),
 	}
+	if dir := r.cacheFolder(g); dir != "" {
+		opts = append(opts, scan.WithCache(dir, int64(r.cacheMax)))
+	}
+	return opts
 }
+
+// cacheFolder is where manifests are kept: --cache-dir, else regcheck/manifests
+// in the user cache folder; "" with --no-cache, or when there is no user
+// cache folder (no $HOME).
+func (r *registryFlags) cacheFolder(g *globals) string {
+	switch {
+	case r.noCache:
+		return ""
+	case r.cacheDir != "":
+		return r.cacheDir
+	}
+	dir, err := userCacheDir()
+	if err != nil {
+		g.logger.Debug("no manifest cache", "err", err)
+		return ""
+	}
+	return filepath.Join(dir, "regcheck", "manifests")
+}
+
+// userCacheDir is os.UserCacheDir; the tests keep theirs apart.
+var userCacheDir = os.UserCacheDir
+
+// byteSize is a flag value in bytes, written with an optional unit.
+type byteSize int64
+
+var units = map[string]int64{"": 1, "b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "kb": 1e3, "mb": 1e6, "gb": 1e9}
+
+func (b *byteSize) Set(s string) error {
+	num := strings.TrimRight(s, "BbKkMmGgIi ")
+	n, err := strconv.ParseInt(num, 10, 64)
+	unit, ok := units[strings.ToLower(strings.TrimSpace(s[len(num):]))]
+	if err != nil || !ok || n <= 0 || n > math.MaxInt64/unit {
+		return fmt.Errorf("%q: want a positive size: bytes, or with KiB, MiB, GiB, kB, MB or GB", s)
+	}
+	*b = byteSize(n * unit)
+	return nil
+}
+
+func (b *byteSize) String() string {
+	for _, u := range []string{"GiB", "MiB", "KiB"} {
+		if n := units[strings.ToLower(u)]; int64(*b) >= n && int64(*b)%n == 0 {
+			return fmt.Sprintf("%d%s", int64(*b)/n, u)
+		}
+	}
+	return strconv.FormatInt(int64(*b), 10)
+}
+
+func (b *byteSize) Type() string { return "size" }

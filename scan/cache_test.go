@@ -1,0 +1,127 @@
+package scan_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/regcheck/regcheck/scan"
+)
+
+// fixtureNames are the seven fixture shapes newRegistry pushes.
+var fixtureNames = []string{"single", "app-a", "app-b", "buildx", "multiarch", "manifestlist", "partial"}
+
+// TestCache scans the fixtures twice with one cache folder: the second
+// run GETs no manifest, HEADs each one instead, and says the same. A
+// child deleted since, still in the cache, is missing; a fault asking
+// about a cached manifest is a fault.
+func TestCache(t *testing.T) {
+	tr := newRegistry(t)
+	var targets []scan.Target
+	for _, n := range fixtureNames {
+		targets = append(targets, scan.Target{Ref: tr.ref(n, "v1")})
+	}
+	dir := filepath.Join(t.TempDir(), "manifests")
+	run := func() *scan.Result {
+		t.Helper()
+		res, err := scan.Run(context.Background(), targets, opts(scan.WithCache(dir, 1<<20))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	cold := run()
+	gets, heads := requests(cold.Requests, "manifest-get", ""), requests(cold.Requests, "manifest-head", "")
+	if gets == 0 || heads != len(targets) {
+		t.Fatalf("cold: %d manifest GETs and %d HEADs, want some and one per tag (%d)", gets, heads, len(targets))
+	}
+	warm := run()
+	if n := requests(warm.Requests, "manifest-get", ""); n != 0 {
+		t.Errorf("warm: %d manifest GETs, want 0", n)
+	}
+	if n := requests(warm.Requests, "manifest-head", "200"); n != heads+gets {
+		t.Errorf("warm: %d manifest HEADs, want the tags' and one per manifest: %d", n, heads+gets)
+	}
+	if a, b := requests(cold.Requests, "blob-head", ""), requests(warm.Requests, "blob-head", ""); a != b {
+		t.Errorf("blob HEADs: cold %d, warm %d", a, b)
+	}
+	for i, im := range warm.Images {
+		if c := cold.Images[i]; im.Verdict != scan.OK || c.Verdict != scan.OK || im.Digest != c.Digest || im.Manifests != c.Manifests || im.Blobs != c.Blobs {
+			t.Errorf("%s: warm %s %d/%d, cold %s %d/%d", im.Reference, im.Verdict, im.Manifests, im.Blobs, c.Verdict, c.Manifests, c.Blobs)
+		}
+	}
+
+	// Deleted from the registry, still in the cache: the registry says.
+	child := tr.fixture("multiarch").Children[1].Digest
+	tr.setHook(hide(manifestPath("multiarch", child.String())))
+	res := run()
+	im := res.Images[slices.Index(fixtureNames, "multiarch")]
+	if k := keys(im.Findings); im.Verdict != scan.Broken || len(k) != 1 || k[0].Code != scan.ChildMissing || k[0].Digest != child.String() {
+		t.Errorf("a deleted child served from the cache: %s %+v, want broken, child-missing %s", im.Verdict, k, child)
+	}
+	if n := requests(res.Requests, "manifest-get", ""); n != 0 {
+		t.Errorf("%d manifest GETs, want 0", n)
+	}
+
+	// A fault asking whether a cached manifest is there is a fault.
+	tr.setHook(func(w http.ResponseWriter, r *http.Request, _ http.Handler) bool {
+		if r.Method == http.MethodHead && strings.Contains(r.URL.Path, "/manifests/sha256:") {
+			registryError(w, http.StatusServiceUnavailable, "UNAVAILABLE")
+			return true
+		}
+		return false
+	})
+	for _, im := range run().Images {
+		if im.Verdict != scan.Unknown {
+			t.Errorf("%s: %s with the registry failing, want unknown", im.Reference, im.Verdict)
+		}
+	}
+}
+
+// TestCacheHeadNotAllowed: where HEAD is refused, a cached manifest's
+// presence is asked with GET, and the scan says what it says without a
+// cache.
+func TestCacheHeadNotAllowed(t *testing.T) {
+	tr := newRegistry(t)
+	tr.setHook(headNotAllowed)
+	dir := t.TempDir()
+	for run := range 2 {
+		im, err := scan.Check(context.Background(), tr.ref("buildx", "v1"), opts(scan.WithCache(dir, 1<<20))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if im.Verdict != scan.OK || im.Manifests != 3 {
+			t.Errorf("run %d: %s, %d manifests %+v", run, im.Verdict, im.Manifests, im.Findings)
+		}
+	}
+}
+
+// TestCacheOptions: WithCache's values are checked; a folder that cannot
+// be made is logged, and the scan runs without it.
+func TestCacheOptions(t *testing.T) {
+	for _, o := range []scan.Option{scan.WithCache("", 1), scan.WithCache(t.TempDir(), 0)} {
+		if _, err := scan.New(o); err == nil {
+			t.Error("bad cache values accepted")
+		}
+	}
+	tr := newRegistry(t)
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	im, err := scan.Check(context.Background(), tr.ref("single", "v1"),
+		opts(scan.WithCache(filepath.Join(file, "manifests"), 1<<20), scan.WithLogger(slog.New(slog.NewTextHandler(&log, nil))))...)
+	if err != nil || im.Verdict != scan.OK {
+		t.Fatalf("%v %+v", err, im)
+	}
+	if !strings.Contains(log.String(), "without the manifest cache") {
+		t.Errorf("no warning: %q", log.String())
+	}
+}
