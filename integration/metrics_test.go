@@ -22,6 +22,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"go.yaml.in/yaml/v3"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/regcheck/regcheck/internal/cli"
 	"github.com/regcheck/regcheck/internal/testbin"
@@ -168,13 +170,14 @@ func (s metricsScene) scan(t *testing.T, extra ...string) {
 // TestMetricsAndAlerts: a real scan of GC-broken images publishes its
 // metrics to a real Pushgateway and to a textfile; the alert rules pass
 // promtool's checks and, over the series that file holds, fire the alerts
-// that name each workload and image and say what to run.
+// that name each workload and image and say what to run. The cluster's
+// findings are TestClusterMetricsAndAlerts'.
 func TestMetricsAndAlerts(t *testing.T) {
 	s := newMetricsScene(t)
 	t.Run("pushgateway", func(t *testing.T) { testPushgateway(t, s) })
 	t.Run("check rules", testCheckRules)
 	t.Run("alerts over a real scan", func(t *testing.T) { testAlertsFromScan(t, s) })
-	t.Run("alerts over cluster findings", testAlertsFromClusterFindings)
+	t.Run("alerts over other findings", testAlertsFromOtherFindings)
 }
 
 // loopbackAddr returns a 127.0.0.1 address nothing listens on now.
@@ -597,10 +600,10 @@ func testAlertsFromScan(t *testing.T, s metricsScene) {
 	}
 }
 
-// The findings only a cluster scan makes (drift, a running digest gone,
-// pull Always on a tag, a pinned digest no tag holds) and the other broken
-// codes, written by regcheck's metrics code to a file, fire their alerts.
-func testAlertsFromClusterFindings(t *testing.T) {
+// The broken codes no fixture makes here (a registry serving bytes that
+// do not match their digest, a reference that does not parse), written by
+// regcheck's metrics code to a file, fire their alerts.
+func testAlertsFromOtherFindings(t *testing.T) {
 	started := time.Date(2026, 12, 1, 3, 17, 0, 0, time.UTC)
 	res := &scan.Result{Started: started, Duration: 2 * time.Second}
 	var want []firing
@@ -608,10 +611,6 @@ func testAlertsFromClusterFindings(t *testing.T) {
 		code  scan.Code
 		alert string
 	}{
-		{scan.Drift, "RegcheckDrift"},
-		{scan.RunningDigestMissing, "RegcheckRunningDigestMissing"},
-		{scan.PullAlwaysMutable, "RegcheckPullAlwaysMutable"},
-		{scan.PinnedDigestUntagged, "RegcheckPinnedDigestUntagged"},
 		{scan.DigestMismatch, "RegcheckDigestMismatch"},
 		{scan.InvalidReference, "RegcheckInvalidReference"},
 	} {
@@ -633,4 +632,130 @@ func testAlertsFromClusterFindings(t *testing.T) {
 		t.Fatal(err)
 	}
 	promtoolTest(t, inputSeries(parseText(t, text), 3), map[string][]firing{"1h": want})
+}
+
+// TestClusterMetricsAndAlerts: against a real API server and a GC-broken
+// registry, `scan --cluster` and `record` publish to one real Pushgateway
+// (a group each, side by side), and over the series the cluster scan's
+// --metrics-file holds, the cluster findings' alerts fire: drift, pull
+// Always on a tag, a pinned digest no tag holds, a running digest gone,
+// and the GC's broken index.
+func TestClusterMetricsAndAlerts(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	kc := startCluster(t)
+	cs, err := kc.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, imgs := startRegistry(t, testregistry.V2)
+	collect(t, reg)
+	ref := func(repo, rest string) string { return reg.Host() + "/" + repo + rest }
+	var buildx string
+	for _, fx := range imgs {
+		if fx.Name == "buildx" {
+			buildx = fx.Digest.String()
+		}
+	}
+	coturnA := pushSingle(t, ref("c/coturn", ":latest"), "coturn 4.17")
+	orphanO1 := pushSingle(t, ref("c/orphanpin", ":v1"), "orphan pin, first build")
+	goneG1 := pushSingle(t, ref("c/gone", ":v1"), "gone, first build")
+
+	ns := "dam-prod"
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// No controller-manager: create the namespace's default service account.
+	if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	workload(t, ctx, cs, ns, "signaling", ref("gc/buildx", ":v1"), "IfNotPresent", "node-a", ref("gc/buildx", "@"+buildx))
+	workload(t, ctx, cs, ns, "coturn", ref("c/coturn", ":latest"), "Always", "node-a", "docker-pullable://"+ref("c/coturn", "@"+coturnA))
+	workload(t, ctx, cs, ns, "orphanpin", ref("c/orphanpin", ":v1@"+orphanO1), "IfNotPresent", "node-a", ref("c/orphanpin", "@"+orphanO1))
+	workload(t, ctx, cs, ns, "gone", ref("c/gone", ":v1"), "IfNotPresent", "node-a", ref("c/gone", "@"+goneG1))
+	// Upstream moves on after the pods started; the digest gone ran is
+	// deleted from the registry.
+	coturnB := pushSingle(t, ref("c/coturn", ":latest"), "coturn 4.18 (rejects --no-dtls)")
+	pushSingle(t, ref("c/orphanpin", ":v1"), "orphan pin, rebuilt")
+	pushSingle(t, ref("c/gone", ":v1"), "gone, rebuilt")
+	req, _ := http.NewRequest(http.MethodDelete, "http://"+ref("v2/c/gone", "/manifests/"+goneG1), nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("deleting %s: %v %v", goneG1, err, resp)
+	}
+	resp.Body.Close()
+
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := kc.WriteKubeconfig(kubeconfig, "k3s-prod", adminToken(t, kc)); err != nil {
+		t.Fatal(err)
+	}
+	gw := startPushgateway(t)
+	dir := t.TempDir()
+	run := func(want int, args ...string) {
+		t.Helper()
+		var out, errb bytes.Buffer
+		args = append(args, "-A", "--kubeconfig", kubeconfig, "--pushgateway", gw, "--pushgateway-grouping", "instance=k3s-prod")
+		if code := cli.Run(context.Background(), cli.Streams{Out: &out, Err: &errb}, args); code != want {
+			t.Fatalf("regcheck %s: exit %d, want %d\n%s%s", strings.Join(args, " "), code, want, out.String(), errb.String())
+		}
+	}
+	history := filepath.Join(dir, "history.json")
+	run(cli.ExitClean, "record", "--out", history, "--metrics-file", filepath.Join(dir, "record.prom"))
+	scanFile := filepath.Join(dir, "scan.prom")
+	run(cli.ExitFindings, "scan", "--cluster", "--metrics-file", scanFile)
+	// The coturn pod restarts onto the tag's new digest.
+	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=coturn"})
+	if err != nil || len(pods.Items) != 1 {
+		t.Fatalf("coturn pod: %v", err)
+	}
+	pod := pods.Items[0]
+	pod.Status.ContainerStatuses[0].ImageID = ref("c/coturn", "@"+coturnB)
+	if _, err := cs.CoreV1().Pods(ns).UpdateStatus(ctx, &pod, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	run(cli.ExitClean, "record", "--out", history, "--metrics-file", filepath.Join(dir, "record.prom"))
+
+	resp, err = http.Get(gw + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	buf.ReadFrom(resp.Body)
+	resp.Body.Close()
+	served := parseText(t, buf.Bytes())
+	for _, command := range []string{"scan", "record"} {
+		if got := find(served, "regcheck_last_success_timestamp_seconds", map[string]string{"job": "regcheck", "instance": "k3s-prod", "command": command}); len(got) != 1 {
+			t.Errorf("last success of %s: %v\n%s", command, got, buf.String())
+		}
+	}
+	recordGroup := map[string]string{"job": "regcheck", "instance": "k3s-prod", "command": "record"}
+	if got := find(served, "regcheck_record_digest_changed", recordGroup); len(got) != 1 ||
+		got[0].String() != (series{name: "regcheck_record_digest_changed", labels: map[string]string{"job": "regcheck", "instance": "k3s-prod", "command": "record",
+			"namespace": ns, "workload_kind": "Deployment", "workload": "coturn", "container": "coturn", "image": ref("c/coturn", ":latest")}}).String() {
+		t.Errorf("digest changes pushed by record: %v\n%s", got, buf.String())
+	}
+	if got := find(served, "regcheck_record_containers", recordGroup); len(got) != 1 || got[0].value != 4 {
+		t.Errorf("containers recorded: %v", got)
+	}
+	if got := find(served, "regcheck_use_findings", map[string]string{"command": "scan", "workload": "coturn", "code": "drift"}); len(got) != 1 {
+		t.Errorf("the scan's group is still there beside record's: %v", got)
+	}
+
+	text, err := os.ReadFile(scanFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	use := func(name, image, verdict, code string) map[string]string {
+		return map[string]string{"namespace": ns, "workload_kind": "Deployment", "workload": name, "container": name, "image": image, "verdict": verdict, "code": code}
+	}
+	signaling, coturn, orphan, gone := ref("gc/buildx", ":v1"), ref("c/coturn", ":latest"), ref("c/orphanpin", ":v1@"+orphanO1), ref("c/gone", ":v1")
+	promtoolTest(t, inputSeries(parseText(t, text), 2), map[string][]firing{"1h": {
+		{"RegcheckChildMissing", use("signaling", signaling, "broken", "child-missing"), 1},
+		{"RegcheckAttestationMissing", use("signaling", signaling, "broken", "attestation-missing"), 1},
+		{"RegcheckDrift", use("coturn", coturn, "at-risk", "drift"), 1},
+		{"RegcheckPullAlwaysMutable", use("coturn", coturn, "at-risk", "pull-always-mutable"), 1},
+		{"RegcheckPinnedDigestUntagged", use("orphanpin", orphan, "at-risk", "pinned-digest-untagged"), 1},
+		{"RegcheckDrift", use("gone", gone, "at-risk", "drift"), 1},
+		{"RegcheckRunningDigestMissing", use("gone", gone, "at-risk", "running-digest-missing"), 1},
+	}})
 }
