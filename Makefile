@@ -11,7 +11,7 @@ export REGCHECK_BIN
 TEST_FLAGS  ?= -count=1 -timeout 30m
 PKGS        := ./...
 
-.PHONY: all build test unit integration demo bench lint bins bins-registry clean
+.PHONY: all build image test unit integration demo bench lint bins bins-registry clean
 
 all: build
 
@@ -19,6 +19,16 @@ VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 
 
 build:
 	$(GO) build -ldflags "-X github.com/regcheck/regcheck/internal/version.stamped=$(VERSION)" -o bin/regcheck ./cmd/regcheck
+
+# regcheck's container image, without a Docker engine (hack/image): static,
+# non-root, no base image, the same digest from the same sources, Go and CA
+# bundle. Pushed to IMAGE (make image IMAGE=127.0.0.1:5000/regcheck:dev, with
+# ~/.docker/config.json's credentials); without IMAGE, an OCI layout in
+# bin/image. PLATFORMS=linux/amd64,linux/arm64 makes an index.
+IMAGE       ?=
+PLATFORMS   ?=
+image:
+	$(GO) run ./hack/image -version $(VERSION) $(if $(PLATFORMS),-platform $(PLATFORMS)) $(if $(IMAGE),-push $(IMAGE),-layout bin/image)
 
 # The registry binaries (docker/distribution v2.8.3, distribution v3.1.2).
 bins-registry:

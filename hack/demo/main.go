@@ -11,6 +11,9 @@
 // with --platform linux/amd64. It stops what it started.
 //
 // usage: go run ./hack/demo -regcheck bin/regcheck [-addr 127.0.0.1:5055] [-manifests examples/manifests] [-- regcheck flags]
+//
+// With -seed it only pushes the images to a registry already serving at
+// -addr, and exits: docker-compose.yml's seeding step.
 package main
 
 import (
@@ -40,10 +43,17 @@ func main() {
 	regcheck := flag.String("regcheck", "bin/regcheck", "the regcheck binary to run")
 	addr := flag.String("addr", "127.0.0.1:5055", "address of the demo registry (the example manifests name it)")
 	manifests := flag.String("manifests", "examples/manifests", "manifests folder to scan")
+	seed := flag.Bool("seed", false, "only push the images to the registry serving at -addr, and exit")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *regcheck, *addr, *manifests, flag.Args()); err != nil {
+	var err error
+	if *seed {
+		_, err = push(ctx, *addr)
+	} else {
+		err = run(ctx, *regcheck, *addr, *manifests, flag.Args())
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
@@ -69,17 +79,9 @@ func run(ctx context.Context, regcheck, addr, manifests string, extra []string) 
 	}
 	defer reg.Stop()
 
-	step("pushing images the way CI pushes them (a buildx index with an attestation child, …)")
-	imgs, err := fixture.Push(ctx, reg.Host(), "demo/")
+	imgs, err := push(ctx, reg.Host())
 	if err != nil {
 		return err
-	}
-	for _, im := range imgs {
-		kind := "image"
-		if len(im.Children) > 0 {
-			kind = fmt.Sprintf("index, %d children", len(im.Children))
-		}
-		fmt.Printf("    %-40s %s (%s)\n", im.Ref, im.Digest.String()[:19], kind)
 	}
 
 	node := filepath.Join(dir, "node", "io.containerd.content.v1.content")
@@ -153,6 +155,23 @@ func run(ctx context.Context, regcheck, addr, manifests string, extra []string) 
 	}
 	step("stopping the registry and removing its storage")
 	return nil
+}
+
+// push pushes the demo's images to the registry at host and lists them.
+func push(ctx context.Context, host string) ([]fixture.Image, error) {
+	step("pushing images the way CI pushes them (a buildx index with an attestation child, …)")
+	imgs, err := fixture.Push(ctx, host, "demo/")
+	if err != nil {
+		return nil, err
+	}
+	for _, im := range imgs {
+		kind := "image"
+		if len(im.Children) > 0 {
+			kind = fmt.Sprintf("index, %d children", len(im.Children))
+		}
+		fmt.Printf("    %-40s %s (%s)\n", im.Ref, im.Digest.String()[:19], kind)
+	}
+	return imgs, nil
 }
 
 // runRegcheck runs regcheck with args and says how it exited; expected
