@@ -170,15 +170,18 @@ func TestSARIFLevel(t *testing.T) {
 	}
 }
 
-// The page stands alone: no script, nothing fetched.
+// The page stands alone: one inline script, nothing fetched.
 func TestHTMLSelfContained(t *testing.T) {
 	var buf bytes.Buffer
 	if err := HTML(&buf, result()); err != nil {
 		t.Fatal(err)
 	}
 	page := buf.String()
-	for _, bad := range []string{"<script", "<link", "src=", "href=", "url(", "@import"} {
-		if strings.Contains(page, bad) {
+	if n := strings.Count(page, "<script"); n != 1 || !strings.Contains(page, "<script>\n") {
+		t.Errorf("page has %d scripts, want one inline", n)
+	}
+	for _, bad := range []string{"<link", "src=", "href=", "url(", "@import", "http:", "https://"} {
+		if strings.Contains(strings.ReplaceAll(page, "https://registry.example/v2/", ""), bad) {
 			t.Errorf("page has %q", bad)
 		}
 	}
@@ -186,7 +189,8 @@ func TestHTMLSelfContained(t *testing.T) {
 	if b < 0 || !(b < u && u < o) {
 		t.Errorf("images not worst first: broken at %d, unknown at %d, ok at %d", b, u, o)
 	}
-	for _, want := range []string{"examples/manifests/signaling.yaml:19 Deployment dam-prod/signaling container signaling", "images.txt:3", "<li>args</li>"} {
+	for _, want := range []string{"<h4>Deployment signaling</h4>", "container signaling, examples/manifests/signaling.yaml:19", "command line · images.txt:3",
+		"examples/manifests/coturn.yaml:19 Deployment dam-prod/dam-coturn container coturn"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks use %q", want)
 		}
@@ -253,7 +257,10 @@ func TestRenderersEscape(t *testing.T) {
 			}
 		},
 		"html": func(t *testing.T, out string) {
-			for _, bad := range []string{"<script", "<evil>", "<evil2>", "</td><script>"} {
+			if n := strings.Count(out, "<script"); n != 1 {
+				t.Errorf("page has %d scripts, want its own alone", n)
+			}
+			for _, bad := range []string{"<script>alert", "<script>x", "node\n<script>", "<evil>", "<evil2>", "</td><script>"} {
 				if strings.Contains(out, bad) {
 					t.Errorf("page has %q unescaped", bad)
 				}
@@ -303,6 +310,31 @@ func TestRenderersEscape(t *testing.T) {
 			}
 			if !strings.Contains(lines[0], `\x1b[31mred`) || !strings.Contains(lines[1], `file=dir%2Ca%3Ab%25/evil"<script>\x1b[1m.yaml,line=2,title=input-error::bad \x1b[31mYAML\r%0A<script>`) {
 				t.Errorf("escapes not visible:\n%s", out)
+			}
+		},
+		"markdown": func(t *testing.T, out string) {
+			// No HTML but the page's own, no code span or link from the
+			// data, every table row its own cells.
+			for _, bad := range []string{"<script", "<evil", "</td>", "`evil", "](", "\x1b[31m"} {
+				if strings.Contains(out, bad) {
+					t.Errorf("markdown has %q:\n%s", bad, out)
+				}
+			}
+			for _, want := range []string{
+				`- **broken** evil"ref&lt;script&gt;alert(1)&lt;/script&gt;\\nnext%0A,x:y\\z\\xff\\x1b\[2J — on node\\n&lt;script&gt;` + "\n",
+				"  - critical `invalid-reference`: msg \"quoted\" &lt;script&gt;x&lt;/script&gt;" + `\\r\\nline2 100% \\x1b\[31mred`,
+				"<br>→ &lt;/td&gt;&lt;script&gt;\n",
+				"**Pod &lt;evil&gt;**\n",
+				`- **error** dir,a:b%/evil"&lt;script&gt;\\x1b\[1m.yaml:2: bad \\x1b\[31mYAML\\r\\n&lt;script&gt;` + "\n",
+			} {
+				if !strings.Contains(out, want) {
+					t.Errorf("markdown lacks %q:\n%s", want, out)
+				}
+			}
+			for _, line := range strings.Split(out, "\n") {
+				if strings.HasPrefix(line, "| ") && strings.Count(strings.ReplaceAll(line, `\|`, ""), "|") != 4 {
+					t.Errorf("table row with other than 3 cells: %q", line)
+				}
 			}
 		},
 		"table": func(t *testing.T, out string) {
@@ -457,6 +489,17 @@ func TestInputErrorsEveryFormat(t *testing.T) {
 			} {
 				if !strings.Contains(out, want) {
 					t.Errorf("page lacks %q", want)
+				}
+			}
+		},
+		"markdown": func(t *testing.T, out string) {
+			for _, want := range []string{
+				"| **inputs not read** | 1 | ",
+				"- **error** `k8s/broken.yaml:3`: did not find expected ',' or '\\]'\n",
+				"- **notice (skipped on purpose)** `k8s/chart/templates/deploy.yaml`: skipped: Helm template\n",
+			} {
+				if !strings.Contains(out, want) {
+					t.Errorf("markdown lacks %q:\n%s", want, out)
 				}
 			}
 		},

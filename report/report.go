@@ -21,12 +21,13 @@ type RendererFunc func(w io.Writer, r *scan.Result) error
 func (f RendererFunc) Render(w io.Writer, r *scan.Result) error { return f(w, r) }
 
 var formats = map[string]Renderer{
-	"table":  RendererFunc(Table),
-	"json":   RendererFunc(JSON),
-	"prom":   RendererFunc(Prometheus),
-	"html":   RendererFunc(HTML),
-	"sarif":  RendererFunc(SARIF),
-	"github": RendererFunc(GitHub),
+	"table":    RendererFunc(Table),
+	"json":     RendererFunc(JSON),
+	"prom":     RendererFunc(Prometheus),
+	"html":     RendererFunc(HTML),
+	"sarif":    RendererFunc(SARIF),
+	"github":   RendererFunc(GitHub),
+	"markdown": RendererFunc(Markdown),
 }
 
 // Formats lists the format names For accepts.
