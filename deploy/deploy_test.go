@@ -6,6 +6,8 @@ package deploy_test
 import (
 	"fmt"
 	"os"
+	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -13,9 +15,13 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/regcheck/regcheck/deploy"
 )
 
 // decode reads every YAML document of a file with client-go's scheme.
@@ -95,5 +101,210 @@ func TestCronJobSharded(t *testing.T) {
 		if e.Name == "JOB_COMPLETION_INDEX" || e.Name == "REGCHECK_SHARD_COUNT" {
 			t.Errorf("env sets %s: the Job controller sets the index, and --shard the count", e.Name)
 		}
+	}
+}
+
+// render renders the kustomize base (or overlay) and decodes each object
+// strictly, as decode does.
+func render(t *testing.T, overlay string) []runtime.Object {
+	t.Helper()
+	data, err := deploy.Render(overlay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "rendered.yaml")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return decode(t, path)
+}
+
+// historyName is the ConfigMap the README, the Role and the CronJob name.
+const historyName = "regcheck-history"
+
+// TestKustomization: kubectl apply -k deploy/ makes the namespace, the
+// ServiceAccount, the read-only ClusterRole and its binding, the history
+// ConfigMap, a Role on that ConfigMap alone, and the nightly CronJob that
+// records into it, then scans, as that ServiceAccount, with the image the
+// kustomization names.
+func TestKustomization(t *testing.T) {
+	objs := render(t, "")
+	var (
+		kinds []string
+		cj    *batchv1.CronJob
+		role  *rbacv1.Role
+		cm    *corev1.ConfigMap
+	)
+	for _, o := range objs {
+		switch v := o.(type) {
+		case *batchv1.CronJob:
+			cj = v
+		case *rbacv1.Role:
+			role = v
+		case *corev1.ConfigMap:
+			cm = v
+		}
+		acc, err := meta.Accessor(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kinds = append(kinds, fmt.Sprintf("%T %s/%s", o, acc.GetNamespace(), acc.GetName()))
+		if acc.GetLabels()["app.kubernetes.io/part-of"] != "regcheck" {
+			t.Errorf("%T %s has no part-of label", o, acc.GetName())
+		}
+	}
+	want := []string{
+		"*v1.Namespace /regcheck",
+		"*v1.ServiceAccount regcheck/regcheck",
+		"*v1.ClusterRole /regcheck-inventory",
+		"*v1.ClusterRoleBinding /regcheck-inventory",
+		"*v1.ClusterRole /regcheck-pull-secrets",
+		"*v1.ConfigMap regcheck/" + historyName,
+		"*v1.Role regcheck/regcheck-records",
+		"*v1.RoleBinding regcheck/regcheck-records",
+		"*v1.CronJob regcheck/regcheck",
+	}
+	if !slices.Equal(kinds, want) {
+		t.Fatalf("objects:\n got %q\nwant %q", kinds, want)
+	}
+	if len(cm.Data) != 0 || len(cm.BinaryData) != 0 {
+		t.Errorf("the history ConfigMap ships with data %v: kubectl apply would reset it", cm.Data)
+	}
+	wantRules := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{historyName}, Verbs: []string{"get", "update"}}}
+	if !reflect.DeepEqual(role.Rules, wantRules) {
+		t.Errorf("Role rules %+v, want %+v", role.Rules, wantRules)
+	}
+
+	if cj.Spec.ConcurrencyPolicy != batchv1.ForbidConcurrent || cj.Spec.StartingDeadlineSeconds == nil || *cj.Spec.StartingDeadlineSeconds <= 0 {
+		t.Errorf("concurrencyPolicy %s, startingDeadlineSeconds %v", cj.Spec.ConcurrencyPolicy, cj.Spec.StartingDeadlineSeconds)
+	}
+	pod := cj.Spec.JobTemplate.Spec.Template.Spec
+	if pod.ServiceAccountName != "regcheck" || pod.RestartPolicy != corev1.RestartPolicyNever {
+		t.Errorf("serviceAccountName %q, restartPolicy %s", pod.ServiceAccountName, pod.RestartPolicy)
+	}
+	if sc := pod.SecurityContext; sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.RunAsUser == nil || *sc.RunAsUser != 65532 {
+		t.Errorf("pod securityContext %+v, want runAsNonRoot as 65532 (the image's user)", sc)
+	}
+	if len(pod.InitContainers) != 1 || len(pod.Containers) != 1 {
+		t.Fatalf("%d init containers and %d containers, want record then scan", len(pod.InitContainers), len(pod.Containers))
+	}
+	record, scan := pod.InitContainers[0], pod.Containers[0]
+	const push = "http://pushgateway.monitoring:9091"
+	for _, c := range []struct {
+		c    corev1.Container
+		args []string
+	}{
+		{record, []string{"record", "--configmap", "regcheck/" + historyName, "-A", "--pushgateway", push}},
+		{scan, []string{"scan", "--cluster", "-A", "--pushgateway", push}},
+	} {
+		t.Run(c.c.Name, func(t *testing.T) {
+			if !slices.Equal(c.c.Args, c.args) || len(c.c.Command) != 0 {
+				t.Errorf("command %q args %q, want the image's entrypoint with %q", c.c.Command, c.c.Args, c.args)
+			}
+			if c.c.Image != "registry.example.com/tools/regcheck:v1" {
+				t.Errorf("image %q, want the kustomization's", c.c.Image)
+			}
+			for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage} {
+				if _, ok := c.c.Resources.Requests[r]; !ok {
+					t.Errorf("no %s request", r)
+				}
+			}
+			for _, r := range []corev1.ResourceName{corev1.ResourceMemory, corev1.ResourceEphemeralStorage} {
+				if _, ok := c.c.Resources.Limits[r]; !ok {
+					t.Errorf("no %s limit", r)
+				}
+			}
+			sc := c.c.SecurityContext
+			if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
+				sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
+				t.Errorf("securityContext %+v", sc)
+			}
+			// HOME, the image's /home/nonroot, is an emptyDir: the one place it writes.
+			if len(c.c.VolumeMounts) != 1 || c.c.VolumeMounts[0].MountPath != "/home/nonroot" {
+				t.Errorf("mounts %+v, want the home emptyDir at /home/nonroot", c.c.VolumeMounts)
+			}
+		})
+	}
+	if len(pod.Volumes) != 1 || pod.Volumes[0].EmptyDir == nil || pod.Volumes[0].EmptyDir.SizeLimit == nil {
+		t.Errorf("volumes %+v, want one emptyDir with a sizeLimit", pod.Volumes)
+	}
+	// The Job fails without a retry where asking again finds the same.
+	rules := cj.Spec.JobTemplate.Spec.PodFailurePolicy.Rules
+	if len(rules) != 3 || rules[0].OnExitCodes.ContainerName == nil || *rules[0].OnExitCodes.ContainerName != "scan" || !slices.Equal(rules[0].OnExitCodes.Values, []int32{1, 2}) {
+		t.Errorf("podFailurePolicy %+v", rules)
+	}
+}
+
+// TestHistoryName: the README names the history ConfigMap the Role lets
+// the CronJob update, wherever it shows --configmap.
+func TestHistoryName(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs := regexp.MustCompile(`--configmap\s+(\S+)`).FindAllStringSubmatch(string(readme), -1)
+	if len(refs) == 0 {
+		t.Fatal("the README shows no --configmap")
+	}
+	for _, m := range refs {
+		if m[1] != "regcheck/"+historyName {
+			t.Errorf("the README shows --configmap %s, want regcheck/%s (the ConfigMap deploy/rbac.yaml grants)", m[1], historyName)
+		}
+	}
+}
+
+// TestGCCheckJob: deploy/gc-check-job.yaml runs gc-check over the
+// registry's storage mounted read-only (volume and mount), as a
+// ServiceAccount bound to the read-only ClusterRole, and is not in the
+// kustomization.
+func TestGCCheckJob(t *testing.T) {
+	objs := decode(t, "gc-check-job.yaml")
+	if len(objs) != 3 {
+		t.Fatalf("%d objects, want ServiceAccount, ClusterRoleBinding, Job", len(objs))
+	}
+	sa, ok1 := objs[0].(*corev1.ServiceAccount)
+	crb, ok2 := objs[1].(*rbacv1.ClusterRoleBinding)
+	job, ok3 := objs[2].(*batchv1.Job)
+	if !ok1 || !ok2 || !ok3 {
+		t.Fatalf("objects %T %T %T", objs[0], objs[1], objs[2])
+	}
+	pod := job.Spec.Template.Spec
+	if pod.ServiceAccountName != sa.Name || sa.Namespace != job.Namespace {
+		t.Errorf("runs as %s/%s, want %s/%s", job.Namespace, pod.ServiceAccountName, sa.Namespace, sa.Name)
+	}
+	if crb.RoleRef.Name != "regcheck-inventory" || len(crb.Subjects) != 1 || crb.Subjects[0].Name != sa.Name || crb.Subjects[0].Namespace != sa.Namespace {
+		t.Errorf("binding %+v", crb)
+	}
+	c := pod.Containers[0]
+	i := slices.Index(c.Args, "--storage")
+	if len(c.Args) == 0 || c.Args[0] != "gc-check" || i < 0 || i+1 >= len(c.Args) {
+		t.Fatalf("args %q, want gc-check --storage DIR …", c.Args)
+	}
+	var storage *corev1.Volume
+	for _, m := range c.VolumeMounts {
+		if m.MountPath != c.Args[i+1] {
+			continue
+		}
+		if !m.ReadOnly {
+			t.Errorf("the storage is mounted writable")
+		}
+		for _, v := range pod.Volumes {
+			if v.Name == m.Name {
+				storage = &v
+			}
+		}
+	}
+	if storage == nil || storage.PersistentVolumeClaim == nil || !storage.PersistentVolumeClaim.ReadOnly {
+		t.Errorf("the storage volume %+v, want a claim mounted readOnly", storage)
+	}
+	if sc := c.SecurityContext; sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
+		t.Errorf("securityContext %+v", sc)
+	}
+	kust, err := os.ReadFile("kustomization.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(stripComments(string(kust)), "gc-check-job.yaml") {
+		t.Errorf("gc-check-job.yaml is in the kustomization: it runs by hand, before a GC")
 	}
 }

@@ -91,6 +91,8 @@ func create(ctx context.Context, cs kubernetes.Interface, obj runtime.Object) er
 		_, err = cs.CoreV1().Namespaces().Create(ctx, v, o)
 	case *corev1.ServiceAccount:
 		_, err = cs.CoreV1().ServiceAccounts(v.Namespace).Create(ctx, v, o)
+	case *corev1.ConfigMap:
+		_, err = cs.CoreV1().ConfigMaps(v.Namespace).Create(ctx, v, o)
 	case *rbacv1.ClusterRole:
 		_, err = cs.RbacV1().ClusterRoles().Create(ctx, v, o)
 	case *rbacv1.ClusterRoleBinding:

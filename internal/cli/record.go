@@ -40,7 +40,7 @@ With --diff it prints the containers now running a different digest than at
 the previous snapshot. regcheck pin --from-records pins to what was recorded.`,
 		Example: `  regcheck record -A
   regcheck record -A --diff
-  regcheck record -A --configmap regcheck/history     # in-cluster, as a CronJob`,
+  regcheck record -A --configmap regcheck/regcheck-history   # in-cluster, as deploy/cronjob.yaml does`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runRecord(cmd, s, g, f) },
 	}
