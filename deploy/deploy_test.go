@@ -4,7 +4,9 @@
 package deploy_test
 
 import (
+	"bytes"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -13,6 +15,7 @@ import (
 	"strings"
 	"testing"
 
+	"go.yaml.in/yaml/v3"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -22,6 +25,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/regcheck/regcheck/deploy"
+	"github.com/regcheck/regcheck/internal/testregistry"
 )
 
 // decode reads every YAML document of a file with client-go's scheme.
@@ -306,5 +310,147 @@ func TestGCCheckJob(t *testing.T) {
 	}
 	if strings.Contains(stripComments(string(kust)), "gc-check-job.yaml") {
 		t.Errorf("gc-check-job.yaml is in the kustomization: it runs by hand, before a GC")
+	}
+}
+
+// composeFile is what TestCompose reads of docker-compose.yml; an unknown
+// key is an error, as docker compose's own schema would make it.
+type composeFile struct {
+	Name      string
+	XRegistry any `yaml:"x-registry-2"`
+	Services  map[string]struct {
+		Image string
+		Build *struct {
+			Context string
+			Target  string
+		}
+		Entrypoint  []string
+		Command     []string
+		NetworkMode string `yaml:"network_mode"`
+		Environment map[string]string
+		Volumes     []string
+		Ports       []string
+		ReadOnly    bool `yaml:"read_only"`
+		Tmpfs       []string
+		Healthcheck *struct {
+			Test              []string
+			Interval, Timeout string
+			Retries           int
+		}
+		DependsOn map[string]struct{ Condition string } `yaml:"depends_on"`
+	}
+	Volumes map[string]struct{}
+}
+
+// TestCompose: docker-compose.yml (which cannot run here: no Docker)
+// tells make demo's story with the registry versions the tests run: 2.8.3
+// seeded, collected, started again and scanned by regcheck's image over
+// examples/manifests, whose references name its address; 3.1.2 beside it.
+func TestCompose(t *testing.T) {
+	data, err := os.ReadFile("../docker-compose.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var c composeFile
+	if err := dec.Decode(&c); err != nil {
+		t.Fatal(err)
+	}
+	names := slices.Sorted(maps.Keys(c.Services))
+	if want := []string{"gc", "registry-2", "registry-2-collected", "registry-3", "scan", "seed"}; !slices.Equal(names, want) {
+		t.Fatalf("services %q, want %q", names, want)
+	}
+	s := c.Services
+	v2 := "registry:" + strings.TrimPrefix(testregistry.V2, "registry-v")
+	v3 := "registry:" + strings.TrimPrefix(testregistry.V3, "registry-v")
+	for name, image := range map[string]string{"registry-2": v2, "gc": v2, "registry-2-collected": v2, "registry-3": v3, "scan": "regcheck:dev"} {
+		if s[name].Image != image {
+			t.Errorf("%s runs %q, want %q (the version the tests run)", name, s[name].Image, image)
+		}
+	}
+
+	// The steps, in order: each waits for the one before.
+	for _, d := range []struct{ service, after, condition string }{
+		{"seed", "registry-2", "service_healthy"},
+		{"gc", "seed", "service_completed_successfully"},
+		{"registry-2-collected", "gc", "service_completed_successfully"},
+		{"scan", "registry-2-collected", "service_healthy"},
+	} {
+		if got := s[d.service].DependsOn; len(got) != 1 || got[d.after].Condition != d.condition {
+			t.Errorf("%s depends on %v, want %s: %s", d.service, got, d.after, d.condition)
+		}
+		if d.condition == "service_healthy" && s[d.after].Healthcheck == nil {
+			t.Errorf("%s waits for %s to be healthy, which has no healthcheck", d.service, d.after)
+		}
+	}
+
+	// One storage: the seeded registry's, collected by gc, served again.
+	for _, name := range []string{"registry-2", "gc", "registry-2-collected"} {
+		if !slices.Equal(s[name].Volumes, []string{"registry2:/var/lib/registry"}) {
+			t.Errorf("%s mounts %q, want the volume registry2 at /var/lib/registry", name, s[name].Volumes)
+		}
+	}
+	for name, svc := range s {
+		for _, v := range svc.Volumes {
+			src, _, _ := strings.Cut(v, ":")
+			if _, ok := c.Volumes[src]; !ok && !strings.HasPrefix(src, "./") {
+				t.Errorf("%s mounts the undeclared volume %s", name, src)
+			}
+		}
+	}
+	if e := s["gc"].Entrypoint; !slices.Contains(e, "garbage-collect") || !slices.Contains(e, "--delete-untagged=true") {
+		t.Errorf("gc runs %q, want registry garbage-collect --delete-untagged=true", e)
+	}
+
+	// seed and scan reach the registry at the address the examples name.
+	addr := s["registry-2"].Environment["REGISTRY_HTTP_ADDR"]
+	_, port, _ := strings.Cut(addr, ":")
+	host := "127.0.0.1:" + port
+	if s["registry-2-collected"].Environment["REGISTRY_HTTP_ADDR"] != addr {
+		t.Errorf("the collected registry listens elsewhere than the seeded one")
+	}
+	if s["seed"].NetworkMode != "service:registry-2" || s["scan"].NetworkMode != "service:registry-2-collected" {
+		t.Errorf("seed's network %q, scan's %q: want their registry's", s["seed"].NetworkMode, s["scan"].NetworkMode)
+	}
+	if !slices.Equal(s["seed"].Command, []string{"-addr", host}) {
+		t.Errorf("seed pushes with %q, want -addr %s", s["seed"].Command, host)
+	}
+	refs := regexp.MustCompile(`image:\s*['"]?([^\s'"}]+)`)
+	files, _ := filepath.Glob("../examples/manifests/*.yaml")
+	n := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range refs.FindAllStringSubmatch(stripComments(string(b)), -1) {
+			n++
+			if !strings.HasPrefix(m[1], host+"/demo/") {
+				t.Errorf("%s names %s, which the compose registry (%s) does not serve", f, m[1], host)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no image reference in examples/manifests")
+	}
+
+	// regcheck's image and the seeder are the Dockerfile's targets.
+	dockerfile, err := os.ReadFile("../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, target := range map[string]string{"seed": "demo-seed", "scan": "regcheck"} {
+		b := s[name].Build
+		if b == nil || b.Context != "." || b.Target != target || !strings.Contains(string(dockerfile), "\nFROM scratch AS "+target+"\n") {
+			t.Errorf("%s builds %+v, want the Dockerfile's target %s", name, b, target)
+		}
+	}
+	scan := s["scan"]
+	if !slices.Equal(scan.Command, []string{"scan", "-f", "/examples/manifests"}) || !slices.Equal(scan.Volumes, []string{"./examples/manifests:/examples/manifests:ro"}) {
+		t.Errorf("scan runs %q over %q, want scan -f /examples/manifests over examples/manifests read-only", scan.Command, scan.Volumes)
+	}
+	if !scan.ReadOnly || !slices.Equal(scan.Tmpfs, []string{"/home/nonroot"}) {
+		t.Errorf("scan: read_only %v, tmpfs %q: want a read-only root and HOME on a tmpfs", scan.ReadOnly, scan.Tmpfs)
 	}
 }
