@@ -67,7 +67,7 @@ func outcomeOf(im *scan.Image) outcome {
 }
 
 // reaskLog is the scan's log line after it asked again (at --log-level info).
-var reaskLog = regexp.MustCompile(`msg="asked again" images=(\d+) recovered=(\d+)`)
+var reaskLog = regexp.MustCompile(`INFO asked again images=(\d+) recovered=(\d+)`)
 
 // scanned is what one scan said.
 type scanned struct {

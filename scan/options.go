@@ -38,6 +38,7 @@ type options struct {
 	caFiles     []string
 	reaskPause  time.Duration
 	reader      walk.Reader // nil: the registry, over HTTP
+	progress    func(Progress)
 }
 
 // makeOptions holds every default in one place, applies opts, and rejects
@@ -240,4 +241,20 @@ func WithReader(r walk.Reader) Option {
 		o.reader = r
 		return nil
 	}
+}
+
+// Progress is how far a Run is: images walked of the Run's images, and
+// the requests the Scanner has sent so far.
+type Progress struct {
+	Done, Total int
+	Requests    int
+}
+
+// WithProgress calls f as a Run starts and each time it has walked an
+// image, one call at a time, from the Run's goroutines: f must return
+// quickly. Each Run counts its own images (a cluster check runs twice);
+// images asked again after a transient fault are not counted again. By
+// default nothing is called.
+func WithProgress(f func(Progress)) Option {
+	return func(o *options) error { o.progress = f; return nil }
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -78,7 +79,7 @@ func (s *Scanner) Run(ctx context.Context, targets []Target) (*Result, error) {
 	start := time.Now()
 	res, refs := s.images(targets)
 	s.c.forgetFaults()
-	s.walk(ctx, res.Images, refs)
+	s.walk(ctx, res.Images, refs, s.progress(len(res.Images), len(res.Images)-len(refs)))
 	s.reask(ctx, res, refs)
 	res.Duration = time.Since(start)
 	res.Requests = s.counter.counts()
@@ -119,8 +120,9 @@ func (s *Scanner) images(targets []Target) (*Result, map[*Image]name.Reference) 
 	return res, refs
 }
 
-// walk walks every image that has a parsed reference.
-func (s *Scanner) walk(ctx context.Context, images []*Image, refs map[*Image]name.Reference) {
+// walk walks every image that has a parsed reference, calling walked (if
+// not nil) after each.
+func (s *Scanner) walk(ctx context.Context, images []*Image, refs map[*Image]name.Reference, walked func()) {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(2 * s.o.concurrency)
 	for _, im := range images {
@@ -130,10 +132,38 @@ func (s *Scanner) walk(ctx context.Context, images []*Image, refs map[*Image]nam
 		}
 		g.Go(func() error {
 			s.walkImage(gctx, ref, im)
+			if walked != nil {
+				walked()
+			}
 			return nil
 		})
 	}
 	g.Wait()
+}
+
+// progress reports a Run of total images, done of them already (those that
+// do not parse), to WithProgress's function, and returns what to call as
+// each further image is walked; nil without WithProgress.
+func (s *Scanner) progress(total, done int) func() {
+	f := s.o.progress
+	if f == nil {
+		return nil
+	}
+	var mu sync.Mutex
+	report := func() {
+		n := 0
+		for _, c := range s.counter.counts() {
+			n += c.Count
+		}
+		f(Progress{Done: done, Total: total, Requests: n})
+	}
+	report()
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		done++
+		report()
+	}
 }
 
 // reask walks again, once, the images a transient fault left unknown,
@@ -157,7 +187,7 @@ func (s *Scanner) reask(ctx context.Context, res *Result, refs map[*Image]name.R
 	for _, im := range again {
 		im.Digest, im.MediaType, im.Findings, im.Manifests, im.Blobs = "", "", []Finding{}, 0, 0
 	}
-	s.walk(ctx, again, refs)
+	s.walk(ctx, again, refs, nil)
 	res.Reasked = len(again)
 	for _, im := range again {
 		if im.Verdict != Unknown {

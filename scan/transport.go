@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -13,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/regcheck/regcheck/scan/internal/retry"
@@ -83,6 +85,31 @@ func requestKind(req *http.Request) string {
 		return "token"
 	}
 	return "other"
+}
+
+// tracer logs each request that goes on the wire (retries and redirects
+// included) at debug level: method, URL without credentials or query,
+// status and time. Below debug it costs one Enabled call.
+type tracer struct {
+	next http.RoundTripper
+	log  *slog.Logger
+}
+
+var _ http.RoundTripper = tracer{}
+
+func (t tracer) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !t.log.Enabled(req.Context(), slog.LevelDebug) {
+		return t.next.RoundTrip(req)
+	}
+	start := time.Now()
+	resp, err := t.next.RoundTrip(req)
+	took := time.Since(start).Round(100 * time.Microsecond)
+	if err != nil {
+		t.log.Debug(req.Method+" "+redactURL(req.URL.String()), "status", "error", "took", took, "err", err)
+	} else {
+		t.log.Debug(req.Method+" "+redactURL(req.URL.String()), "status", resp.StatusCode, "took", took)
+	}
+	return resp, err
 }
 
 // pingCache answers a registry's version check (GET /v2/) from memory after
@@ -238,9 +265,9 @@ type layers struct {
 }
 
 // buildTransport layers the transport every request goes through, innermost
-// first: base → counter → rate limits → retry → ping cache → plain-HTTP
-// guard → user agent. The registry auth layer (go-containerregistry's)
-// goes on top, per repository. The base verifies TLS against the system
+// first: base → tracer → counter → rate limits → retry → ping cache →
+// plain-HTTP guard → user agent. The registry auth layer
+// (go-containerregistry's) goes on top, per repository. The base verifies TLS against the system
 // roots plus the CA files given, except for hosts named insecure.
 func buildTransport(o *options) layers {
 	base := o.transport
@@ -254,7 +281,7 @@ func buildTransport(o *options) layers {
 		unverified.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // only for hosts the user named
 		base = hostTLS{next: def, unverified: unverified, insecure: o.insecure}
 	}
-	c := &counter{next: base, n: map[RequestCount]int{}}
+	c := &counter{next: tracer{next: base, log: o.logger}, n: map[RequestCount]int{}}
 	limits := &rateLimits{next: c, maxPulls: o.maxPulls}
 	rt := &retry.Transport{Next: limits, Attempts: o.attempts, Base: o.backoff, Max: o.maxBackoff}
 	pings := &pingCache{next: rt}

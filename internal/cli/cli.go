@@ -53,8 +53,10 @@ var Version = version.String()
 
 // globals are the flags every command shares.
 type globals struct {
-	logLevel string
-	logger   *slog.Logger
+	logLevel       string
+	quiet, verbose bool
+	logger         *slog.Logger
+	stderr         *statusLine // the logs' writer, shared with a progress line
 }
 
 // Run runs regcheck with args (without the program name) and returns the
@@ -73,19 +75,24 @@ pull. It is read-only against registries and clusters.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
-			var lvl slog.Level
-			if err := lvl.UnmarshalText([]byte(g.logLevel)); err != nil {
-				return usageError(fmt.Errorf("--log-level %q: want debug, info, warn or error", g.logLevel))
+			lvl, err := g.level()
+			if err != nil {
+				return usageError(err)
 			}
-			g.logger = slog.New(slog.NewTextHandler(s.Err, &slog.HandlerOptions{Level: lvl}))
+			g.stderr = &statusLine{w: s.Err, width: termWidth(s.Err)}
+			g.logger = slog.New(newLogHandler(g.stderr, lvl))
 			return nil
 		},
+		Version: version.Get().String(),
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
 	root.SetArgs(args)
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "warn", "log level on stderr: debug, info, warn or error")
+	root.PersistentFlags().BoolVarP(&g.verbose, "verbose", "v", false, "log at debug level: each registry request with its method, URL, status and time (--log-level debug)")
+	root.PersistentFlags().BoolVarP(&g.quiet, "quiet", "q", false, "no progress line, and only errors on stderr")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
 	root.AddCommand(newScanCmd(s, g), newPinCmd(s, g), newVersionCmd(s), newGCCheckCmd(s, g), newRecordCmd(s, g))
 	root.AddCommand(newRescueCmd(s, g))
@@ -149,6 +156,6 @@ func newVersionCmd(s Streams) *cobra.Command {
 		Use:   "version",
 		Short: "Print regcheck's version",
 		Args:  cobra.NoArgs,
-		Run:   func(*cobra.Command, []string) { fmt.Fprintln(s.Out, Version) },
+		Run:   func(*cobra.Command, []string) { fmt.Fprintln(s.Out, version.Get()) },
 	}
 }

@@ -124,7 +124,10 @@ func runScan(cmd *cobra.Command, s Streams, g *globals, f *scanFlags) error {
 	if err != nil {
 		return usageError(err)
 	}
-	opts := f.registry.options(g)
+	prog := startProgress(g) // a progress line when stderr is a terminal
+	defer prog.end()
+	renderer = prog.around(renderer)
+	opts := append(f.registry.options(g), prog.options()...)
 	scanner, err := scan.New(opts...) // validates the options before anything is contacted
 	if err != nil {
 		return usageError(err)
