@@ -1,18 +1,16 @@
 package report
 
 import (
-	"cmp"
 	"fmt"
 	"html/template"
 	"io"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/regcheck/regcheck/imageref"
 	"github.com/regcheck/regcheck/scan"
-	"github.com/regcheck/regcheck/walk"
+	"github.com/regcheck/regcheck/types"
 )
 
 // HTML writes the result as one self-contained page (inline CSS and a
@@ -135,13 +133,12 @@ func sortName(s string) string {
 	return s
 }
 
-// treeNode is one node of an image's tree: the reference, what it resolved
-// to, and below it the children, configs and layers its findings name,
-// with their state. The walk keeps no tree, so nodes that no finding names
-// are not drawn: they were there (Note on the top node counts them).
+// treeNode is one node of an image's tree as the page draws it: the
+// reference, what it resolved to, and below it every manifest and blob
+// the walk reached, with its state.
 type treeNode struct {
-	// Kind is tag, digest, index, manifest, attestation, config, layer or
-	// blob; Label names it ("v1", "linux/amd64", "layer 2").
+	// Kind is tag, digest, index, manifest, attestation, config or layer;
+	// Label names it ("v1", "linux/amd64", "2" for layer 2).
 	Kind, Label string
 	Digest      string
 	MediaType   string
@@ -151,36 +148,18 @@ type treeNode struct {
 	// Why is the finding's code; Note says more.
 	Why, Note string
 	Children  []*treeNode
-	subject   string // an attestation's: the digest it attests to
 }
 
-var (
-	// The walk's messages name a blob's parent manifest and an
-	// attestation's subject, which the findings' fields do not: read them
-	// when they are there, and draw less when not.
-	blobMessage = regexp.MustCompile(`^(config|layer \d+) blob \S+ of (?:the image|the \S+ manifest (sha256:[0-9a-f]{64}))`)
-	attestsTo   = regexp.MustCompile(`^attestation manifest \S+ \(for (sha256:[0-9a-f]{64})\)`)
-)
-
-// imageTree draws an image's tree from what its result holds: the
-// reference, the digest and media type it resolved to, and each finding's
-// digest and platform.
+// imageTree draws an image's tree from the walk's (Image.Tree), under its
+// tag, or alone for a pinned reference.
 func imageTree(im *scan.Image) *treeNode {
 	ref, err := imageref.Parse(im.Reference)
-	root := &treeNode{Kind: "tag", Label: ref.EffectiveTag()}
 	if err != nil {
 		return &treeNode{Kind: "reference", Label: im.Reference, State: "invalid", Why: string(scan.InvalidReference)}
 	}
-	top := &treeNode{Kind: manifestKind(im.MediaType), Digest: im.Digest, MediaType: im.MediaType}
-	if ref.Pinned() {
-		root = top
-		root.Label = "pinned"
-	} else {
-		root.Children = []*treeNode{top}
-	}
-	if im.Digest == "" {
+	root := &treeNode{Kind: "tag", Label: ref.EffectiveTag()}
+	if im.Tree == nil {
 		// Never resolved: the tag is gone, or the registry did not answer.
-		root.Children = nil
 		for _, f := range im.Findings {
 			if f.Code == scan.TagMissing {
 				root.State, root.Why = "missing", string(f.Code)
@@ -190,125 +169,47 @@ func imageTree(im *scan.Image) *treeNode {
 		}
 		return root
 	}
-	children := map[string]*treeNode{}
-	child := func(kind, platform, digest string) *treeNode {
-		key := platform + "@" + digest
-		if n, ok := children[key]; ok {
-			return n
-		}
-		n := &treeNode{Kind: kind, Label: platform, Digest: digest}
-		children[key] = n
-		top.Children = append(top.Children, n)
-		return n
+	top := fromNode(im.Tree)
+	top.Note = strings.TrimPrefix(top.Note+"; ", "; ") + fmt.Sprintf("%s and %s checked", plural(im.Manifests, "manifest"), plural(im.Blobs, "blob"))
+	if ref.Pinned() {
+		top.Label = "pinned"
+		return top
 	}
-	for _, f := range im.Findings {
-		why := string(f.Code)
-		switch {
-		case f.Digest == im.Digest && f.Platform == "":
-			top.State, top.Why = nodeState(f), why
-		case f.Code == scan.ChildMissing && f.Digest == "":
-			n := child("manifest", f.Platform, "")
-			n.State, n.Why, n.Note = "absent", why, "the index has no manifest for this platform"
-		case f.Code == scan.ChildMissing:
-			n := child("manifest", f.Platform, f.Digest)
-			n.State, n.Why = "missing", why
-		case f.Code == scan.AttestationMissing && attestsTo.MatchString(f.Message):
-			n := child("attestation", "", f.Digest)
-			n.State, n.Why = "missing", why
-			n.subject = attestsTo.FindStringSubmatch(f.Message)[1]
-		case f.Code == scan.BlobMissing || f.Code == scan.AttestationMissing:
-			parent := top
-			what := "blob"
-			if m := blobMessage.FindStringSubmatch(f.Message); m != nil {
-				what = m[1]
-				if m[2] != "" {
-					parent = child(childKind(f.Code), f.Platform, m[2])
-				}
-			} else if f.Platform != "" {
-				parent = child(childKind(f.Code), f.Platform, "")
-			}
-			kind, label := blobKind(what)
-			parent.Children = append(parent.Children, &treeNode{Kind: kind, Label: label, Digest: f.Digest, State: "missing", Why: why})
-		case f.Platform != "" || f.Digest != "":
-			// A fault, a mismatch or a note on a child or blob whose kind
-			// the finding does not say.
-			parent := top
-			if f.Platform != "" {
-				parent = child("manifest", f.Platform, "")
-			}
-			if f.Digest == "" || f.Digest == parent.Digest {
-				parent.State, parent.Why = cmp.Or(parent.State, nodeState(f)), why
-				continue
-			}
-			parent.Children = append(parent.Children, &treeNode{Kind: "blob", Label: "manifest or blob", Digest: f.Digest, State: nodeState(f), Why: why})
-		}
+	root.Children = []*treeNode{top}
+	return root
+}
+
+// fromNode draws one node of the walk's tree and everything below it.
+func fromNode(n *types.Node) *treeNode {
+	t := &treeNode{Kind: n.Kind, Label: n.Label, Digest: n.Digest, MediaType: n.MediaType, State: n.State, Why: string(n.Code)}
+	if n.Kind == "layer" {
+		t.Label = strings.TrimPrefix(n.Label, "layer ")
 	}
-	for _, n := range top.Children {
-		if n.subject == "" {
+	if n.State == "absent" {
+		t.Note = "the index has no manifest for this platform"
+	}
+	for _, c := range n.Children {
+		t.Children = append(t.Children, fromNode(c))
+	}
+	// An attestation is drawn as what it attests to, not as a platform.
+	for i, c := range n.Children {
+		if c.Kind != "attestation" {
 			continue
 		}
-		n.Note = "for " + scan.ShortDigest(n.subject)
-		for _, m := range top.Children {
-			if m.Digest == n.subject && m.Label != "" {
-				n.Note = "for the " + m.Label + " manifest " + scan.ShortDigest(n.subject)
+		t.Children[i].Label, t.Children[i].Note = "", "for "+scan.ShortDigest(c.Subject)
+		for _, m := range n.Children {
+			if m.Digest == c.Subject && m.Label != "" {
+				t.Children[i].Note = "for the " + m.Label + " manifest " + scan.ShortDigest(c.Subject)
 			}
 		}
 	}
-	slices.SortStableFunc(top.Children, func(a, b *treeNode) int {
-		return cmp.Or(cmp.Compare(kindOrder(a.Kind), kindOrder(b.Kind)), strings.Compare(a.Label, b.Label), strings.Compare(a.Digest, b.Digest))
-	})
-	top.Note = fmt.Sprintf("%s and %s checked", plural(im.Manifests, "manifest"), plural(im.Blobs, "blob"))
-	if len(top.Children) > 0 {
-		top.Note += "; what is not drawn below was there"
-	}
-	return root
+	return t
 }
 
 // Gone reports whether the node is not there (missing, absent, other
 // bytes): the page strikes it through.
 func (n *treeNode) Gone() bool {
 	return n.State == "missing" || n.State == "absent" || n.State == "mismatch" || n.State == "invalid"
-}
-
-// nodeState is the state a finding gives the node it names.
-func nodeState(f scan.Finding) string {
-	switch {
-	case f.Code.Fault():
-		return "unchecked"
-	case f.Code == scan.DigestMismatch:
-		return "mismatch"
-	case f.Code == scan.ManifestMissing || f.Code == scan.ChildMissing || f.Code == scan.BlobMissing || f.Code == scan.AttestationMissing:
-		return "missing"
-	}
-	return "skipped"
-}
-
-// kindOrder orders an index's children as the page draws them: platform
-// manifests, then the blobs of the top manifest, then attestations.
-func kindOrder(kind string) int {
-	return strings.Index("manifest config layer blob attestation", kind)
-}
-
-func manifestKind(mediaType string) string {
-	if walk.IsIndex(mediaType) {
-		return "index"
-	}
-	return "manifest"
-}
-
-func childKind(c scan.Code) string {
-	if c == scan.AttestationMissing {
-		return "attestation"
-	}
-	return "manifest"
-}
-
-// blobKind reads "config" or "layer 2" into a kind and a label.
-func blobKind(what string) (kind, label string) {
-	if n, ok := strings.CutPrefix(what, "layer "); ok {
-		return "layer", n
-	}
-	return what, ""
 }
 
 // mediaTypeNames are the names people know the manifest media types by.

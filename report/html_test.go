@@ -92,7 +92,7 @@ func scanned(t *testing.T, s *store, ref string, opts ...walk.Option) *scan.Imag
 	}
 	got := walk.New(s, opts...).Walk(context.Background(), r)
 	return &scan.Image{Reference: ref, Digest: got.Digest, MediaType: got.MediaType, Findings: got.Findings,
-		Verdict: types.VerdictOf(got.Findings), Manifests: got.Manifests, Blobs: got.Blobs}
+		Verdict: types.VerdictOf(got.Findings), Manifests: got.Manifests, Blobs: got.Blobs, Tree: got.Tree}
 }
 
 // treeText writes a tree one node a line, indented by depth, digests
@@ -120,9 +120,13 @@ func treeText(n *treeNode, names map[string]string) string {
 	return b.String()
 }
 
-// The tree is drawn from the result alone: the reference, what it
-// resolved to, and what each finding names, in the walker's own words.
+// The tree is the walk's: every manifest and blob it reached, with the
+// state it found each in, under the reference.
 func TestImageTree(t *testing.T) {
+	amd := "    manifest linux/amd64 amd64\n      config amd64-config\n      layer 1 amd64-layer\n"
+	arm := "    manifest linux/arm64 arm64\n      config arm64-config\n      layer 1 arm64-layer\n"
+	att := "    attestation attestation for the linux/amd64 manifest " + scan.ShortDigest(digest.FromString("amd64").String()) +
+		"\n      config attestation-config\n      layer 1 attestation-layer\n"
 	for _, tc := range []struct {
 		name   string
 		ref    string
@@ -132,7 +136,7 @@ func TestImageTree(t *testing.T) {
 	}{
 		{
 			name: "intact index", ref: "reg.example/app:v1",
-			want: "tag v1\n  index index 4 manifests and 6 blobs checked\n",
+			want: "tag v1\n  index index 4 manifests and 6 blobs checked\n" + amd + arm + att,
 		},
 		{
 			name: "the seed: an untagged child and its attestation collected", ref: "reg.example/app:v1",
@@ -140,26 +144,27 @@ func TestImageTree(t *testing.T) {
 				delete(s.manifests, d["amd64"])
 				delete(s.manifests, d["attestation"])
 			},
-			want: "tag v1\n  index index 4 manifests and 2 blobs checked; what is not drawn below was there\n" +
-				"    manifest linux/amd64 amd64 missing child-missing\n" +
+			want: "tag v1\n  index index 4 manifests and 2 blobs checked\n" +
+				"    manifest linux/amd64 amd64 missing child-missing\n" + arm +
 				"    attestation attestation missing attestation-missing for the linux/amd64 manifest " + scan.ShortDigest(digest.FromString("amd64").String()) + "\n",
 		},
 		{
 			name: "a layer of a child gone", ref: "reg.example/app:v1",
 			break_: func(s *store, d map[string]string) { delete(s.blobs, d["arm64-layer"]) },
-			want: "tag v1\n  index index 4 manifests and 6 blobs checked; what is not drawn below was there\n" +
-				"    manifest linux/arm64 arm64\n      layer 1 arm64-layer missing blob-missing\n",
+			want: "tag v1\n  index index 4 manifests and 6 blobs checked\n" + amd +
+				"    manifest linux/arm64 arm64\n      config arm64-config\n      layer 1 arm64-layer missing blob-missing\n" + att,
 		},
 		{
 			name: "an attestation's config gone", ref: "reg.example/app:v1",
 			break_: func(s *store, d map[string]string) { delete(s.blobs, d["attestation-config"]) },
-			want: "tag v1\n  index index 4 manifests and 6 blobs checked; what is not drawn below was there\n" +
-				"    attestation unknown/unknown attestation\n      config attestation-config missing attestation-missing\n",
+			want: "tag v1\n  index index 4 manifests and 6 blobs checked\n" + amd + arm +
+				"    attestation attestation for the linux/amd64 manifest " + scan.ShortDigest(digest.FromString("amd64").String()) +
+				"\n      config attestation-config missing attestation-missing\n      layer 1 attestation-layer\n",
 		},
 		{
 			name: "no child for a platform asked for", ref: "reg.example/app:v1",
 			opts: []walk.Option{walk.WithPlatforms(mustPlatform(t, "linux/s390x"))},
-			want: "tag v1\n  index index 1 manifest and 0 blobs checked; what is not drawn below was there\n" +
+			want: "tag v1\n  index index 1 manifest and 0 blobs checked\n" +
 				"    manifest linux/s390x absent child-missing the index has no manifest for this platform\n",
 		},
 		{
@@ -170,7 +175,7 @@ func TestImageTree(t *testing.T) {
 		{
 			name: "a single image's config gone, pinned by digest", ref: "reg.example/app@" + digest.FromString("amd64").String(),
 			break_: func(s *store, d map[string]string) { delete(s.blobs, d["amd64-config"]) },
-			want:   "manifest pinned amd64 1 manifest and 2 blobs checked; what is not drawn below was there\n  config amd64-config missing blob-missing\n",
+			want:   "manifest pinned amd64 1 manifest and 2 blobs checked\n  config amd64-config missing blob-missing\n  layer 1 amd64-layer\n",
 		},
 		{
 			name: "the tag gone", ref: "reg.example/app:v2",

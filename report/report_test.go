@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/regcheck/regcheck/scan"
+	"github.com/regcheck/regcheck/types"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -34,6 +35,7 @@ func result() *scan.Result {
 				MediaType: "application/vnd.docker.distribution.manifest.v2+json", Verdict: scan.OK, Findings: []scan.Finding{},
 				Uses:      []scan.Use{{Source: "file", File: "examples/manifests/coturn.yaml", Line: 19, Kind: "Deployment", Namespace: "dam-prod", Name: "dam-coturn", Container: "coturn", PullPolicy: "Always"}},
 				Manifests: 1, Blobs: 3,
+				Tree:      &types.Node{Kind: "manifest", Digest: okDigest, MediaType: "application/vnd.docker.distribution.manifest.v2+json"},
 			},
 			{
 				Reference: "127.0.0.1:5055/demo/buildx:v1", Digest: indexDigest,
@@ -47,6 +49,10 @@ func result() *scan.Result {
 				},
 				Uses:      []scan.Use{{Source: "file", File: "examples/manifests/signaling.yaml", Line: 19, Kind: "Deployment", Namespace: "dam-prod", Name: "signaling", Container: "signaling"}},
 				Manifests: 3, Blobs: 0,
+				Tree: &types.Node{Kind: "index", Digest: indexDigest, MediaType: "application/vnd.oci.image.index.v1+json", Children: []*types.Node{
+					{Kind: "manifest", Label: "linux/amd64", Digest: childDigest, State: "missing", Code: scan.ChildMissing},
+					{Kind: "attestation", Label: "unknown/unknown", Digest: attDigest, Subject: childDigest, State: "missing", Code: scan.AttestationMissing},
+				}},
 			},
 			{
 				Reference: "registry.example/app:v1", Verdict: scan.Unknown,

@@ -185,7 +185,7 @@ func (s *Scanner) reask(ctx context.Context, res *Result, refs map[*Image]name.R
 	}
 	s.c.forgetFaults()
 	for _, im := range again {
-		im.Digest, im.MediaType, im.Findings, im.Manifests, im.Blobs = "", "", []Finding{}, 0, 0
+		im.Digest, im.MediaType, im.Findings, im.Manifests, im.Blobs, im.Tree = "", "", []Finding{}, 0, 0, nil
 	}
 	s.walk(ctx, again, refs, nil)
 	res.Reasked = len(again)

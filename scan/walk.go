@@ -35,7 +35,7 @@ func (s *Scanner) walkImage(ctx context.Context, ref name.Reference, im *Image) 
 	got := s.walker.Walk(ctx, ref)
 	im.Digest, im.MediaType = got.Digest, got.MediaType
 	im.Findings = append(im.Findings, got.Findings...)
-	im.Manifests, im.Blobs = got.Manifests, got.Blobs
+	im.Manifests, im.Blobs, im.Tree = got.Manifests, got.Blobs, got.Tree
 	im.Verdict = verdict(im.Findings)
 }
 

@@ -51,6 +51,32 @@ type Image struct {
 	// Manifests and Blobs count what the walk checked for this image.
 	Manifests int `json:"manifests"`
 	Blobs     int `json:"blobs"`
+	// Tree is the image as the walk found it, node by node (nil when the
+	// reference did not resolve). Reports draw it; it is not in the JSON
+	// document, whose findings name every node that is not there.
+	Tree *Node `json:"-"`
+}
+
+// Node is one manifest or blob of an image's tree, as a walk found it.
+type Node struct {
+	// Kind is index, manifest, attestation, config or layer.
+	Kind string
+	// Label names the node in its parent: a child's platform
+	// (os/arch[/variant]), "layer 2".
+	Label     string
+	Digest    string
+	MediaType string
+	// Subject is the digest an attestation attests to.
+	Subject string
+	// State is "" (there), missing, absent (the index has no child for a
+	// platform asked for), mismatch (other bytes), unchecked (a fault) or
+	// skipped (not walked: non-distributable, too large, too deep, a kind
+	// regcheck does not walk). Code is the finding that set it.
+	State string
+	Code  Code
+	// Children are an index's manifests, or an image's config and layers,
+	// in the order the manifest lists them.
+	Children []*Node
 }
 
 // Worst returns the highest severity among the image's findings, and false

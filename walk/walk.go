@@ -69,6 +69,9 @@ type Walked struct {
 	Findings []types.Finding
 	// Manifests and Blobs count what the walk read.
 	Manifests, Blobs int
+	// Tree is every manifest and blob the walk reached, with the state it
+	// found each in; nil when the reference did not resolve.
+	Tree *types.Node
 }
 
 // walk is the state of one image's walk.
@@ -106,6 +109,39 @@ func (s *walk) add(f types.Finding) {
 	s.mu.Unlock()
 }
 
+// found adds a finding about node n and marks n with it (the first
+// finding about a node sets its state).
+func (s *walk) found(n *types.Node, f types.Finding) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.out.Findings = append(s.out.Findings, f)
+	if n != nil && n.State == "" {
+		n.State, n.Code = stateOf(f), f.Code
+	}
+}
+
+// stateOf is the state a finding gives the node it is about.
+func stateOf(f types.Finding) string {
+	switch {
+	case f.Code.Fault() && f.Code != types.LimitExceeded:
+		return "unchecked"
+	case f.Code == types.DigestMismatch:
+		return "mismatch"
+	case f.Code == types.ChildMissing && f.Digest == "":
+		return "absent"
+	case f.Code == types.ManifestMissing || f.Code == types.ChildMissing || f.Code == types.BlobMissing || f.Code == types.AttestationMissing:
+		return "missing"
+	}
+	return "skipped"
+}
+
+// set updates a node the walk is filling, under the walk's lock.
+func (s *walk) set(f func()) {
+	s.mu.Lock()
+	f()
+	s.mu.Unlock()
+}
+
 func (s *walk) count(manifests, blobs int, digest string) {
 	s.mu.Lock()
 	s.out.Manifests += manifests
@@ -132,14 +168,15 @@ func (s *walk) budget(digest, platform string) bool {
 	return false
 }
 
-// fault adds the fault finding err is; an error that is not a fault (an
-// absence the caller did not expect) is reported as a registry error.
-func (s *walk) fault(err error, digest, platform string) {
+// fault adds the fault finding err is, about node n (nil: the tag); an
+// error that is not a fault (an absence the caller did not expect) is
+// reported as a registry error.
+func (s *walk) fault(n *types.Node, err error, digest, platform string) {
 	c := types.FaultCode(err)
 	if c == "" {
 		c = types.RegistryFault
 	}
-	s.add(types.NewFinding(c, digest, platform, "%v", err))
+	s.found(n, types.NewFinding(c, digest, platform, "%v", err))
 }
 
 // resolve returns the digest ref names, reading a tag.
@@ -155,7 +192,7 @@ func (s *walk) resolve(ctx context.Context, ref name.Reference) (string, bool) {
 			s.add(types.NewFinding(types.TagMissing, "", "", "tag %q does not exist in %s", r.TagStr(), s.repo.Name()))
 			return "", false
 		case err != nil:
-			s.fault(err, "", "")
+			s.fault(nil, err, "", "")
 			return "", false
 		}
 		s.out.Digest, s.out.MediaType = d.Digest, d.MediaType
@@ -166,51 +203,62 @@ func (s *walk) resolve(ctx context.Context, ref name.Reference) (string, bool) {
 
 // top reads the manifest a reference resolved to and walks it.
 func (s *walk) top(ctx context.Context, ref name.Reference, digest string) {
+	root := &types.Node{Kind: kindOf(s.out.MediaType), Digest: digest, MediaType: s.out.MediaType}
+	s.out.Tree = root
 	m, err := s.r.Manifest(ctx, s.repo, digest)
 	s.count(1, 0, digest)
 	switch {
 	case errors.Is(err, types.ErrNotFound):
 		if _, isTag := ref.(name.Tag); isTag {
-			s.add(types.NewFinding(types.ManifestMissing, digest, "", "the tag points at manifest %s, which the registry no longer serves", digest))
+			s.found(root, types.NewFinding(types.ManifestMissing, digest, "", "the tag points at manifest %s, which the registry no longer serves", digest))
 		} else {
-			s.add(types.NewFinding(types.ManifestMissing, digest, "", "manifest %s does not exist in %s", digest, s.repo.Name()))
+			s.found(root, types.NewFinding(types.ManifestMissing, digest, "", "manifest %s does not exist in %s", digest, s.repo.Name()))
 		}
 		return
 	case errors.Is(err, types.ErrDigestMismatch):
-		s.add(types.NewFinding(types.DigestMismatch, digest, "", "%v", err))
+		s.found(root, types.NewFinding(types.DigestMismatch, digest, "", "%v", err))
 		return
 	case err != nil:
-		s.fault(err, digest, "")
+		s.fault(root, err, digest, "")
 		return
 	}
 	if !IsIndex(s.out.MediaType) && !IsImage(s.out.MediaType) {
 		s.out.MediaType = m.MediaType
 	}
-	s.manifest(ctx, m, digest, "", false, 0)
+	root.Kind, root.MediaType = kindOf(m.MediaType), m.MediaType
+	s.manifest(ctx, root, m, digest, "", false, 0)
+}
+
+// kindOf names a manifest node by its media type.
+func kindOf(mediaType string) string {
+	if IsIndex(mediaType) {
+		return "index"
+	}
+	return "manifest"
 }
 
 // manifest walks a read manifest: an index's children or an image's
 // blobs. platform names the index child being walked ("" at the top);
 // attestation is true under an attestation child, whose losses are warnings.
-func (s *walk) manifest(ctx context.Context, m Manifest, digest, platform string, attestation bool, depth int) {
+func (s *walk) manifest(ctx context.Context, n *types.Node, m Manifest, digest, platform string, attestation bool, depth int) {
 	switch {
 	case m.IsIndex():
 		if depth >= MaxDepth {
-			s.add(types.NewFinding(types.UnsupportedMedia, digest, platform, "indexes nested deeper than %d are not walked", MaxDepth))
+			s.found(n, types.NewFinding(types.UnsupportedMedia, digest, platform, "indexes nested deeper than %d are not walked", MaxDepth))
 			return
 		}
-		s.index(ctx, m, digest, platform, depth)
+		s.index(ctx, n, m, digest, platform, depth)
 	case m.IsImage():
-		s.blobs(ctx, m, digest, platform, attestation)
+		s.blobs(ctx, n, m, digest, platform, attestation)
 	default:
-		s.add(types.NewFinding(types.UnsupportedMedia, digest, platform, "manifest %s has media type %q, which regcheck does not walk", digest, m.MediaType))
+		s.found(n, types.NewFinding(types.UnsupportedMedia, digest, platform, "manifest %s has media type %q, which regcheck does not walk", digest, m.MediaType))
 	}
 }
 
 // index walks the children of an index that the platforms need.
-func (s *walk) index(ctx context.Context, m Manifest, digest, platform string, depth int) {
+func (s *walk) index(ctx context.Context, n *types.Node, m Manifest, digest, platform string, depth int) {
 	if len(m.Manifests) > MaxChildren {
-		s.add(types.NewFinding(types.LimitExceeded, digest, platform, "the index lists %d manifests, more than the %d regcheck walks: its children were not checked", len(m.Manifests), MaxChildren))
+		s.found(n, types.NewFinding(types.LimitExceeded, digest, platform, "the index lists %d manifests, more than the %d regcheck walks: its children were not checked", len(m.Manifests), MaxChildren))
 		return
 	}
 	required := map[string]bool{} // digests of the image children the platforms need
@@ -219,9 +267,15 @@ func (s *walk) index(ctx context.Context, m Manifest, digest, platform string, d
 			required[d.Digest.String()] = true
 		}
 	}
-	s.absentPlatforms(m)
-	g, ctx := errgroup.WithContext(ctx)
-	g.SetLimit(s.concurrency)
+	s.absentPlatforms(n, m)
+	// The nodes are made in the index's order before the children are
+	// read in parallel, so every walk of one state draws the same tree.
+	type job struct {
+		d    ocispec.Descriptor
+		att  bool
+		node *types.Node
+	}
+	var jobs []job
 	for _, d := range m.Manifests {
 		att := IsAttestation(d)
 		if att && len(s.platforms) > 0 && !required[AttestsTo(d)] {
@@ -230,8 +284,22 @@ func (s *walk) index(ctx context.Context, m Manifest, digest, platform string, d
 		if !att && !required[d.Digest.String()] {
 			continue
 		}
+		c := &types.Node{Kind: "manifest", Label: PlatformString(d.Platform), Digest: d.Digest.String(), MediaType: d.MediaType}
+		if att {
+			c.Kind, c.Subject = "attestation", AttestsTo(d)
+		}
+		jobs = append(jobs, job{d, att, c})
+	}
+	s.set(func() {
+		for _, j := range jobs {
+			n.Children = append(n.Children, j.node)
+		}
+	})
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(s.concurrency)
+	for _, j := range jobs {
 		g.Go(func() error {
-			s.child(ctx, d, att, depth)
+			s.child(ctx, j.node, j.d, j.att, depth)
 			return nil
 		})
 	}
@@ -240,21 +308,24 @@ func (s *walk) index(ctx context.Context, m Manifest, digest, platform string, d
 
 // absentPlatforms adds a finding for each required platform the index has
 // no child for: such a node cannot pull the image.
-func (s *walk) absentPlatforms(m Manifest) {
+func (s *walk) absentPlatforms(n *types.Node, m Manifest) {
 	for _, want := range s.platforms {
 		found := slices.ContainsFunc(m.Manifests, func(d ocispec.Descriptor) bool {
 			return !IsAttestation(d) && (d.Platform == nil || matches(d.Platform, want))
 		})
 		if !found {
-			s.add(types.NewFinding(types.ChildMissing, "", want.String(), "the index has no manifest for %s: a %s node cannot pull it", want.String(), want.String()))
+			c := &types.Node{Kind: "manifest", Label: want.String()}
+			s.set(func() { n.Children = append(n.Children, c) })
+			s.found(c, types.NewFinding(types.ChildMissing, "", want.String(), "the index has no manifest for %s: a %s node cannot pull it", want.String(), want.String()))
 		}
 	}
 }
 
-// child reads one index child and walks it.
-func (s *walk) child(ctx context.Context, d ocispec.Descriptor, attestation bool, depth int) {
+// child reads one index child into its node n and walks it.
+func (s *walk) child(ctx context.Context, n *types.Node, d ocispec.Descriptor, attestation bool, depth int) {
 	digest, plat := d.Digest.String(), PlatformString(d.Platform)
 	if !s.budget(digest, plat) {
+		s.set(func() { n.State, n.Code = "skipped", types.LimitExceeded })
 		return
 	}
 	m, err := s.r.Manifest(ctx, s.repo, digest)
@@ -262,36 +333,49 @@ func (s *walk) child(ctx context.Context, d ocispec.Descriptor, attestation bool
 	switch {
 	case errors.Is(err, types.ErrNotFound):
 		if attestation {
-			s.add(types.NewFinding(types.AttestationMissing, digest, plat, "attestation manifest %s (for %s) is gone", digest, AttestsTo(d)))
+			s.found(n, types.NewFinding(types.AttestationMissing, digest, plat, "attestation manifest %s (for %s) is gone", digest, AttestsTo(d)))
 		} else {
-			s.add(types.NewFinding(types.ChildMissing, digest, plat, "the index lists a %s manifest %s that the registry no longer serves", plat, digest))
+			s.found(n, types.NewFinding(types.ChildMissing, digest, plat, "the index lists a %s manifest %s that the registry no longer serves", plat, digest))
 		}
 		return
 	case errors.Is(err, types.ErrDigestMismatch):
-		s.add(types.NewFinding(types.DigestMismatch, digest, plat, "%v", err))
+		s.found(n, types.NewFinding(types.DigestMismatch, digest, plat, "%v", err))
 		return
 	case err != nil:
-		s.fault(err, digest, plat)
+		s.fault(n, err, digest, plat)
 		return
 	}
-	s.manifest(ctx, m, digest, plat, attestation, depth+1)
+	s.set(func() {
+		n.MediaType = m.MediaType
+		if m.IsIndex() {
+			n.Kind = "index"
+		}
+	})
+	s.manifest(ctx, n, m, digest, plat, attestation, depth+1)
 }
 
 // blobs checks an image manifest's config and layers.
-func (s *walk) blobs(ctx context.Context, m Manifest, digest, platform string, attestation bool) {
+func (s *walk) blobs(ctx context.Context, n *types.Node, m Manifest, digest, platform string, attestation bool) {
 	type blob struct {
 		d    ocispec.Descriptor
 		what string
+		node *types.Node
 	}
-	all := []blob{{m.Config, "config"}}
+	all := []blob{{m.Config, "config", &types.Node{Kind: "config", Digest: m.Config.Digest.String(), MediaType: m.Config.MediaType}}}
 	for i, l := range m.Layers {
-		all = append(all, blob{l, fmt.Sprintf("layer %d", i+1)})
+		what := fmt.Sprintf("layer %d", i+1)
+		all = append(all, blob{l, what, &types.Node{Kind: "layer", Label: what, Digest: l.Digest.String(), MediaType: l.MediaType}})
 	}
+	s.set(func() {
+		for _, b := range all {
+			n.Children = append(n.Children, b.node)
+		}
+	})
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(s.concurrency)
 	for _, b := range all {
 		if IsForeignLayer(b.d.MediaType) {
-			s.add(types.NewFinding(types.ForeignLayer, b.d.Digest.String(), platform, "%s %s is non-distributable (%s): not checked", b.what, b.d.Digest, b.d.MediaType))
+			s.found(b.node, types.NewFinding(types.ForeignLayer, b.d.Digest.String(), platform, "%s %s is non-distributable (%s): not checked", b.what, b.d.Digest, b.d.MediaType))
 			continue
 		}
 		g.Go(func() error {
@@ -307,9 +391,9 @@ func (s *walk) blobs(ctx context.Context, m Manifest, digest, platform string, a
 				if attestation {
 					code = types.AttestationMissing
 				}
-				s.add(types.NewFinding(code, b.d.Digest.String(), platform, "%s blob %s of %s is gone", b.what, b.d.Digest, where))
+				s.found(b.node, types.NewFinding(code, b.d.Digest.String(), platform, "%s blob %s of %s is gone", b.what, b.d.Digest, where))
 			case err != nil:
-				s.fault(err, b.d.Digest.String(), platform)
+				s.fault(b.node, err, b.d.Digest.String(), platform)
 			}
 			return nil
 		})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 
@@ -208,4 +209,68 @@ func TestParse(t *testing.T) {
 			}
 		})
 	}
+}
+
+// treeText writes a tree one node a line, indented by depth, with digests
+// named by the strings they were made from.
+func treeText(n *types.Node, names ...string) string {
+	byDigest := map[string]string{}
+	for _, s := range names {
+		byDigest[dg(s).String()] = s
+	}
+	var b strings.Builder
+	var write func(n *types.Node, depth int)
+	write = func(n *types.Node, depth int) {
+		fields := []string{n.Kind}
+		for _, f := range []string{n.Label, byDigest[n.Digest], n.State, string(n.Code)} {
+			if f != "" {
+				fields = append(fields, f)
+			}
+		}
+		fmt.Fprintf(&b, "%s%s\n", strings.Repeat("  ", depth), strings.Join(fields, " "))
+		for _, c := range n.Children {
+			write(c, depth+1)
+		}
+	}
+	write(n, 0)
+	return b.String()
+}
+
+// TestWalkTree: the tree holds every node the walk reached, in the order
+// the manifests list them, each with the state the walk found.
+func TestWalkTree(t *testing.T) {
+	names := []string{"index", "amd", "arm", "att", "amd-config", "arm-config", "att-config", "base", "amd-layer", "att-layer"}
+	s := fixture()
+	delete(s.manifests, dg("arm").String())
+	delete(s.blobs, dg("amd-layer").String())
+	s.errs[dg("att-layer").String()] = fmt.Errorf("HEAD …: %w", types.ErrUnreachable)
+	ref, _ := name.ParseReference("reg.test/app:v1")
+	got := New(s, WithPlatforms(v1.Platform{OS: "linux", Architecture: "amd64"}, v1.Platform{OS: "linux", Architecture: "arm64"}, v1.Platform{OS: "linux", Architecture: "s390x"})).Walk(context.Background(), ref)
+	want := `index index
+  manifest linux/s390x absent child-missing
+  manifest linux/amd64 amd
+    config amd-config
+    layer layer 1 base
+    layer layer 2 amd-layer missing blob-missing
+  manifest linux/arm64 arm missing child-missing
+  attestation unknown/unknown att
+    config att-config
+    layer layer 1 att-layer unchecked unreachable
+`
+	if text := treeText(got.Tree, names...); text != want {
+		t.Errorf("tree\n%s\nwant\n%s", text, want)
+	}
+	tag := New(s).Walk(context.Background(), mustRef(t, "reg.test/app:gone"))
+	if tag.Tree != nil {
+		t.Errorf("a tag that does not resolve has a tree: %+v", tag.Tree)
+	}
+}
+
+func mustRef(t *testing.T, s string) name.Reference {
+	t.Helper()
+	r, err := name.ParseReference(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
