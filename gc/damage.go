@@ -3,12 +3,8 @@ package gc
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
-	"sync"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/regcheck/regcheck/scan"
 	"github.com/regcheck/regcheck/types"
@@ -151,11 +147,11 @@ type walked struct {
 }
 
 // walkImage walks ref over rd as a node pulls it, with the walker every
-// store shares, and names for each loss the manifest that lists it.
+// store shares, and names for each loss the manifest that lists it (from
+// the tree the walk found).
 func walkImage(ctx context.Context, rd walk.Reader, ref name.Reference, opts ...walk.Option) walked {
-	t := &recorder{Reader: rd, read: map[string]walk.Manifest{}}
-	got := walk.New(t, opts...).Walk(ctx, ref)
-	parents := t.parents(got.Digest)
+	got := walk.New(rd, opts...).Walk(ctx, ref)
+	parents := parentsIn(got.Tree)
 	w := walked{digest: got.Digest}
 	for _, f := range got.Findings {
 		p := parents[f.Digest+" "+f.Platform]
@@ -170,62 +166,38 @@ func walkImage(ctx context.Context, rd walk.Reader, ref name.Reference, opts ...
 	return w
 }
 
-// recorder is a Reader that keeps the manifests one walk reads, so that a loss
-// can name the manifest listing it: a walk's findings say what is lost and
-// under which platform, not where from.
-type recorder struct {
-	walk.Reader
-	mu   sync.Mutex
-	read map[string]walk.Manifest
-}
-
-// Manifest reads through and keeps what it read.
-func (t *recorder) Manifest(ctx context.Context, repo name.Repository, digest string) (walk.Manifest, error) {
-	m, err := t.Reader.Manifest(ctx, repo, digest)
-	if err == nil {
-		t.mu.Lock()
-		t.read[digest] = m
-		t.mu.Unlock()
-	}
-	return m, err
-}
-
 // parent is the manifest listing a digest, and whether as a config or layer.
 type parent struct {
 	digest string
 	blob   bool
 }
 
-// parents indexes, by "digest platform" as findings name them, the
-// manifest read that lists each child and blob: an index listing the child
-// under that platform, else an image reached at that platform (top at
-// none) listing the blob; the lowest digest where several do.
-func (t *recorder) parents(top string) map[string]parent {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+// parentsIn indexes, by "digest platform" as findings name them, the
+// manifest that lists each child and blob in a walk's tree: a child under
+// its platform, a blob under the platform of the manifest listing it (none
+// at the top); the first in the tree's order where several do.
+func parentsIn(root *types.Node) map[string]parent {
 	out := map[string]parent{}
-	add := func(k string, p parent) {
-		if _, ok := out[k]; !ok {
-			out[k] = p
-		}
-	}
-	read := slices.Sorted(maps.Keys(t.read))
-	at := map[string][]string{top: {""}} // manifest → platforms the walk reached it at
-	for _, d := range read {
-		for _, c := range t.read[d].Manifests {
-			cd, p := c.Digest.String(), walk.PlatformString(c.Platform)
-			at[cd] = append(at[cd], p)
-			add(cd+" "+p, parent{digest: d})
-		}
-	}
-	for _, d := range read {
-		if m := t.read[d]; m.IsImage() {
-			for _, p := range at[d] {
-				for _, b := range append([]ocispec.Descriptor{m.Config}, m.Layers...) {
-					add(b.Digest.String()+" "+p, parent{digest: d, blob: true})
-				}
+	var visit func(n *types.Node, platform string)
+	visit = func(n *types.Node, platform string) {
+		for _, c := range n.Children {
+			if c.Digest == "" {
+				continue // a platform the index has no child for
+			}
+			k, p := c.Digest+" "+platform, parent{digest: n.Digest, blob: true}
+			if c.Kind == "manifest" || c.Kind == "index" || c.Kind == "attestation" {
+				k, p = c.Digest+" "+c.Label, parent{digest: n.Digest}
+			}
+			if _, ok := out[k]; !ok {
+				out[k] = p
+			}
+			if len(c.Children) > 0 {
+				visit(c, c.Label)
 			}
 		}
+	}
+	if root != nil {
+		visit(root, "")
 	}
 	return out
 }
