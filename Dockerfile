@@ -3,7 +3,8 @@
 # builder's CA bundle, a non-root user (65532, distroless's "nonroot"), no
 # shell and no package manager.
 #
-#   docker build -t regcheck:dev --build-arg VERSION=$(git describe --tags --always --dirty) .
+#   docker build -t regcheck:dev --build-arg VERSION=$(git describe --tags --always --dirty) \
+#     --build-arg REVISION=$(git rev-parse HEAD) .
 #   docker run --rm regcheck:dev scan nginx:1.27
 #
 # The target demo-seed is the seeding step of docker-compose.yml: it pushes
@@ -20,10 +21,11 @@ COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 ARG VERSION=dev
+ARG REVISION=
 # As hack/image builds it: static, no path or build ID of this machine, no
-# symbol table.
+# symbol table; the version and revision stamped in.
 RUN CGO_ENABLED=0 go build -trimpath -buildvcs=false \
-      -ldflags "-s -w -buildid= -X github.com/regcheck/regcheck/internal/version.stamped=${VERSION}" \
+      -ldflags "-s -w -buildid= -X github.com/regcheck/regcheck/internal/version.stamped=${VERSION} -X github.com/regcheck/regcheck/internal/version.stampedRevision=${REVISION}" \
       -o /out/regcheck ./cmd/regcheck \
  && CGO_ENABLED=0 go build -trimpath -buildvcs=false -o /out/demo ./hack/demo
 # The files of the base layer, as internal/ociimage writes them.

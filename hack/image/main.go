@@ -92,7 +92,7 @@ func run(ctx context.Context, f flags) error {
 		if err != nil {
 			return err
 		}
-		bin, err := goBuild(ctx, *p, f.version, filepath.Join(tmp, "regcheck-"+strings.ReplaceAll(p.String(), "/", "-")))
+		bin, err := goBuild(ctx, *p, f.version, f.revision, filepath.Join(tmp, "regcheck-"+strings.ReplaceAll(p.String(), "/", "-")))
 		if err != nil {
 			return err
 		}
@@ -150,9 +150,13 @@ func run(ctx context.Context, f flags) error {
 // -trimpath and an empty build ID leave no path or time of this machine in
 // it; -s -w drop the symbol table and DWARF (a third of the size). No VCS
 // stamp, whatever GOFLAGS says, as in the Dockerfile (whose context may have
-// no .git): the version (-X) and the revision label say where it comes from.
-func goBuild(ctx context.Context, p v1.Platform, version, out string) ([]byte, error) {
-	ldflags := "-s -w -buildid= -X github.com/regcheck/regcheck/internal/version.stamped=" + version
+// no .git): the version and revision are stamped (-X) and labelled.
+func goBuild(ctx context.Context, p v1.Platform, version, revision, out string) ([]byte, error) {
+	const pkg = "github.com/regcheck/regcheck/internal/version"
+	ldflags := "-s -w -buildid= -X " + pkg + ".stamped=" + version
+	if revision != "" {
+		ldflags += " -X " + pkg + ".stampedRevision=" + revision
+	}
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false", "-ldflags", ldflags, "-o", out, "./cmd/regcheck")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+p.OS, "GOARCH="+p.Architecture)
 	if p.Architecture == "arm" && p.Variant != "" {
