@@ -97,7 +97,7 @@ func TestCronJobSharded(t *testing.T) {
 		t.Fatalf("%d containers, want 1", len(pod.Containers))
 	}
 	args := pod.Containers[0].Args
-	want := []string{"scan", "--cluster", "-A", "--shard", fmt.Sprintf("$(JOB_COMPLETION_INDEX)/%d", *job.Completions), "-o", "prom"}
+	want := []string{"scan", "--cluster", "-A", "--shard", fmt.Sprintf("$(JOB_COMPLETION_INDEX)/%d", *job.Completions), "--pushgateway", "http://pushgateway.monitoring:9091", "-o", "json"}
 	if !slices.Equal(args, want) {
 		t.Errorf("args %q, want %q", args, want)
 	}
