@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # Builds the real registry, etcd and kube-apiserver binaries that the demo and
-# the integration tests run, into a cache folder outside the clone keyed by
-# version. A binary already there is not rebuilt: cold, all of them take about
-# 20 minutes on 2 cores; warm, this script takes well under a second.
+# the integration tests run, and the crane that make bench runs beside
+# regcheck, into a cache folder outside the clone keyed by version. A binary
+# already there is not rebuilt: cold, all of them take about 20 minutes on 2
+# cores; warm, this script takes well under a second.
 #
-# usage: hack/build-bins.sh [registry|cluster|s3|metrics|containerd|all]   (default: all)
+# usage: hack/build-bins.sh [registry|cluster|s3|metrics|containerd|crane|bench|all]   (default: all)
 #   registry  the two registries (all make demo needs)
 #   cluster   etcd and kube-apiserver
 #   s3        the S3 server (gofakes3) the s3-backed registry tests store into
 #   metrics   the Pushgateway and promtool the metrics and alert tests run
 #   containerd  containerd and ctr, whose content store the rescue tests restore from
+#   crane     go-containerregistry's crane, which make bench runs beside regcheck
+#   bench     what make bench runs: the registries, etcd and kube-apiserver, crane
 set -euo pipefail
 
 REGISTRY3_VERSION=v3.1.2
@@ -20,6 +23,7 @@ S3SERVER_VERSION=v1.2.0 # github.com/johannesboyne/gofakes3, pinned in tools/s3s
 PUSHGATEWAY_VERSION=v1.11.3 # pinned in tools/pushgateway/go.mod
 PROMETHEUS_VERSION=v0.316.0 # the Go module of Prometheus v3.16.0, for promtool
 CONTAINERD_VERSION=v2.4.2
+CRANE_VERSION=v0.22.1 # github.com/google/go-containerregistry, as regcheck's go.mod requires it
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 bin=${REGCHECK_BIN:-${XDG_CACHE_HOME:-$HOME/.cache}/regcheck/bin}
@@ -71,15 +75,25 @@ containerd_cmd() {
 	mv "$gobin/$1" "$out"
 	rmdir "$gobin"
 }
+# crane is in go-containerregistry's main module, which has no replace
+# directives: go install builds it as released (seconds when regcheck's
+# own build has compiled go-containerregistry already).
+crane() {
+	local gobin
+	gobin=$(mktemp -d)
+	GOBIN=$gobin CGO_ENABLED=0 GOFLAGS=-trimpath go install -ldflags="-s -w" "github.com/google/go-containerregistry/cmd/crane@$CRANE_VERSION"
+	mv "$gobin/crane" "$out"
+	rmdir "$gobin"
+}
 apiserver() { (cd "$top/tools/kube-apiserver" && go build -mod=readonly -trimpath -ldflags="-s -w" -o "$out" k8s.io/kubernetes/cmd/kube-apiserver); }
 
 what=${1:-all}
 case $what in
-registry|all)
+registry|bench|all)
 	build "registry-$REGISTRY2_VERSION" registry2
 	build "registry-$REGISTRY3_VERSION" registry3
 	;;&
-cluster|all)
+cluster|bench|all)
 	build "etcd-$ETCD_VERSION" etcd
 	build "kube-apiserver-$KUBE_VERSION" apiserver
 	;;&
@@ -93,8 +107,11 @@ metrics|all)
 containerd|all)
 	build "containerd-$CONTAINERD_VERSION" containerd_cmd containerd
 	build "ctr-$CONTAINERD_VERSION" containerd_cmd ctr
+	;;&
+crane|bench|all)
+	build "crane-$CRANE_VERSION" crane
 	;;
-registry|cluster|s3|metrics) ;;
-*) echo "usage: $0 [registry|cluster|s3|metrics|containerd|all]" >&2; exit 2 ;;
+registry|cluster|s3|metrics|containerd) ;;
+*) echo "usage: $0 [registry|cluster|s3|metrics|containerd|crane|bench|all]" >&2; exit 2 ;;
 esac
 echo "$bin"
