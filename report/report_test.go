@@ -35,7 +35,7 @@ func result() *scan.Result {
 				MediaType: "application/vnd.docker.distribution.manifest.v2+json", Verdict: scan.OK, Findings: []scan.Finding{},
 				Uses:      []scan.Use{{Source: "file", File: "examples/manifests/coturn.yaml", Line: 19, Kind: "Deployment", Namespace: "dam-prod", Name: "dam-coturn", Container: "coturn", PullPolicy: "Always"}},
 				Manifests: 1, Blobs: 3,
-				Tree:      &types.Node{Kind: "manifest", Digest: okDigest, MediaType: "application/vnd.docker.distribution.manifest.v2+json"},
+				Tree: &types.Node{Kind: "manifest", Digest: okDigest, MediaType: "application/vnd.docker.distribution.manifest.v2+json"},
 			},
 			{
 				Reference: "127.0.0.1:5055/demo/buildx:v1", Digest: indexDigest,

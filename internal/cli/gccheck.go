@@ -8,6 +8,7 @@ import (
 	"github.com/regcheck/regcheck/cluster"
 	"github.com/regcheck/regcheck/gc"
 	"github.com/regcheck/regcheck/record"
+	"github.com/regcheck/regcheck/report"
 	"github.com/regcheck/regcheck/scan"
 	"github.com/spf13/cobra"
 )
@@ -105,12 +106,12 @@ func runGCCheck(cmd *cobra.Command, s Streams, g *globals, f *gcCheckFlags) erro
 	if assumed {
 		g.logger.Warn("no --gc-model given: predicting the collector of "+model.Release()+"; if the registry runs another release, pass --gc-model", "assumed", string(model), "models", gc.Models())
 	}
-	var render func(*gc.Report, io.Writer) error
+	var render func(io.Writer, *gc.Report) error
 	switch f.output {
 	case "table":
-		render = (*gc.Report).WriteTable
+		render = report.GCCheck
 	case "json":
-		render = (*gc.Report).WriteJSON
+		render = report.GCCheckJSON
 	default:
 		return usageError(fmt.Errorf("--output %q: want table or json", f.output))
 	}
@@ -141,7 +142,7 @@ func runGCCheck(cmd *cobra.Command, s Streams, g *globals, f *gcCheckFlags) erro
 
 // gcCheckReport renders rep and picks the exit code. An error with no
 // report ends the command incomplete; with one, the report is incomplete.
-func gcCheckReport(s Streams, g *globals, rep *gc.Report, err error, render func(*gc.Report, io.Writer) error, incomplete bool) error {
+func gcCheckReport(s Streams, g *globals, rep *gc.Report, err error, render func(io.Writer, *gc.Report) error, incomplete bool) error {
 	if rep == nil {
 		return &exitError{code: ExitIncomplete, err: err}
 	}
@@ -152,7 +153,7 @@ func gcCheckReport(s Streams, g *globals, rep *gc.Report, err error, render func
 	for _, sk := range rep.Skipped {
 		g.logger.Warn("in-use image not checked", "ref", sk.Reference, "reason", sk.Reason)
 	}
-	if err := render(rep, s.Out); err != nil {
+	if err := render(s.Out, rep); err != nil {
 		return fmt.Errorf("writing the report: %w", err)
 	}
 	if len(rep.WouldBreak)+len(rep.AlreadyBroken) > 0 {
@@ -169,7 +170,7 @@ func gcCheckReport(s Streams, g *globals, rep *gc.Report, err error, render func
 }
 
 // runGCCheckAPI is API mode: no storage, the registries' API.
-func runGCCheckAPI(cmd *cobra.Command, s Streams, g *globals, f *gcCheckFlags, model gc.Model, assumed bool, render func(*gc.Report, io.Writer) error, targets []scan.Target, incomplete bool) error {
+func runGCCheckAPI(cmd *cobra.Command, s Streams, g *globals, f *gcCheckFlags, model gc.Model, assumed bool, render func(io.Writer, *gc.Report) error, targets []scan.Target, incomplete bool) error {
 	if len(targets) == 0 && f.host == "" {
 		if incomplete {
 			return &exitError{code: ExitIncomplete, err: errors.New("no image references could be read")}

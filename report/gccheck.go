@@ -1,26 +1,23 @@
-package gc
+package report
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/regcheck/regcheck/gc"
 	"github.com/regcheck/regcheck/scan"
 )
 
-// WriteJSON writes the report as indented JSON.
-func (r *Report) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
-}
+// GCCheckJSON writes gc-check's report as indented JSON
+// (schemaVersion regcheck.gc/v1).
+func GCCheckJSON(w io.Writer, r *gc.Report) error { return WriteJSON(w, r) }
 
-// WriteTable writes the report for people: the model predicted on the
+// GCCheck writes gc-check's report for people: the model predicted on the
 // first line (and whether it was assumed), then what breaks, what is
 // broken, and what would be deleted per repository.
-func (r *Report) WriteTable(w io.Writer) error {
+func GCCheck(w io.Writer, r *gc.Report) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	du := "without --delete-untagged"
 	if r.DeleteUntagged {
@@ -30,21 +27,21 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if r.ModelAssumed {
 		model += " (assumed: which collector the registry runs was not given)"
 	}
-	if r.Mode == ModeAPI {
+	if r.Mode == gc.ModeAPI {
 		fmt.Fprintf(tw, "GC model %s %s, predicted through the registry API of %s\n", model, du, strings.Join(r.Registries, ", "))
 	} else {
-		fmt.Fprintf(tw, "GC model %s %s on %s\n", model, du, r.Storage)
+		fmt.Fprintf(tw, "GC model %s %s on %s\n", model, du, Printable(r.Storage))
 	}
 	if r.Abort != nil {
-		fmt.Fprintf(tw, "\nThe collector would ABORT and delete nothing:\n  %s\n", r.Abort.Message)
+		fmt.Fprintf(tw, "\nThe collector would ABORT and delete nothing:\n  %s\n", Printable(r.Abort.Message))
 	}
-	section := func(title string, es []Entry) {
+	section := func(title string, es []gc.Entry) {
 		if len(es) == 0 {
 			return
 		}
 		fmt.Fprintf(tw, "\n%s (%d)\nIMAGE\tVERDICT\tREASON\n", title, len(es))
 		for _, e := range es {
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", e.Reference, e.Verdict, e.Reason)
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", Printable(e.Reference), e.Verdict, Printable(e.Reason))
 		}
 	}
 	section("WOULD BREAK", r.WouldBreak)
@@ -70,19 +67,28 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 	}
 	for _, s := range r.Skipped {
-		fmt.Fprintf(tw, "\nskipped %s: %s", s.Reference, s.Reason)
+		fmt.Fprintf(tw, "\nskipped %s: %s", Printable(s.Reference), Printable(s.Reason))
 	}
 	c := r.Counts
-	if r.Mode == ModeAPI {
+	if r.Mode == gc.ModeAPI {
 		fmt.Fprintf(tw, "\n%d would break, %d already broken; would delete %d manifests (blobs: storage mode only)\n", c.WouldBreak, c.AlreadyBroken, c.Manifests)
 	} else {
 		fmt.Fprintf(tw, "\n%d would break, %d already broken; would delete %d manifests, %d blobs, %d layer links\n", c.WouldBreak, c.AlreadyBroken, c.Manifests, c.Blobs, c.LayerLinks)
 	}
 	if len(r.Advice) > 0 {
-		fmt.Fprintf(tw, "\nWhat to do:\n  - %s\n", strings.Join(r.Advice, "\n  - "))
+		fmt.Fprintf(tw, "\nWhat to do:\n  - %s\n", strings.Join(printableAll(r.Advice), "\n  - "))
 	}
 	if len(r.Notes) > 0 {
-		fmt.Fprintf(tw, "\nNotes:\n  - %s\n", strings.Join(r.Notes, "\n  - "))
+		fmt.Fprintf(tw, "\nNotes:\n  - %s\n", strings.Join(printableAll(r.Notes), "\n  - "))
 	}
 	return tw.Flush()
+}
+
+// printableAll is Printable of each line.
+func printableAll(lines []string) []string {
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		out[i] = Printable(l)
+	}
+	return out
 }
