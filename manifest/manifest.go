@@ -114,6 +114,10 @@ func Sites(name string, data []byte) (sites []Site, err error) {
 	return w.sites, nil
 }
 
+// Documents parses every YAML document of data, as Sites reads them:
+// tools that rewrite a file's nodes start from these.
+func Documents(data []byte) ([]*yaml.Node, error) { return decode(data) }
+
 func decode(data []byte) ([]*yaml.Node, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var docs []*yaml.Node

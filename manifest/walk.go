@@ -262,6 +262,10 @@ func isValue(n *yaml.Node) bool {
 	return n != nil && n.Kind == yaml.ScalarNode && n.Tag != "!!null"
 }
 
+// Aliased marks in into every node under n that an alias points to:
+// editing one changes each place that names it.
+func Aliased(n *yaml.Node, into map[*yaml.Node]bool) { collectAliases(n, into, 0) }
+
 // collectAliases marks every node an alias points to.
 func collectAliases(n *yaml.Node, into map[*yaml.Node]bool, depth int) {
 	if n == nil || depth > 10_000 {

@@ -54,19 +54,21 @@ const (
 	KindAmbiguous   Kind = "ambiguous-record"  // the running digest recorded differs between clusters: left as is
 	KindPlatform    Kind = "platform-digest"   // the running digest is a platform manifest of an index the tag no longer points at
 	KindSkipped     Kind = "skipped"           // not a regular file (a named pipe, a device, a symlink to nothing): not read
+	KindUnrendered  Kind = "unrendered"        // a kustomization or chart (or a file it names) could not be rendered
+	KindLeftOut     Kind = "left-out"          // left out of a render on purpose: a remote base, a dependency not in charts/
 )
 
 // Kinds is every finding kind, for outputs that list rules.
 var Kinds = []Kind{KindUnpinned, KindInvalid, KindBroken, KindUnresolved, KindUnverified, KindAtRisk,
 	KindUntagged, KindNotEdited, KindNoRecord, KindUnparseable, KindTemplate, KindUnwritable, KindChanged,
-	KindAmbiguous, KindPlatform, KindSkipped}
+	KindAmbiguous, KindPlatform, KindSkipped, KindUnrendered, KindLeftOut}
 
 // Level is "error", "warning" or "note", as SARIF and GitHub name them.
 func (k Kind) Level() string {
 	switch k {
-	case KindInvalid, KindBroken, KindUnparseable, KindUnwritable, KindUnresolved, KindChanged, KindPlatform:
+	case KindInvalid, KindBroken, KindUnparseable, KindUnwritable, KindUnresolved, KindChanged, KindPlatform, KindUnrendered:
 		return "error"
-	case KindTemplate, KindNoRecord, KindSkipped:
+	case KindTemplate, KindNoRecord, KindSkipped, KindLeftOut:
 		return "note"
 	}
 	return "warning"
@@ -80,7 +82,7 @@ func (k Kind) Fails() bool { return k == KindUnpinned || k == KindInvalid || k =
 // be done (exit 3 when nothing fails).
 func (k Kind) Incomplete() bool {
 	switch k {
-	case KindUnparseable, KindUnwritable, KindUnresolved, KindUnverified, KindChanged, KindAmbiguous, KindPlatform:
+	case KindUnparseable, KindUnwritable, KindUnresolved, KindUnverified, KindChanged, KindAmbiguous, KindPlatform, KindUnrendered:
 		return true
 	}
 	return false
@@ -121,6 +123,10 @@ func (k Kind) Describe() string {
 		return "not pinned: the running digest is a platform manifest of an index the tag no longer points at"
 	case KindSkipped:
 		return "not a regular file: skipped"
+	case KindUnrendered:
+		return "a kustomization or chart could not be rendered, whole or in part"
+	case KindLeftOut:
+		return "left out of a render on purpose (a remote base, a dependency not in charts/)"
 	}
 	return string(k)
 }

@@ -3,13 +3,14 @@ package pin
 import (
 	"bytes"
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/regcheck/regcheck/manifest"
 )
 
 var (
@@ -127,7 +128,7 @@ func TestRewriteTricky(t *testing.T) {
 	for _, tc := range tricky {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			if _, err := decodeAll([]byte(tc.data)); err != nil {
+			if _, err := manifest.Documents([]byte(tc.data)); err != nil {
 				t.Fatalf("test input does not parse: %v", err)
 			}
 			n := 0
@@ -148,11 +149,11 @@ func TestRewriteTricky(t *testing.T) {
 // keys they added.
 func compareTrees(t *testing.T, in, out []byte, edits []edit) {
 	t.Helper()
-	a, err := decodeAll(in)
+	a, err := manifest.Documents(in)
 	if err != nil {
 		t.Fatalf("input no longer parses: %v", err)
 	}
-	b, err := decodeAll(out)
+	b, err := manifest.Documents(out)
 	if err != nil {
 		t.Fatalf("output does not parse: %v\n%q", err, out)
 	}
@@ -243,18 +244,4 @@ func withoutDigest(t *testing.T, x *yaml.Node, yc []*yaml.Node, i int) []*yaml.N
 		}
 	}
 	return out
-}
-
-func decodeAll(data []byte) ([]*yaml.Node, error) {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var docs []*yaml.Node
-	for {
-		var n yaml.Node
-		if err := dec.Decode(&n); errors.Is(err, io.EOF) {
-			return docs, nil
-		} else if err != nil {
-			return nil, err
-		}
-		docs = append(docs, &n)
-	}
 }

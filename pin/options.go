@@ -8,6 +8,10 @@ type Option func(*options)
 type options struct {
 	update     bool
 	pullPolicy string
+	// entryTags gives, by the position of its name: value, the newTag a
+	// kustomization images entry without one gains with its digest (see
+	// kustomizeEdit): pinning a rendered tree sets it.
+	entryTags map[[2]int]string
 }
 
 // WithUpdate moves references that are already pinned (@digest) to the

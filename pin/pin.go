@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/distribution/reference"
@@ -143,7 +144,7 @@ func (rw *rewriting) pin(want *manifest.Image, s manifest.Site, d string) {
 	var e []edit
 	var err error
 	if s.Entry != nil {
-		c.New, e, err = kustomizeEdit(rw.t, s, d)
+		c.New, e, err = kustomizeEdit(rw.t, s, d, rw.o.entryTags[[2]int{s.Line, s.Column}])
 	} else {
 		c.New = withDigest(s.Ref, d)
 		e, err = valueEdit(rw.t, s.Value, c.New)
@@ -229,9 +230,16 @@ func valueEdit(t *text, n *yaml.Node, s string) ([]edit, error) {
 
 // kustomizeEdit sets the digest of a kustomization images entry: it
 // replaces the digest: value, or adds a digest: key after newTag (else
-// after newName or name) in the entry's style and indentation.
-func kustomizeEdit(t *text, s manifest.Site, d string) (string, []edit, error) {
+// after newName or name) in the entry's style and indentation. With tag,
+// an entry without newTag: gains one too, before the digest: (an entry
+// that renames an image keeps the tag it inherits once it has a digest).
+func kustomizeEdit(t *text, s manifest.Site, d, tag string) (string, []edit, error) {
 	ref, _, _ := strings.Cut(s.Ref, "@")
+	keys := []string{"digest: " + d}
+	if tag != "" && !hasKey(s.Entry, "newTag") && !hasKey(s.Entry, "digest") {
+		ref += ":" + tag
+		keys = []string{"newTag: " + plainOrQuoted(tag), keys[0]}
+	}
 	newRef := ref + "@" + d
 	// Place the new key after newTag, else after name or newName,
 	// whichever comes last.
@@ -255,11 +263,32 @@ func kustomizeEdit(t *text, s manifest.Site, d string) (string, []edit, error) {
 		return newRef, nil, err
 	}
 	if s.Entry.Style&yaml.FlowStyle != 0 {
-		return newRef, []edit{{sp.end + closeQuote(t, after), sp.end + closeQuote(t, after), ", digest: " + d}}, nil
+		return newRef, []edit{{sp.end + closeQuote(t, after), sp.end + closeQuote(t, after), ", " + strings.Join(keys, ", ")}}, nil
 	}
 	end, br := t.lineEnd(sp.end)
 	indent := strings.Repeat(" ", s.Entry.Column-1) // where the entry's keys start
-	return newRef, []edit{{end, end, br + indent + "digest: " + d}}, nil
+	return newRef, []edit{{end, end, br + indent + strings.Join(keys, br+indent)}}, nil
+}
+
+// hasKey reports whether mapping m has key.
+func hasKey(m *yaml.Node, key string) bool {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return true
+		}
+	}
+	return false
+}
+
+// plainOrQuoted writes s as a YAML string: plain when it reads back as
+// that string, double-quoted otherwise (a tag such as 1.25 would read as
+// a number).
+func plainOrQuoted(s string) string {
+	var m map[string]any
+	if yaml.Unmarshal([]byte("v: "+s), &m) == nil && m["v"] == s {
+		return s
+	}
+	return strconv.Quote(s)
 }
 
 // closeQuote is 1 when n is quoted: its closing quote follows its value.

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/regcheck/regcheck/manifest"
+	"github.com/regcheck/regcheck/render"
 	"github.com/regcheck/regcheck/scan"
 )
 
@@ -55,6 +56,9 @@ type Config struct {
 	// file, outside its folder); otherwise such a file is left as is
 	// (KindUnwritable).
 	FollowSymlinks bool
+	// HelmValues are the values files the charts under the roots are
+	// rendered with, after their values.yaml (see render.WithValues).
+	HelmValues []render.ValuesFile
 }
 
 // File is one file Run read. New differs from Old when Run changed (or
@@ -95,16 +99,28 @@ func (r *Report) Changed() []File {
 // file named explicitly is read whatever its name). A file that does not
 // parse is reported and left as is; the run goes on. Run fails only on a
 // bad Config or when ctx ends.
+//
+// Kustomizations and charts are rendered (see render.Find) and each image
+// they render is pinned where it is set: the images: entry that names it
+// last (its digest:), the manifest's image: when no kustomization renames
+// it in a way that would carry the digest along, or the values key (the
+// tag gains @digest, or the digest key the template uses is set). Every
+// app is rendered again with the edits, before anything is written: an
+// edit that changes more than the images it pins is not made.
 func Run(ctx stdctx.Context, roots []string, c Config) (*Report, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	r, parsed := c.read(roots)
+	trees := c.render(roots)
+	r, parsed := c.read(trees)
+	uses := c.uses(trees)
 	if c.Check {
 		r.Findings = append(r.Findings, c.check(parsed)...)
+		r.Findings = append(r.Findings, c.checkRendered(uses)...)
 		return r, nil
 	}
 	p := newPlanner(c, parsed)
+	p.addUses(uses)
 	if err := p.resolve(ctx); err != nil {
 		return r, err
 	}
@@ -113,17 +129,21 @@ func Run(ctx stdctx.Context, roots []string, c Config) (*Report, error) {
 		r.Findings = append(r.Findings, p.findings(pf.imgs)...)
 		c.edit(r, &r.Files[i], pf, p.lookup)
 	}
+	c.pinRendered(r, trees, uses, p)
 	r.Requests = c.Scanner.Requests()
 	return r, ctx.Err()
 }
 
-// read reads and parses the manifest files under roots. A file that
-// cannot be read or parsed is a finding, and is left out.
-func (c Config) read(roots []string) (*Report, []parsedFile) {
+// read reads and parses the manifest files of trees no kustomization or
+// chart owns. A file that cannot be read or parsed is a finding, and is
+// left out; so is each problem the tree's walk and render met.
+func (c Config) read(trees []*render.Tree) (*Report, []parsedFile) {
 	r := &Report{}
 	var parsed []parsedFile
-	for _, root := range roots {
-		for _, p := range c.files(root, r) {
+	for _, t := range trees {
+		root := t.Root
+		r.Findings = append(r.Findings, treeFindings(t)...)
+		for _, p := range t.Plain {
 			data, err := manifest.ReadFile(p)
 			if err != nil {
 				r.Findings = append(r.Findings, readFinding(p, err))
@@ -256,17 +276,27 @@ func parseFinding(file string, err error) Finding {
 	return f
 }
 
-// files lists the manifest files under root, leaving out excluded ones.
-// Problems reading the tree are added to r.
-func (c Config) files(root string, r *Report) []string {
-	out, errs := manifest.Files([]string{root}, c.excluded)
-	for _, err := range errs {
-		f := Finding{Kind: KindUnwritable, File: root, Message: err.Error()}
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
+// treeFindings are the problems the walk of t (KindUnwritable) and its
+// render (KindUnrendered; KindLeftOut for what was left out on purpose)
+// met.
+func treeFindings(t *render.Tree) []Finding {
+	var out []Finding
+	for _, err := range t.Errs {
+		f := Finding{Kind: KindUnwritable, File: t.Root, Message: err.Error()}
+		var (
+			pe *fs.PathError
+			re *render.Error
+		)
+		switch {
+		case errors.As(err, &re):
+			f.Kind, f.File, f.Line, f.Message = KindUnrendered, re.File, re.Line, re.Msg
+			if re.Notice {
+				f.Kind = KindLeftOut
+			}
+		case errors.As(err, &pe):
 			f.File = pe.Path
 		}
-		r.Findings = append(r.Findings, f)
+		out = append(out, f)
 	}
 	return out
 }

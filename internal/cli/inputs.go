@@ -12,7 +12,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/spf13/pflag"
+
 	"github.com/regcheck/regcheck/manifest"
+	"github.com/regcheck/regcheck/render"
 	"github.com/regcheck/regcheck/scan"
 )
 
@@ -21,6 +24,7 @@ type inputs struct {
 	args       []string
 	imagesFrom string
 	filenames  []string
+	helmValues []string // --helm-values [CHART=]FILE, for the charts under filenames
 }
 
 // read returns targets, logging each problem with an input (logInputErrors)
@@ -53,7 +57,7 @@ func (in inputs) collect(stdin io.Reader) ([]scan.Target, []scan.InputError) {
 		if path == "-" {
 			imgs, errs = readManifestStdin(stdin)
 		} else {
-			imgs, errs = manifest.Find([]string{path})
+			imgs, errs = render.Images(path, render.WithValues(helmValues(in.helmValues)...))
 		}
 		for _, err := range errs {
 			problems = append(problems, inputError(path, err))
@@ -66,6 +70,21 @@ func (in inputs) collect(stdin io.Reader) ([]scan.Target, []scan.InputError) {
 		}
 	}
 	return out, problems
+}
+
+// helmValues reads --helm-values: [CHART=]FILE each.
+func helmValues(flags []string) []render.ValuesFile {
+	var out []render.ValuesFile
+	for _, v := range flags {
+		out = append(out, render.ParseValuesFile(v))
+	}
+	return out
+}
+
+// addHelmValues adds --helm-values to a command that reads manifests,
+// read into into.
+func addHelmValues(fl *pflag.FlagSet, into *[]string) {
+	fl.StringArrayVar(into, "helm-values", nil, "values file for the Helm charts found, after each chart's values.yaml, as helm -f (repeatable; CHART=FILE for the chart in folder CHART only)")
 }
 
 // readStdin reads standard input whole, up to manifest.MaxFileSize bytes:
@@ -102,12 +121,15 @@ func inputError(source string, err error) scan.InputError {
 	var (
 		skip  *manifest.SkipError
 		parse *manifest.ParseError
+		rerr  *render.Error
 		pe    *fs.PathError
 		line  *lineError
 	)
 	switch {
 	case errors.As(err, &skip):
 		ie.Source, ie.Message, ie.Notice = skip.File, "skipped: "+skip.Reason, true
+	case errors.As(err, &rerr):
+		ie.Source, ie.Line, ie.Message, ie.Notice = rerr.File, rerr.Line, rerr.Msg, rerr.Notice
 	case errors.As(err, &parse):
 		ie.Source, ie.Line, ie.Message = parse.File, parse.Line, parse.Msg
 	case errors.As(err, &line):
@@ -157,6 +179,24 @@ func (in inputs) validate() error {
 			continue
 		}
 		if err := mustExist("-f", p); err != nil {
+			return err
+		}
+	}
+	return validHelmValues(in.helmValues, len(in.filenames) > 0)
+}
+
+// validHelmValues rejects --helm-values without -f (or PATH), naming a
+// file that is not there, or a CHART that is no chart's folder.
+func validHelmValues(flags []string, files bool) error {
+	if len(flags) > 0 && !files {
+		return errors.New("--helm-values is for the charts of -f: give -f")
+	}
+	for _, v := range flags {
+		vf := render.ParseValuesFile(v)
+		if err := mustExist("--helm-values", vf.File); err != nil {
+			if chart, _, ok := strings.Cut(v, "="); ok && mustExist("", chart) == nil {
+				return fmt.Errorf("--helm-values %s: %s holds no Chart.yaml", v, chart)
+			}
 			return err
 		}
 	}

@@ -33,6 +33,7 @@ type pinFlags struct {
 	kube           kubeFlags
 	output         string
 	followSymlinks bool
+	helmValues     []string
 }
 
 func newPinCmd(s Streams, g *globals) *cobra.Command {
@@ -69,6 +70,16 @@ not write through a symlink that resolves outside the PATH it was found
 under (for a PATH that is a file, outside its folder): such a file is left
 as is and reported (unwritable), unless --follow-symlinks.
 
+A folder with a kustomization or a Chart.yaml is rendered as scan -f
+renders it, and each image is pinned where it is set: the images: entry
+that names it last gains digest: (and newTag: when it renames without
+one), a manifest's image: is pinned only when no kustomization renames it
+in a way that would carry the digest along, a values key gains @digest
+(or the digest key the chart's template uses is set). Templates are
+never edited; a reference no single place sets is reported, with why.
+Every kustomization and chart is rendered again with the edits first: an
+edit that would change anything but the images it pins is not made.
+
 Only regular files (or symlinks to one) of at most 16 MiB are read; a
 named pipe, a device or a symlink to nothing is skipped with a notice
 (skipped). Helm templates are skipped with a notice; references reached through YAML
@@ -103,6 +114,7 @@ could not be handled (nothing else failed).`,
 	f.kube.addTo(fl)
 	fl.StringVarP(&f.output, "output", "o", "text", "output of --check: "+strings.Join(report.PinCheckFormats, ", "))
 	fl.BoolVar(&f.followSymlinks, "follow-symlinks", false, "with --write, also write through symlinks that resolve outside the PATH they were found under")
+	addHelmValues(fl, &f.helmValues)
 	f.registry.addTo(fl, true)
 	return cmd
 }
@@ -152,6 +164,7 @@ func (f *pinFlags) config(cmd *cobra.Command, g *globals) (pin.Config, error) {
 	c := pin.Config{
 		Check: f.check, Write: f.write, Update: f.update, AllowBroken: f.allowBroken,
 		PullPolicy: f.pullPolicy, Exclude: f.exclude, FollowSymlinks: f.followSymlinks,
+		HelmValues: helmValues(f.helmValues),
 	}
 	if !slices.Contains(report.PinCheckFormats, f.output) {
 		return c, fmt.Errorf("-o %q: want %s", f.output, strings.Join(report.PinCheckFormats, ", "))
@@ -178,6 +191,9 @@ func (f *pinFlags) config(cmd *cobra.Command, g *globals) (pin.Config, error) {
 		if err := mustExist("", p); err != nil {
 			return c, err
 		}
+	}
+	if err := validHelmValues(f.helmValues, true); err != nil {
+		return c, err
 	}
 	if f.imagesOnly != "" {
 		re, err := regexp.Compile(f.imagesOnly)

@@ -46,6 +46,16 @@ notice that does not (pipe manifests to -f - instead), as is a Helm
 template. A path given to -f or --images-from that does not exist is a
 usage error.
 
+A folder with a kustomization is read as kustomize builds it: each
+kustomization no other one in the tree includes is rendered (in memory;
+remote bases are not fetched, a notice says so), and each image's use
+points at the line that sets it: the images: entry that names it last, or
+the manifest's image:. A folder with a Chart.yaml is rendered with Helm's
+engine from its values.yaml and each --helm-values file, and each use
+points at the values key that sets the reference (the tag's, for a
+repository and tag in two keys). The files they own are not read on their
+own; a placeholder an overlay renames is never scanned.
+
 With --storage DIR (the registry's rootdirectory, as gc-check reads it) the
 same walk reads the registry's filesystem storage instead of its API: no
 HTTP, the same verdicts. A storage holds no host name: the images must name
@@ -76,6 +86,7 @@ nothing at or above --fail-on found).`,
 	fl := cmd.Flags()
 	fl.StringArrayVarP(&f.filenames, "filename", "f", nil, "Kubernetes YAML file or folder to read image references from (repeatable; folders are read recursively)")
 	fl.StringVar(&f.imagesFrom, "images-from", "", "file with one image reference per line (# comments; - for stdin)")
+	addHelmValues(fl, &f.helmValues)
 	fl.StringVarP(&f.output, "output", "o", "table", "output format: "+strings.Join(report.Formats(), ", "))
 	fl.StringVar(&f.failOn, "fail-on", "broken", "exit 1 when a finding is at least this bad: broken, high, at-risk, info or never")
 	f.registry.addTo(fl, true)

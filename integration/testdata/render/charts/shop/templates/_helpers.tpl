@@ -1,0 +1,3 @@
+{{- define "shop.name" -}}
+{{ .Release.Name }}-{{ .Chart.Name }}
+{{- end -}}
