@@ -653,46 +653,30 @@ func valuesCheck(a []any, out []byte, doc int, path, value string) error {
 	return nil
 }
 
-// setAt sets the value at steps (keys and indexes) under v.
+// setAt sets the value at steps (keys and indexes) under v, adding the
+// last key when it is not there.
 func setAt(v any, steps []any, value any) (any, bool) {
 	if len(steps) == 0 {
 		return value, true
 	}
+	k, isKey := steps[0].(string)
+	i, isIndex := steps[0].(int)
+	var ok bool
 	switch x := v.(type) {
 	case map[string]any:
-		k, ok := steps[0].(string)
-		if !ok {
-			return v, false
+		if isKey {
+			x[k], ok = setAt(x[k], steps[1:], value)
 		}
-		if len(steps) == 1 {
-			x[k] = value
-			return x, true
-		}
-		nv, ok := setAt(x[k], steps[1:], value)
-		x[k] = nv
-		return x, ok
 	case map[any]any: // a mapping with a key that is not a string
-		k, ok := steps[0].(string)
-		if !ok {
-			return v, false
+		if isKey {
+			x[k], ok = setAt(x[k], steps[1:], value)
 		}
-		if len(steps) == 1 {
-			x[k] = value
-			return x, true
-		}
-		nv, ok := setAt(x[k], steps[1:], value)
-		x[k] = nv
-		return x, ok
 	case []any:
-		i, ok := steps[0].(int)
-		if !ok || i >= len(x) {
-			return v, false
+		if isIndex && i < len(x) {
+			x[i], ok = setAt(x[i], steps[1:], value)
 		}
-		nv, ok := setAt(x[i], steps[1:], value)
-		x[i] = nv
-		return x, ok
 	}
-	return v, false
+	return v, ok
 }
 
 // pathSteps splits a dotted values path (render's: plain keys, quoted
