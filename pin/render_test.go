@@ -354,3 +354,25 @@ func FuzzValuesEdit(f *testing.F) {
 		}
 	})
 }
+
+// TestRunRenderedRemoteBase: an overlay whose base is remote gets the
+// entries naming its images pinned, as a kustomization on its own would.
+func TestRunRenderedRemoteBase(t *testing.T) {
+	t.Parallel()
+	host, s := testRegistry(t)
+	api := pushImage(t, host+"/api:v2", "api")
+	dir := writeFiles(t, map[string]string{
+		"prod/kustomization.yaml": "resources:\n  - github.com/org/api//deploy?ref=v1 # remote\nimages:\n  - name: api\n    newName: " + host + "/api\n    newTag: v2\n",
+	})
+	r, err := Run(stdctx.Background(), []string{dir}, Config{Scanner: s, Write: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(filepath.Join(dir, "prod", "kustomization.yaml"))
+	if want := "    newTag: v2\n    digest: " + api + "\n"; !strings.HasSuffix(string(got), want) || len(r.Changes) != 1 {
+		t.Errorf("got\n%s\nwant it to end\n%s\n%v %v", got, want, r.Changes, r.Findings)
+	}
+	if len(r.Findings) != 1 || r.Findings[0].Kind != KindLeftOut {
+		t.Errorf("findings %v, want the remote base left out", r.Findings)
+	}
+}

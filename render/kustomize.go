@@ -41,6 +41,7 @@ type kust struct {
 	problems  []*Error // its own: the references left out
 	err       *Error   // it could not be read
 	emptied   bool     // nothing is left once the references left out are
+	remote    bool     // a remote base was left out
 }
 
 // entry is an images: entry and where its name: value is written.
@@ -254,6 +255,7 @@ func (g *kgraph) ref(n *kust, s string, dirOK, component bool) {
 	e := &Error{File: display(g.root, n.file), Line: lineOf(n.raw, s)}
 	switch {
 	case remote(s):
+		n.remote = true
 		e.Notice, e.Msg = true, fmt.Sprintf("remote %s not fetched: what it holds is not rendered", s)
 	case err == nil && fi.IsDir():
 		e.Msg = fmt.Sprintf("%s: a folder with no kustomization.yaml; left out of the render", s)
@@ -649,6 +651,7 @@ func (t *Tree) renderRoot(g *kgraph, dir string, plain, marked filesys.FileSyste
 		a, b := sites[i].Image, msites[i].Image
 		same = a.Kind == b.Kind && a.Namespace == b.Namespace && a.Name == b.Name && a.Container == b.Container && a.Field == b.Field
 	}
+	seen := map[int]bool{}
 	for i, s := range sites {
 		u := Use{Image: s.Image}
 		u.File, u.Line, u.Column = kfile, 0, 0
@@ -656,11 +659,53 @@ func (t *Tree) renderRoot(g *kgraph, dir string, plain, marked filesys.FileSyste
 		if same {
 			_, tag, _ := splitRef(msites[i].Ref)
 			if j, ok := mk.only(tag); ok {
+				seen[j] = true
 				t.origin(g, &u, items[j])
 			}
 		}
 		app.Uses = append(app.Uses, u)
 	}
+	if same {
+		app.Uses = append(app.Uses, t.unmatched(g, dir, items, seen)...)
+	}
+}
+
+// unmatched are, for a root some remote base was left out of, the images
+// entries of its kustomizations that name a whole reference (a newTag or
+// a digest) and that nothing rendered matched: most likely they name the
+// images of the remote base, so they are read as written, as for a
+// kustomization file on its own.
+func (t *Tree) unmatched(g *kgraph, dir string, items []markItem, seen map[int]bool) []Use {
+	reach := g.reach([]string{dir})
+	if !slices.ContainsFunc(reach, func(d string) bool { return g.nodes[d].remote }) {
+		return nil
+	}
+	var out []Use
+	for j, it := range items {
+		if it.node == nil || seen[j] || !slices.Contains(reach, it.node.dir) {
+			continue
+		}
+		e := it.node.entries[it.entry]
+		if e.NewTag == "" && e.Digest == "" {
+			continue
+		}
+		ref := cmp.Or(e.NewName, e.Name)
+		if e.NewTag != "" {
+			ref += ":" + e.NewTag
+		}
+		if e.Digest != "" {
+			ref += "@" + e.Digest
+		}
+		file := display(g.root, it.file)
+		u := Use{Image: manifest.Image{Ref: ref, File: file, Line: it.line, Column: it.col, Kind: "Kustomization",
+			Name: display(g.root, dir), Container: e.Name, Field: "images"}}
+		u.Origin = Origin{Kind: ImagesEntry, Edit: &Edit{Op: EntryDigest, File: file, Line: it.line, Column: it.col}}
+		if it.line == 0 {
+			u.Origin.Edit, u.Origin.Why = nil, "an images entry whose place in the kustomization is not known (imageTags:?): pin it by hand"
+		}
+		out = append(out, u)
+	}
+	return out
 }
 
 // origin sets u's origin to the literal or images entry it marks.

@@ -293,3 +293,27 @@ spec:
 		"D/notyaml/templates/x.yaml: what it renders is not YAML: D/notyaml/templates/x.yaml:2: did not find expected node content",
 	})
 }
+
+// TestFindRemoteBase: a root whose remote base is left out keeps the
+// images its entries name in full, as written, since they most likely
+// name the remote base's images; entries something rendered matched are
+// read from the render.
+func TestFindRemoteBase(t *testing.T) {
+	t.Parallel()
+	dir := writeTree(t, map[string]string{
+		"base/kustomization.yaml": "resources: [deploy.yaml]\n",
+		"base/deploy.yaml":        deployment("app", "app"),
+		"prod/kustomization.yaml": "resources:\n- ../base\n- github.com/org/api//deploy?ref=v1\nimages:\n- name: app\n  newTag: v9\n" +
+			"- name: api\n  newName: reg.example.com/api\n  newTag: \"2.0\"\n- name: cli\n  newName: reg.example.com/cli\n" +
+			"- {name: db, digest: sha256:" + strings.Repeat("c", 64) + "}\n",
+	})
+	tr := Find(dir)
+	check(t, "uses", under(dir, uses(tr)), []string{
+		"D/prod/kustomization.yaml:5 Deployment /app c0 app:v9 images-entry entry-digest",
+		"D/prod/kustomization.yaml:7 Kustomization /D/prod api reg.example.com/api:2.0 images-entry entry-digest",
+		"D/prod/kustomization.yaml:12 Kustomization /D/prod db db@sha256:" + strings.Repeat("c", 64) + " images-entry entry-digest",
+	})
+	check(t, "errors", under(dir, errs(tr)), []string{
+		"notice D/prod/kustomization.yaml:3: remote github.com/org/api//deploy?ref=v1 not fetched: what it holds is not rendered",
+	})
+}
