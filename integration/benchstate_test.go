@@ -24,6 +24,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/regcheck/regcheck/internal/fixture"
 	"github.com/regcheck/regcheck/internal/testregistry"
 	"github.com/regcheck/regcheck/scan"
 )
@@ -276,7 +277,7 @@ func single(repo, tag string, rng *rand.Rand, mt types.MediaType) genSingle {
 	for i := range own {
 		layers = append(layers, static.NewLayer(fmt.Appendf(nil, "%s:%s own layer %d", repo, tag, i), types.DockerLayer))
 	}
-	img := benchImage(mt, v1.Platform{OS: "linux", Architecture: "amd64"}, layers...)
+	img := fixture.BuildImage(mt, v1.Platform{OS: "linux", Architecture: "amd64"}, layers...)
 	d, _ := img.Digest()
 	dl, _ := layers[2].Digest()
 	return genSingle{tag: tag, digest: d.String(), layer: dl.String(), img: img}
@@ -296,7 +297,7 @@ func (rp *genRepo) index(repo, tag string, rng *rand.Rand, mt types.MediaType, a
 	for i, p := range platforms {
 		plat, _ := v1.ParsePlatform(p)
 		own := static.NewLayer(fmt.Appendf(nil, "%s:%s %s own layer", repo, tag, p), types.DockerLayer)
-		img := benchImage(imt, *plat, append(baseLayers(base), own)...)
+		img := fixture.BuildImage(imt, *plat, append(baseLayers(base), own)...)
 		d := rp.add(img)
 		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: plat}})
 		children = append(children, d)
@@ -340,53 +341,12 @@ func (rp *genRepo) add(img v1.Image) string {
 	return d.String()
 }
 
-// benchImage builds a deterministic image of the media type for the platform.
-func benchImage(mt types.MediaType, p v1.Platform, layers ...v1.Layer) v1.Image {
-	img := mutate.MediaType(empty.Image, mt)
-	if mt == types.OCIManifestSchema1 {
-		img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
-	}
-	img, err := mutate.AppendLayers(img, layers...)
-	if err != nil {
-		panic(err) // static layers cannot fail
-	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		panic(err)
-	}
-	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture, cf.Variant = p.OS, p.Architecture, p.Variant
-	if img, err = mutate.ConfigFile(img, cf); err != nil {
-		panic(err)
-	}
-	return img
-}
-
 // benchAttestation is an attestation manifest for subject as buildx
 // pushes one: an in-toto layer, and a config whose platform is
 // unknown/unknown (crane's validate requires a platform in every child's
 // config).
 func benchAttestation(subject v1.Image) v1.Image {
-	d, _ := subject.Digest()
-	statement := fmt.Sprintf(`{"_type":"https://in-toto.io/Statement/v0.1","predicateType":"https://slsa.dev/provenance/v0.2","subject":[{"digest":{"sha256":%q}}]}`, d.Hex)
-	img := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
-	img, err := mutate.Append(img, mutate.Addendum{
-		Layer:       static.NewLayer([]byte(statement), "application/vnd.in-toto+json"),
-		Annotations: map[string]string{"in-toto.io/predicate-type": "https://slsa.dev/provenance/v0.2"},
-	})
-	if err != nil {
-		panic(err)
-	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		panic(err)
-	}
-	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = "unknown", "unknown"
-	if img, err = mutate.ConfigFile(img, cf); err != nil {
-		panic(err)
-	}
-	return img
+	return fixture.WithPlatform(fixture.BuildAttestation(subject), v1.Platform{OS: "unknown", Architecture: "unknown"})
 }
 
 // pushRepo pushes a repository's images: the old v1 first, when there is
