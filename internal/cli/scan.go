@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -100,109 +101,146 @@ nothing at or above --fail-on found).`,
 }
 
 func runScan(cmd *cobra.Command, s Streams, g *globals, f *scanFlags) error {
-	threshold, err := parseFailOn(f.failOn)
+	if err := f.check(); err != nil {
+		return usageError(err)
+	}
+	run, err := newScanRun(cmd.Context(), s, g, f)
 	if err != nil {
 		return usageError(err)
 	}
-	renderer, err := report.For(f.output)
-	if err != nil {
-		return usageError(err)
+	defer run.prog.end()
+	if f.cluster {
+		return run.cluster(cmd.Context())
 	}
-	pub, err := f.metrics.publisher("scan")
-	if err != nil {
-		return usageError(err)
-	}
-	renderer = pub.around(cmd.Context(), renderer)
+	return run.inputs(cmd.Context())
+}
+
+// check rejects flags that do not go together.
+func (f *scanFlags) check() error {
 	if err := f.validate(); err != nil {
-		return usageError(err)
+		return err
 	}
 	hasInputs := len(f.args) > 0 || f.imagesFrom != "" || len(f.filenames) > 0
 	switch {
 	case f.cluster && hasInputs:
-		return usageError(errors.New("--cluster reads its images from the cluster: give no references, --images-from or -f with it"))
+		return errors.New("--cluster reads its images from the cluster: give no references, --images-from or -f with it")
 	case !f.cluster && !hasInputs:
-		return usageError(errors.New("nothing to scan: give image references, --images-from, -f or --cluster"))
+		return errors.New("nothing to scan: give image references, --images-from, -f or --cluster")
 	case !f.cluster && f.kube.set():
-		return usageError(errors.New("--kubeconfig, --context, -n and -A go with --cluster"))
+		return errors.New("--kubeconfig, --context, -n and -A go with --cluster")
+	case f.pullSecrets && !f.cluster:
+		return errors.New("--pull-secrets goes with --cluster")
 	}
-	if f.pullSecrets && !f.cluster {
-		return usageError(errors.New("--pull-secrets goes with --cluster"))
-	}
-	if err := f.storage.validate(f.cluster); err != nil {
-		return usageError(err)
-	}
-	shard, err := f.shard.shard(os.Getenv)
-	if err != nil {
-		return usageError(err)
-	}
-	prog := startProgress(g) // a progress line when stderr is a terminal
-	defer prog.end()
-	renderer = prog.around(renderer)
-	opts := append(f.registry.options(g), prog.options()...)
-	scanner, err := scan.New(opts...) // validates the options before anything is contacted
-	if err != nil {
-		return usageError(err)
-	}
-	if f.cluster {
-		kt, err := f.kube.connect()
-		if err != nil {
-			return err
-		}
-		inv, err := kt.inventory(cmd.Context(), g.logger)
-		if err != nil {
-			return err
-		}
-		inv = shardInventory(shard, inv)
-		var res *scan.Result
-		if f.pullSecrets {
-			res, err = cluster.CheckWithPullSecrets(cmd.Context(), kt.client, inv, opts...)
-		} else {
-			res, err = cluster.Check(cmd.Context(), scanner, inv)
-		}
-		if err != nil {
-			return &exitError{code: ExitIncomplete, err: err}
-		}
-		res.Shard = shard
-		addFlagHints(res)
-		if err := renderer.Render(s.Out, res); err != nil {
-			return fmt.Errorf("writing the report: %w", err)
-		}
-		return exitFor(res, threshold)
-	}
-	targets, inputErrs := f.collect(s.In)
-	incomplete := logInputErrors(g.logger, inputErrs)
-	if len(targets) == 0 {
-		if incomplete {
-			// Nothing to scan, but the report says which inputs failed.
-			res := &scan.Result{Started: time.Now(), InputErrors: inputErrs, Shard: shard}
-			if err := renderer.Render(s.Out, res); err != nil {
-				return fmt.Errorf("writing the report: %w", err)
-			}
-			return &exitError{code: ExitIncomplete, err: errors.New("no image references could be read")}
-		}
-		return usageError(errors.New("no image references found in the inputs"))
-	}
+	return f.storage.validate(f.cluster)
+}
 
-	host := ""
-	if f.storage.dir != "" {
-		if scanner, host, err = f.storage.scanner(targets, opts); err != nil {
-			return err
-		}
+// scanRun is one scan command's run: what its flags made, before anything
+// is contacted.
+type scanRun struct {
+	s         Streams
+	g         *globals
+	f         *scanFlags
+	threshold scan.Severity
+	renderer  report.Renderer
+	shard     *scan.Shard
+	opts      []scan.Option
+	scanner   *scan.Scanner
+	prog      *progress
+}
+
+// newScanRun parses the flags into a run: the threshold, the renderer
+// (publishing metrics and clearing the progress line around it), the
+// shard, and a Scanner whose options are validated.
+func newScanRun(ctx context.Context, s Streams, g *globals, f *scanFlags) (*scanRun, error) {
+	r := &scanRun{s: s, g: g, f: f}
+	var err error
+	if r.threshold, err = parseFailOn(f.failOn); err != nil {
+		return nil, err
 	}
-	targets, notices := f.storage.onHost(shardTargets(shard, targets), host)
-	logInputErrors(g.logger, notices)
-	inputErrs = append(inputErrs, notices...)
-	res, err := scanner.Run(cmd.Context(), targets)
+	if r.renderer, err = report.For(f.output); err != nil {
+		return nil, err
+	}
+	pub, err := f.metrics.publisher("scan")
+	if err != nil {
+		return nil, err
+	}
+	if r.shard, err = f.shard.shard(os.Getenv); err != nil {
+		return nil, err
+	}
+	r.prog = startProgress(g) // a progress line when stderr is a terminal
+	r.renderer = r.prog.around(pub.around(ctx, r.renderer))
+	r.opts = append(f.registry.options(g), r.prog.options()...)
+	if r.scanner, err = scan.New(r.opts...); err != nil {
+		r.prog.end()
+		return nil, err
+	}
+	return r, nil
+}
+
+// cluster scans what the cluster runs and will run.
+func (r *scanRun) cluster(ctx context.Context) error {
+	kt, err := r.f.kube.connect()
+	if err != nil {
+		return err
+	}
+	inv, err := kt.inventory(ctx, r.g.logger)
+	if err != nil {
+		return err
+	}
+	inv = shardInventory(r.shard, inv)
+	var res *scan.Result
+	if r.f.pullSecrets {
+		res, err = cluster.CheckWithPullSecrets(ctx, kt.client, inv, r.opts...)
+	} else {
+		res, err = cluster.Check(ctx, r.scanner, inv)
+	}
 	if err != nil {
 		return &exitError{code: ExitIncomplete, err: err}
 	}
-	res.Shard = shard
-	res.InputErrors = append(res.InputErrors, inputErrs...)
+	return r.finish(res)
+}
+
+// inputs scans the references of the arguments, --images-from and -f,
+// over the registry or, with --storage, its files.
+func (r *scanRun) inputs(ctx context.Context) error {
+	targets, inputErrs := r.f.collect(r.s.In)
+	incomplete := logInputErrors(r.g.logger, inputErrs)
+	if len(targets) == 0 {
+		if !incomplete {
+			return usageError(errors.New("no image references found in the inputs"))
+		}
+		// Nothing to scan, but the report says which inputs failed.
+		res := &scan.Result{Started: time.Now(), InputErrors: inputErrs, Shard: r.shard}
+		if err := r.renderer.Render(r.s.Out, res); err != nil {
+			return fmt.Errorf("writing the report: %w", err)
+		}
+		return &exitError{code: ExitIncomplete, err: errors.New("no image references could be read")}
+	}
+	scanner, host := r.scanner, ""
+	if r.f.storage.dir != "" {
+		var err error
+		if scanner, host, err = r.f.storage.scanner(targets, r.opts); err != nil {
+			return err
+		}
+	}
+	targets, notices := r.f.storage.onHost(shardTargets(r.shard, targets), host)
+	logInputErrors(r.g.logger, notices)
+	res, err := scanner.Run(ctx, targets)
+	if err != nil {
+		return &exitError{code: ExitIncomplete, err: err}
+	}
+	res.InputErrors = append(append(res.InputErrors, inputErrs...), notices...)
+	return r.finish(res)
+}
+
+// finish renders a result and applies the exit-code contract to it.
+func (r *scanRun) finish(res *scan.Result) error {
+	res.Shard = r.shard
 	addFlagHints(res)
-	if err := renderer.Render(s.Out, res); err != nil {
+	if err := r.renderer.Render(r.s.Out, res); err != nil {
 		return fmt.Errorf("writing the report: %w", err)
 	}
-	return exitFor(res, threshold)
+	return exitFor(res, r.threshold)
 }
 
 // failNever is a threshold no finding reaches.
