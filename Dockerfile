@@ -24,7 +24,7 @@ ARG VERSION=dev
 ARG REVISION=
 # As hack/image builds it: static, no path or build ID of this machine, no
 # symbol table; the version and revision stamped in.
-RUN CGO_ENABLED=0 go build -trimpath -buildvcs=false \
+RUN CGO_ENABLED=0 go build -trimpath -buildvcs=false -tags kustomize_disable_go_plugin_support \
       -ldflags "-s -w -buildid= -X github.com/regcheck/regcheck/internal/version.stamped=${VERSION} -X github.com/regcheck/regcheck/internal/version.stampedRevision=${REVISION}" \
       -o /out/regcheck ./cmd/regcheck \
  && CGO_ENABLED=0 go build -trimpath -buildvcs=false -o /out/demo ./hack/demo

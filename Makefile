@@ -17,8 +17,12 @@ all: build
 
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
+# kustomize (render/) links Go's plugin package for Go-plugin transformers,
+# which regcheck never loads: this tag leaves it out (about 20 MB).
+BUILD_TAGS  ?= kustomize_disable_go_plugin_support
+
 build:
-	$(GO) build -ldflags "-X github.com/regcheck/regcheck/internal/version.stamped=$(VERSION)" -o bin/regcheck ./cmd/regcheck
+	$(GO) build -tags $(BUILD_TAGS) -ldflags "-X github.com/regcheck/regcheck/internal/version.stamped=$(VERSION)" -o bin/regcheck ./cmd/regcheck
 
 # regcheck's container image, without a Docker engine (hack/image): static,
 # non-root, no base image, the same digest from the same sources, Go and CA

@@ -157,7 +157,9 @@ func goBuild(ctx context.Context, p v1.Platform, version, revision, out string) 
 	if revision != "" {
 		ldflags += " -X " + pkg + ".stampedRevision=" + revision
 	}
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false", "-ldflags", ldflags, "-o", out, "./cmd/regcheck")
+	// kustomize's Go-plugin loader links the plugin package; regcheck
+	// never loads plugins (about 20 MB less without it).
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false", "-tags", "kustomize_disable_go_plugin_support", "-ldflags", ldflags, "-o", out, "./cmd/regcheck")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+p.OS, "GOARCH="+p.Architecture)
 	if p.Architecture == "arm" && p.Variant != "" {
 		cmd.Env = append(cmd.Env, "GOARM="+strings.TrimPrefix(p.Variant, "v"))
