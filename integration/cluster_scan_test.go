@@ -92,10 +92,7 @@ func clusterScan(t *testing.T, kubeconfig string, extra ...string) (int, map[str
 	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
 		t.Fatalf("exit %d, output not JSON: %v\n%s\n%s", code, err, out.String(), errb.String())
 	}
-	byRef := map[string]*scan.Image{}
-	for _, im := range doc.Images {
-		byRef[im.Reference] = im
-	}
+	byRef := byReference(doc)
 	return code, byRef
 }
 

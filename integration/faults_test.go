@@ -95,10 +95,7 @@ func scanVia(t *testing.T, host string, imgs []fixture.Image) scanned {
 	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
 		t.Fatalf("exit %d, no JSON report: %v\n%s%s", code, err, out.String(), errb.String())
 	}
-	byRef := map[string]*scan.Image{}
-	for _, im := range doc.Images {
-		byRef[im.Reference] = im
-	}
+	byRef := byReference(doc)
 	got := map[string]outcome{}
 	for _, fx := range imgs {
 		im := byRef[fixture.Ref(host, "gc/", fx.Name, "v1")]

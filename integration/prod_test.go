@@ -68,10 +68,7 @@ func (c *prodCLI) scanJSON(t *testing.T, wantCode int, args ...string) (map[stri
 	if r.code != wantCode {
 		t.Errorf("%s: exit %d, want %d\n%s", r, r.code, wantCode, lastLines(r.err, 30))
 	}
-	byRef := map[string]*scan.Image{}
-	for _, im := range doc.Images {
-		byRef[im.Reference] = im
-	}
+	byRef := byReference(doc)
 	return byRef, doc
 }
 

@@ -95,6 +95,15 @@ func targets(imgs []fixture.Image) []scan.Target {
 	return out
 }
 
+// byReference indexes a JSON report's images by their reference.
+func byReference(doc report.Document) map[string]*scan.Image {
+	out := make(map[string]*scan.Image, len(doc.Images))
+	for _, im := range doc.Images {
+		out[im.Reference] = im
+	}
+	return out
+}
+
 func byName(t *testing.T, res *scan.Result, imgs []fixture.Image) map[string]*scan.Image {
 	t.Helper()
 	if len(res.Images) != len(imgs) {
