@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"github.com/regcheck/regcheck/types"
 	"strings"
 
 	"github.com/regcheck/regcheck/imageref"
@@ -12,10 +13,10 @@ import (
 
 // Targets turns an inventory into scan targets: one use per container, with
 // its owner, pod, node, pull policy and running digest.
-func Targets(inv *inventory.Inventory) []scan.Target {
-	out := make([]scan.Target, 0, len(inv.Containers))
+func Targets(inv *inventory.Inventory) []types.Target {
+	out := make([]types.Target, 0, len(inv.Containers))
 	for _, c := range inv.Containers {
-		out = append(out, scan.Target{Ref: c.Image, Uses: []scan.Use{{
+		out = append(out, types.Target{Ref: c.Image, Uses: []types.Use{{
 			Source: "cluster", Kind: c.OwnerKind, Namespace: c.Namespace, Name: c.OwnerName,
 			Container: c.Container, Pod: c.Pod, Node: c.Node, PullPolicy: c.PullPolicy,
 			RunningDigest: c.RunningDigest, ImageID: c.ImageID,
@@ -36,22 +37,22 @@ func RunningRef(image, digest string) string {
 // RunningTargets returns one target per distinct digest a container runs,
 // as repo@digest: what a reschedule onto a node without the image, or a
 // rollback, needs the registry to still serve.
-func RunningTargets(inv *inventory.Inventory) []scan.Target {
+func RunningTargets(inv *inventory.Inventory) []types.Target {
 	byRef := map[string]int{}
-	var out []scan.Target
+	var out []types.Target
 	for _, c := range inv.Containers {
 		if c.RunningDigest == "" {
 			continue
 		}
 		ref := RunningRef(c.Image, c.RunningDigest)
-		use := scan.Use{Source: "cluster", Kind: c.OwnerKind, Namespace: c.Namespace, Name: c.OwnerName,
+		use := types.Use{Source: "cluster", Kind: c.OwnerKind, Namespace: c.Namespace, Name: c.OwnerName,
 			Container: c.Container, Pod: c.Pod, Node: c.Node, PullPolicy: c.PullPolicy, RunningDigest: c.RunningDigest}
 		if i, ok := byRef[ref]; ok {
 			out[i].Uses = append(out[i].Uses, use)
 			continue
 		}
 		byRef[ref] = len(out)
-		out = append(out, scan.Target{Ref: ref, Uses: []scan.Use{use}})
+		out = append(out, types.Target{Ref: ref, Uses: []types.Use{use}})
 	}
 	return out
 }
@@ -63,7 +64,7 @@ func RunningTargets(inv *inventory.Inventory) []scan.Target {
 // digests no tag reaches, each of which makes the image at-risk; and, as
 // info that leaves an image ok, a reference by tag. The scanner's cache is
 // shared between the two walks.
-func Check(ctx context.Context, s *scan.Scanner, inv *inventory.Inventory) (*scan.Result, error) {
+func Check(ctx context.Context, s *scan.Scanner, inv *inventory.Inventory) (*types.Result, error) {
 	res, err := s.Run(ctx, Targets(inv))
 	if err != nil {
 		return res, err
@@ -71,7 +72,7 @@ func Check(ctx context.Context, s *scan.Scanner, inv *inventory.Inventory) (*sca
 
 	// Walk every running digest: what a rollback, or a node without the
 	// image, needs. A digest the tag walk fetched comes from the cache.
-	walked := map[useKey]*scan.Image{}
+	walked := map[useKey]*types.Image{}
 	if running := RunningTargets(inv); len(running) > 0 {
 		rres, err := s.Run(ctx, running)
 		if err != nil {
@@ -98,7 +99,7 @@ func Check(ctx context.Context, s *scan.Scanner, inv *inventory.Inventory) (*sca
 }
 
 // annotate adds the cluster findings of one image.
-func annotate(ctx context.Context, s *scan.Scanner, inv *inventory.Inventory, im *scan.Image, walked map[useKey]*scan.Image) error {
+func annotate(ctx context.Context, s *scan.Scanner, inv *inventory.Inventory, im *types.Image, walked map[useKey]*types.Image) error {
 	ref, _ := imageref.Parse(im.Reference)
 	pinned := ref.Pinned()
 	_, _, perr := s.Parse(im.Reference)
@@ -116,12 +117,12 @@ func annotate(ctx context.Context, s *scan.Scanner, inv *inventory.Inventory, im
 	for _, u := range im.Uses {
 		who := useName(u)
 		if !pinned && u.PullPolicy == "Always" && once("policy "+who) {
-			im.Findings = append(im.Findings, scan.NewFinding(scan.PullAlwaysMutable, "", "",
+			im.Findings = append(im.Findings, types.NewAdvisedFinding(types.PullAlwaysMutable, "", "",
 				fmt.Sprintf("%s pulls %s with imagePullPolicy: Always: every container start runs whatever the tag means that day", who, im.Reference),
 				"pin the image by digest (regcheck pin) and use imagePullPolicy: IfNotPresent"))
 		}
 		if u.RunningDigest == "" && u.ImageID != "" && once("image-id "+who) {
-			im.Findings = append(im.Findings, scan.NewFinding(scan.ImageIDOnly, "", "",
+			im.Findings = append(im.Findings, types.NewAdvisedFinding(types.ImageIDOnly, "", "",
 				fmt.Sprintf("%s: the runtime reports only %s, an image ID, not a registry digest: which digest runs, and whether it drifted, cannot be told", who, u.ImageID),
 				"record it anyway (regcheck record); pin the workload by digest so that what runs is known"))
 		}
@@ -129,14 +130,14 @@ func annotate(ctx context.Context, s *scan.Scanner, inv *inventory.Inventory, im
 			continue
 		}
 		if old, ok := walked[keyOf(u)]; ok && u.RunningDigest != im.Digest && gone(old) {
-			f := scan.NewFinding(scan.RunningDigestMissing, u.RunningDigest, "",
+			f := types.NewAdvisedFinding(types.RunningDigestMissing, u.RunningDigest, "",
 				fmt.Sprintf("%s runs %s, which the registry no longer serves in full (%s); it lives only in the cache of %s",
 					who, u.RunningDigest, firstCode(old), nodesOf(inv, u.RunningDigest)),
 				"record it now (regcheck record) and rebuild or re-push that digest before a reschedule, eviction or node image GC turns it into ImagePullBackOff")
 			im.Findings = append(im.Findings, f)
 		}
 		if !pinned && im.Digest != "" && u.RunningDigest != im.Digest && !childOf(ctx, s, ref.Repo+"@"+im.Digest, u.RunningDigest) {
-			f := scan.NewFinding(scan.Drift, im.Digest, "",
+			f := types.NewAdvisedFinding(types.Drift, im.Digest, "",
 				fmt.Sprintf("%s runs %s, but %s now resolves to %s: the next pull runs other code", who, u.RunningDigest, im.Reference, im.Digest),
 				fmt.Sprintf("pin %s@%s to keep what runs (regcheck pin --from-records), or roll out the new digest deliberately", im.Reference, u.RunningDigest))
 			// High where the next container start pulls: Always (the
@@ -144,18 +145,18 @@ func annotate(ctx context.Context, s *scan.Scanner, inv *inventory.Inventory, im
 			// With IfNotPresent the node keeps what runs until a
 			// reschedule, as for any tag.
 			if u.PullPolicy == "Always" {
-				f.Severity = scan.SeverityHigh
+				f.Severity = types.SeverityHigh
 			}
 			im.Findings = append(im.Findings, f)
 		}
 	}
-	if im.Verdict == scan.Broken || im.Verdict == scan.Unknown || !parsed {
+	if im.Verdict == types.Broken || im.Verdict == types.Unknown || !parsed {
 		return nil // a reference that does not resolve says nothing about pins and tags
 	}
 	if !pinned {
 		// Info alone: with the digest the tag names running, nothing above
 		// found a risk, and the verdict stays ok.
-		im.Findings = append(im.Findings, scan.NewFinding(scan.MutableReference, "", "",
+		im.Findings = append(im.Findings, types.NewAdvisedFinding(types.MutableReference, "", "",
 			fmt.Sprintf("%s is referenced by tag: a reschedule onto a node without the image pulls whatever the tag means then", im.Reference),
 			"pin it as tag@digest (regcheck pin)"))
 		return nil
@@ -166,13 +167,13 @@ func annotate(ctx context.Context, s *scan.Scanner, inv *inventory.Inventory, im
 			return ctx.Err()
 		}
 		// Nothing to claim either way, but the check did not happen: say so.
-		im.Findings = append(im.Findings, scan.NewFinding(scan.RegistryFault, ref.Digest, "",
+		im.Findings = append(im.Findings, types.NewAdvisedFinding(types.RegistryFault, ref.Digest, "",
 			fmt.Sprintf("could not check whether a tag still points at %s: %v", ref.Digest, err),
 			"run again when the registry answers; a pin no tag reaches is deleted by a GC that deletes untagged manifests"))
 		return nil
 	}
 	if !tagged {
-		im.Findings = append(im.Findings, scan.NewFinding(scan.PinnedDigestUntagged, ref.Digest, "",
+		im.Findings = append(im.Findings, types.NewAdvisedFinding(types.PinnedDigestUntagged, ref.Digest, "",
 			fmt.Sprintf("%s pins %s, which no tag points at: a registry GC that deletes untagged manifests will delete it", im.Reference, ref.Digest),
 			"tag the digest in the registry (crane tag), or re-pin to a tagged digest"))
 	}
@@ -202,12 +203,12 @@ func childOf(ctx context.Context, s *scan.Scanner, index, digest string) bool {
 
 // gone reports whether a walk of a running digest found it broken in the
 // registry (not merely unparseable).
-func gone(im *scan.Image) bool {
-	if im.Verdict != scan.Broken {
+func gone(im *types.Image) bool {
+	if im.Verdict != types.Broken {
 		return false
 	}
 	for _, f := range im.Findings {
-		if f.Code == scan.InvalidReference {
+		if f.Code == types.InvalidReference {
 			return false
 		}
 	}
@@ -217,11 +218,11 @@ func gone(im *scan.Image) bool {
 // useKey identifies one container's use of one running digest.
 type useKey struct{ namespace, kind, name, pod, container, digest string }
 
-func keyOf(u scan.Use) useKey {
+func keyOf(u types.Use) useKey {
 	return useKey{u.Namespace, u.Kind, u.Name, u.Pod, u.Container, u.RunningDigest}
 }
 
-func useName(u scan.Use) string {
+func useName(u types.Use) string {
 	name := u.Kind + " " + u.Namespace + "/" + u.Name
 	if u.Container != "" {
 		name += " container " + u.Container
@@ -229,9 +230,9 @@ func useName(u scan.Use) string {
 	return name
 }
 
-func firstCode(im *scan.Image) string {
+func firstCode(im *types.Image) string {
 	for _, f := range im.Findings {
-		if f.Severity >= scan.SeverityCritical {
+		if f.Severity >= types.SeverityCritical {
 			return string(f.Code)
 		}
 	}

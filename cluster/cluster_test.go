@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/regcheck/regcheck/types"
 	"io"
 	"log"
 	"net/http"
@@ -30,9 +31,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/static"
-	"github.com/google/go-containerregistry/pkg/v1/types"
+	ggcrtypes "github.com/google/go-containerregistry/pkg/v1/types"
 
-	"github.com/regcheck/regcheck/internal/fixture"
+	"github.com/regcheck/regcheck/internal/testing/fixture"
 	"github.com/regcheck/regcheck/inventory"
 	"github.com/regcheck/regcheck/scan"
 )
@@ -78,11 +79,11 @@ func TestCheck(t *testing.T) {
 	tool := push(t, host+"/tool:v2", "tool")
 
 	// An index; a CRI-O node reports the platform child it pulled.
-	child, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.OCIManifestSchema1), static.NewLayer([]byte("multi amd64"), types.OCILayer))
+	child, err := mutate.AppendLayers(mutate.MediaType(empty.Image, ggcrtypes.OCIManifestSchema1), static.NewLayer([]byte("multi amd64"), ggcrtypes.OCILayer))
 	if err != nil {
 		t.Fatal(err)
 	}
-	idx := mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex), mutate.IndexAddendum{Add: child})
+	idx := mutate.AppendManifests(mutate.IndexMediaType(empty.Index, ggcrtypes.OCIImageIndex), mutate.IndexAddendum{Add: child})
 	multiTag, _ := name.NewTag(host + "/multi:v1")
 	if err := remote.WriteIndex(multiTag, idx); err != nil {
 		t.Fatal(err)
@@ -125,35 +126,35 @@ func TestCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]*scan.Image{}
+	got := map[string]*types.Image{}
 	for _, im := range res.Images {
 		got[im.Reference] = im
 	}
 	for _, tc := range []struct {
 		ref     string
-		verdict scan.Verdict
-		codes   []scan.Code
+		verdict types.Verdict
+		codes   []types.Code
 	}{
-		{host + "/app:latest", scan.AtRisk, []scan.Code{scan.Drift, scan.MutableReference, scan.PullAlwaysMutable}},
-		{host + "/steady:v1@" + steady, scan.OK, nil},
-		{host + "/gone:v1", scan.AtRisk, []scan.Code{scan.Drift, scan.MutableReference, scan.RunningDigestMissing}},
-		{host + "/orphan:v1@" + orphan, scan.AtRisk, []scan.Code{scan.PinnedDigestUntagged}},
+		{host + "/app:latest", types.AtRisk, []types.Code{types.Drift, types.MutableReference, types.PullAlwaysMutable}},
+		{host + "/steady:v1@" + steady, types.OK, nil},
+		{host + "/gone:v1", types.AtRisk, []types.Code{types.Drift, types.MutableReference, types.RunningDigestMissing}},
+		{host + "/orphan:v1@" + orphan, types.AtRisk, []types.Code{types.PinnedDigestUntagged}},
 		// The platform child of the index the tag still points at: no drift.
-		{host + "/multi:v1", scan.OK, []scan.Code{scan.MutableReference}},
+		{host + "/multi:v1", types.OK, []types.Code{types.MutableReference}},
 		// Only an image ID: said, not guessed.
-		{host + "/steady:v1", scan.OK, []scan.Code{scan.ImageIDOnly, scan.MutableReference}},
+		{host + "/steady:v1", types.OK, []types.Code{types.ImageIDOnly, types.MutableReference}},
 		// A tag alone is no risk: ok, with the tag said as info.
-		{host + "/web:v1", scan.OK, []scan.Code{scan.MutableReference}},
-		{host + "/cache:latest", scan.AtRisk, []scan.Code{scan.Drift, scan.MutableReference}},
+		{host + "/web:v1", types.OK, []types.Code{types.MutableReference}},
+		{host + "/cache:latest", types.AtRisk, []types.Code{types.Drift, types.MutableReference}},
 		// Always on a tag: the next start runs whatever the tag means then.
-		{host + "/tool:v2", scan.AtRisk, []scan.Code{scan.MutableReference, scan.PullAlwaysMutable}},
+		{host + "/tool:v2", types.AtRisk, []types.Code{types.MutableReference, types.PullAlwaysMutable}},
 	} {
 		t.Run(tc.ref, func(t *testing.T) {
 			im := got[tc.ref]
 			if im == nil {
 				t.Fatalf("not in the result; have %v", res.Images)
 			}
-			var codes []scan.Code
+			var codes []types.Code
 			for _, f := range im.Findings {
 				codes = append(codes, f.Code)
 			}
@@ -165,7 +166,7 @@ func TestCheck(t *testing.T) {
 	}
 	app := got[host+"/app:latest"]
 	for _, f := range app.Findings {
-		if f.Code == scan.Drift && (f.Severity != scan.SeverityHigh || f.Digest != newApp || !strings.Contains(f.Message, oldApp)) {
+		if f.Code == types.Drift && (f.Severity != types.SeverityHigh || f.Digest != newApp || !strings.Contains(f.Message, oldApp)) {
 			t.Errorf("drift on latest with Always: %+v; want high, tag now %s, running %s", f, newApp, oldApp)
 		}
 	}
@@ -174,24 +175,24 @@ func TestCheck(t *testing.T) {
 	}
 	for _, im := range res.Images {
 		for _, f := range im.Findings {
-			if f.Code == scan.MutableReference && f.Severity != scan.SeverityInfo {
+			if f.Code == types.MutableReference && f.Severity != types.SeverityInfo {
 				t.Errorf("%s: mutable-reference is %s, want info", im.Reference, f.Severity)
 			}
-			if f.Code == scan.PullAlwaysMutable && f.Severity != scan.SeverityWarning {
+			if f.Code == types.PullAlwaysMutable && f.Severity != types.SeverityWarning {
 				t.Errorf("%s: pull-always-mutable is %s, want warning", im.Reference, f.Severity)
 			}
 		}
 	}
 	for _, f := range got[host+"/cache:latest"].Findings {
-		if f.Code == scan.Drift && f.Severity != scan.SeverityWarning {
+		if f.Code == types.Drift && f.Severity != types.SeverityWarning {
 			t.Errorf("drift on latest with IfNotPresent: %s, want warning (the next start does not pull)", f.Severity)
 		}
 	}
 	for _, f := range got[host+"/gone:v1"].Findings {
-		if f.Code == scan.RunningDigestMissing && !strings.Contains(f.Message, "node-a, node node-b") {
+		if f.Code == types.RunningDigestMissing && !strings.Contains(f.Message, "node-a, node node-b") {
 			t.Errorf("running-digest-missing should name the nodes holding it: %s", f.Message)
 		}
-		if f.Code == scan.Drift && f.Severity != scan.SeverityWarning {
+		if f.Code == types.Drift && f.Severity != types.SeverityWarning {
 			t.Errorf("drift with IfNotPresent on a version tag: %s, want warning", f.Severity)
 		}
 	}
@@ -328,31 +329,31 @@ func TestCheckWithPullSecretsMalformed(t *testing.T) {
 			if err != nil {
 				t.Fatalf("one unusable secret failed the scan: %v", err)
 			}
-			got := map[string]*scan.Image{}
+			got := map[string]*types.Image{}
 			for _, im := range res.Images {
 				got[im.Reference] = im
 			}
 			for _, w := range []struct {
 				ref     string
-				verdict scan.Verdict
-				codes   []scan.Code
+				verdict types.Verdict
+				codes   []types.Code
 				uses    int
 			}{
-				{host + "/app:v1", scan.OK, []scan.Code{scan.MutableReference}, 1},
+				{host + "/app:v1", types.OK, []types.Code{types.MutableReference}, 1},
 				// Not asked for with the unusable credentials: unknown,
 				// plus what the pod spec alone shows.
-				{host + "/tool:v1", scan.Unknown, []scan.Code{scan.CredentialsError, scan.PullAlwaysMutable}, 1},
+				{host + "/tool:v1", types.Unknown, []types.Code{types.CredentialsError, types.PullAlwaysMutable}, 1},
 				// Fine for the good namespace, unknown for the bad one.
-				{host + "/shared:v1", scan.Unknown, []scan.Code{scan.CredentialsError, scan.MutableReference}, 2},
+				{host + "/shared:v1", types.Unknown, []types.Code{types.CredentialsError, types.MutableReference}, 2},
 			} {
 				im := got[w.ref]
 				if im == nil {
 					t.Fatalf("%s: not in the result", w.ref)
 				}
-				var codes []scan.Code
+				var codes []types.Code
 				for _, f := range im.Findings {
 					codes = append(codes, f.Code)
-					if f.Code == scan.CredentialsError && (!strings.Contains(f.Message, tc.names) || f.Advice == "") {
+					if f.Code == types.CredentialsError && (!strings.Contains(f.Message, tc.names) || f.Advice == "") {
 						t.Errorf("%s: credentials-error %q (advice %q), want it to say %q", w.ref, f.Message, f.Advice, tc.names)
 					}
 				}

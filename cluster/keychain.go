@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/regcheck/regcheck/types"
 	"slices"
 	"strings"
 
@@ -255,7 +256,7 @@ func (r *reader) keychain(ctx context.Context, k credentials) (authn.Keychain, [
 // The error is the context's only.
 //
 // It needs get on secrets and serviceaccounts (deploy/rbac-pull-secrets.yaml).
-func CheckWithPullSecrets(ctx context.Context, c kubernetes.Interface, inv *inventory.Inventory, opts ...scan.Option) (*scan.Result, error) {
+func CheckWithPullSecrets(ctx context.Context, c kubernetes.Interface, inv *inventory.Inventory, opts ...scan.Option) (*types.Result, error) {
 	rd := newReader(c)
 	groups := map[credentials]*inventory.Inventory{}
 	var order []credentials
@@ -272,14 +273,14 @@ func CheckWithPullSecrets(ctx context.Context, c kubernetes.Interface, inv *inve
 		}
 		g.Containers = append(g.Containers, ct)
 	}
-	merged := &scan.Result{}
-	byRef := map[string]*scan.Image{}
+	merged := &types.Result{}
+	byRef := map[string]*types.Image{}
 	for _, k := range order {
 		kc, problems, err := rd.keychain(ctx, k)
 		if err != nil {
 			return nil, err
 		}
-		var res *scan.Result
+		var res *types.Result
 		if len(problems) > 0 {
 			s, err := scan.New(opts...)
 			if err != nil {
@@ -341,9 +342,9 @@ func CheckWithPullSecrets(ctx context.Context, c kubernetes.Interface, inv *inve
 // finding per problem, plus what the pod specs alone show (pull-always on
 // a tag, an image ID for a digest). A reference that does not parse is
 // broken whatever the credentials.
-func unchecked(ctx context.Context, s *scan.Scanner, inv *inventory.Inventory, problems []problem) (*scan.Result, error) {
+func unchecked(ctx context.Context, s *scan.Scanner, inv *inventory.Inventory, problems []problem) (*types.Result, error) {
 	targets := Targets(inv)
-	var invalid []scan.Target
+	var invalid []types.Target
 	for _, t := range targets {
 		if _, _, err := s.Parse(t.Ref); err != nil {
 			invalid = append(invalid, t)
@@ -354,11 +355,11 @@ func unchecked(ctx context.Context, s *scan.Scanner, inv *inventory.Inventory, p
 	if err != nil {
 		return nil, err
 	}
-	byRef := map[string]*scan.Image{}
+	byRef := map[string]*types.Image{}
 	for _, im := range res.Images {
 		byRef["invalid:"+im.Reference] = im
 	}
-	var images []*scan.Image
+	var images []*types.Image
 	for _, t := range targets {
 		key := "invalid:" + t.Ref
 		norm, _, err := s.Parse(t.Ref)
@@ -373,9 +374,9 @@ func unchecked(ctx context.Context, s *scan.Scanner, inv *inventory.Inventory, p
 			continue
 		}
 		if !ok {
-			im = &scan.Image{Reference: norm, Findings: []scan.Finding{}, Uses: []scan.Use{}}
+			im = &types.Image{Reference: norm, Findings: []types.Finding{}, Uses: []types.Use{}}
 			for _, p := range problems {
-				im.Findings = append(im.Findings, scan.NewFinding(scan.CredentialsError, "", "",
+				im.Findings = append(im.Findings, types.NewAdvisedFinding(types.CredentialsError, "", "",
 					p.message+": the image was not checked with these credentials", p.advice))
 			}
 			byRef[key] = im
@@ -395,10 +396,10 @@ func unchecked(ctx context.Context, s *scan.Scanner, inv *inventory.Inventory, p
 }
 
 // sumRequests adds up the counts of the same host, kind and status.
-func sumRequests(rs []scan.RequestCount) []scan.RequestCount {
+func sumRequests(rs []types.RequestCount) []types.RequestCount {
 	type key struct{ host, kind, status string }
 	idx := map[key]int{}
-	var out []scan.RequestCount
+	var out []types.RequestCount
 	for _, r := range rs {
 		k := key{r.Host, r.Kind, r.Status}
 		if i, ok := idx[k]; ok {

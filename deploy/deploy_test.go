@@ -25,7 +25,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/regcheck/regcheck/deploy"
-	"github.com/regcheck/regcheck/internal/testregistry"
+	"github.com/regcheck/regcheck/internal/testing/registry"
 )
 
 // decode reads every YAML document of a file with client-go's scheme.
@@ -362,8 +362,8 @@ func TestCompose(t *testing.T) {
 		t.Fatalf("services %q, want %q", names, want)
 	}
 	s := c.Services
-	v2 := "registry:" + strings.TrimPrefix(testregistry.V2, "registry-v")
-	v3 := "registry:" + strings.TrimPrefix(testregistry.V3, "registry-v")
+	v2 := "registry:" + strings.TrimPrefix(registry.V2, "registry-v")
+	v3 := "registry:" + strings.TrimPrefix(registry.V3, "registry-v")
 	for name, image := range map[string]string{"registry-2": v2, "gc": v2, "registry-2-collected": v2, "registry-3": v3, "scan": "regcheck:dev"} {
 		if s[name].Image != image {
 			t.Errorf("%s runs %q, want %q (the version the tests run)", name, s[name].Image, image)

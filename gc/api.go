@@ -41,7 +41,7 @@ const (
 // API (Report.Notes says so). A non-nil error with a non-nil report means
 // the prediction is incomplete: some repositories or images could not be
 // asked, and are listed under Skipped.
-func CheckAPI(ctx context.Context, sc *scan.Scanner, opts Options, targets []scan.Target) (*Report, error) {
+func CheckAPI(ctx context.Context, sc *scan.Scanner, opts Options, targets []types.Target) (*Report, error) {
 	if _, err := ParseModel(string(opts.Model)); err != nil {
 		return nil, err
 	}
@@ -84,7 +84,7 @@ type apiCheck struct {
 
 // inUseSet reads the in-use targets, merging references that normalize
 // alike, and notes each one's host and repository, and its pins.
-func (c *apiCheck) inUseSet(targets []scan.Target) {
+func (c *apiCheck) inUseSet(targets []types.Target) {
 	ims, skipped := collect(targets, c.opts.Host, c.sc.Parse)
 	c.rep.Skipped = append(c.rep.Skipped, skipped...)
 	c.pinned, c.hosts = map[string][]string{}, map[string]map[string]bool{}
@@ -109,9 +109,9 @@ func (c *apiCheck) inUseSet(targets []scan.Target) {
 // scan engine sees it. The scan also fills the Scanner's cache for the
 // phases after it. An image it could not fully ask is skipped.
 func (c *apiCheck) alreadyBroken(ctx context.Context) error {
-	var scanned []scan.Target
+	var scanned []types.Target
 	for _, im := range c.inUse {
-		scanned = append(scanned, scan.Target{Ref: im.Reference, Uses: im.Uses})
+		scanned = append(scanned, types.Target{Ref: im.Reference, Uses: im.Uses})
 	}
 	res, err := c.sc.Run(ctx, scanned)
 	if err != nil {
@@ -121,8 +121,8 @@ func (c *apiCheck) alreadyBroken(ctx context.Context) error {
 	for i, si := range res.Images {
 		im := c.inUse[i]
 		switch si.Verdict {
-		case scan.OK:
-		case scan.Unknown:
+		case types.OK:
+		case types.Unknown:
 			var cs []string
 			for _, f := range si.Findings {
 				if f.Code.Fault() {
@@ -141,7 +141,7 @@ func (c *apiCheck) alreadyBroken(ctx context.Context) error {
 }
 
 // scanEntry is an already-broken (or at-risk) in-use image as the scan saw it.
-func scanEntry(im InUse, si *scan.Image) *Entry {
+func scanEntry(im InUse, si *types.Image) *Entry {
 	var losses []Loss
 	for _, f := range si.Findings {
 		if isLoss(f) {
@@ -204,7 +204,7 @@ func (c *apiCheck) catalog(ctx context.Context, host string) error {
 		for _, p := range cat {
 			c.hosts[host][p] = true
 		}
-	case errors.Is(err, scan.ErrUnauthorized), errors.Is(err, scan.ErrForbidden), errors.Is(err, scan.ErrNotFound):
+	case errors.Is(err, types.ErrUnauthorized), errors.Is(err, types.ErrForbidden), errors.Is(err, types.ErrNotFound):
 		c.rep.Notes = append(c.rep.Notes, fmt.Sprintf("%s does not list its repositories (_catalog: %v): only the repositories of in-use images were examined", host, sentinel(err)))
 		c.problems = append(c.problems, fmt.Errorf("--all-repositories: %s does not list its repositories: %w", host, err))
 	case ctx.Err() != nil:
@@ -415,7 +415,7 @@ func noTagsEffect(model Model) string {
 
 // sentinel names the scan error err unwraps to.
 func sentinel(err error) error {
-	for _, s := range []error{scan.ErrUnauthorized, scan.ErrForbidden, scan.ErrNotFound} {
+	for _, s := range []error{types.ErrUnauthorized, types.ErrForbidden, types.ErrNotFound} {
 		if errors.Is(err, s) {
 			return s
 		}

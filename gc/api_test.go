@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/regcheck/regcheck/types"
 	"io"
 	"log"
 	"net/http"
@@ -20,8 +21,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/static"
-	"github.com/google/go-containerregistry/pkg/v1/types"
-	"github.com/regcheck/regcheck/internal/fixture"
+	ggcrtypes "github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/regcheck/regcheck/internal/testing/fixture"
 	"github.com/regcheck/regcheck/scan"
 )
 
@@ -75,7 +76,7 @@ func seedAPI(t *testing.T) *apiSeed {
 
 func apiPush(t *testing.T, ref, content string) string {
 	t.Helper()
-	img, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.DockerManifestSchema2), static.NewLayer([]byte(content), types.DockerLayer))
+	img, err := mutate.AppendLayers(mutate.MediaType(empty.Image, ggcrtypes.DockerManifestSchema2), static.NewLayer([]byte(content), ggcrtypes.DockerLayer))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,15 +94,15 @@ func apiPush(t *testing.T, ref, content string) string {
 	return d.String()
 }
 
-func (s *apiSeed) targets(skip ...string) []scan.Target {
-	var out []scan.Target
+func (s *apiSeed) targets(skip ...string) []types.Target {
+	var out []types.Target
 	for _, im := range s.imgs {
 		if !slices.Contains(skip, im.Name) {
-			out = append(out, scan.Target{Ref: im.Ref, Uses: []scan.Use{{Source: "args"}}})
+			out = append(out, types.Target{Ref: im.Ref, Uses: []types.Use{{Source: "args"}}})
 		}
 	}
 	for _, ref := range []string{s.host + "/gc/retag:v1", s.host + "/gc/retag@" + s.retagOld, s.host + "/gc/single@" + s.byDigest} {
-		out = append(out, scan.Target{Ref: ref, Uses: []scan.Use{{Source: "args"}}})
+		out = append(out, types.Target{Ref: ref, Uses: []types.Use{{Source: "args"}}})
 	}
 	return out
 }
@@ -177,7 +178,7 @@ func TestCheckAPI(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ts := append(s.targets(), scan.Target{Ref: s.host + "/gc/notags@" + s.notags})
+			ts := append(s.targets(), types.Target{Ref: s.host + "/gc/notags@" + s.notags})
 			rep, err := CheckAPI(context.Background(), sc, Options{Model: tc.model, DeleteUntagged: tc.du, AllRepositories: true}, ts)
 			if err != nil {
 				t.Fatal(err)
@@ -222,7 +223,7 @@ func TestCheckAPI(t *testing.T) {
 			t.Errorf("would delete:\n got %v\nwant %v", got, del28)
 		}
 		for _, e := range rep.WouldBreak {
-			if e.Verdict != scan.Broken || !strings.Contains(e.Advice, "distribution 3") {
+			if e.Verdict != types.Broken || !strings.Contains(e.Advice, "distribution 3") {
 				t.Errorf("%s: verdict %s, advice %q", e.Reference, e.Verdict, e.Advice)
 			}
 		}
@@ -350,8 +351,8 @@ func TestCheckAPIAlreadyBroken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.AlreadyBroken) != 1 || rep.AlreadyBroken[0].Reference != multi.Ref || rep.AlreadyBroken[0].Losses[0].Code != scan.ChildMissing ||
-		rep.AlreadyBroken[0].Lost[0] != gone || rep.AlreadyBroken[0].Verdict != scan.Broken {
+	if len(rep.AlreadyBroken) != 1 || rep.AlreadyBroken[0].Reference != multi.Ref || rep.AlreadyBroken[0].Losses[0].Code != types.ChildMissing ||
+		rep.AlreadyBroken[0].Lost[0] != gone || rep.AlreadyBroken[0].Verdict != types.Broken {
 		t.Fatalf("already broken: %+v", rep.AlreadyBroken)
 	}
 	// The run still takes the other child; the gone one is not the run's.
@@ -370,7 +371,7 @@ func TestCheckAPIUnreachable(t *testing.T) {
 	host := strings.TrimPrefix(srv.URL, "http://")
 	srv.Close()
 	sc, _ := scan.New(scan.WithRetry(1, 1))
-	rep, err := CheckAPI(context.Background(), sc, Options{Model: Distribution28, DeleteUntagged: true}, []scan.Target{{Ref: host + "/app:v1"}})
+	rep, err := CheckAPI(context.Background(), sc, Options{Model: Distribution28, DeleteUntagged: true}, []types.Target{{Ref: host + "/app:v1"}})
 	if err == nil || rep == nil || len(rep.Skipped) == 0 || len(rep.WouldBreak)+len(rep.AlreadyBroken) != 0 {
 		t.Fatalf("err %v, report %+v", err, rep)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/regcheck/regcheck/storage"
+	"github.com/regcheck/regcheck/types"
 	"sort"
 	"strings"
 	"sync"
@@ -21,7 +23,7 @@ import (
 // It reads s only. A non-nil error with a non-nil report means the
 // prediction is incomplete: some images could not be read, and are listed
 // under Skipped.
-func Check(s *Storage, opts Options, targets []scan.Target) (*Report, error) {
+func Check(s *storage.Storage, opts Options, targets []types.Target) (*Report, error) {
 	plan, err := Simulate(s, opts.Model, opts.DeleteUntagged)
 	if err != nil {
 		return nil, err
@@ -30,7 +32,7 @@ func Check(s *Storage, opts Options, targets []scan.Target) (*Report, error) {
 	rep.Storage = s.Root
 	inUse, skipped := Resolve(s, targets, opts.Host)
 	rep.Skipped = append(rep.Skipped, skipped...)
-	now, after := s.Reader(opts.Model), s.Apply(plan).Reader(opts.Model)
+	now, after := s.Reader(opts.Model.StorageVersion()), Apply(s, plan).Reader(opts.Model.StorageVersion())
 	var problems []error
 	for _, im := range inUse {
 		if err := rep.crossStorage(im, now, after, opts); err != nil {
@@ -88,17 +90,17 @@ func (rep *Report) crossStorage(im InUse, now, after walk.Reader, opts Options) 
 type InUse struct {
 	// Reference is the normalized reference; Repository and Tag or Digest
 	// locate it in the storage.
-	Reference  string     `json:"reference"`
-	Repository string     `json:"repository"`
-	Tag        string     `json:"tag,omitempty"`
-	Digest     string     `json:"digest,omitempty"`
-	Uses       []scan.Use `json:"uses,omitempty"`
+	Reference  string      `json:"reference"`
+	Repository string      `json:"repository"`
+	Tag        string      `json:"tag,omitempty"`
+	Digest     string      `json:"digest,omitempty"`
+	Uses       []types.Use `json:"uses,omitempty"`
 
 	ref name.Reference // as parsed: what a walk of it is given
 }
 
 // Hosts returns the registry hosts the parseable targets name, sorted.
-func Hosts(targets []scan.Target) []string {
+func Hosts(targets []types.Target) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, t := range targets {
@@ -118,7 +120,7 @@ func Hosts(targets []scan.Target) []string {
 // another host, or name a repository the storage does not hold are
 // returned as skipped. A digest-pinned reference with a tag is looked up
 // by its digest, as a runtime pulls it.
-func Resolve(s *Storage, targets []scan.Target, host string) ([]InUse, []Skipped) {
+func Resolve(s *storage.Storage, targets []types.Target, host string) ([]InUse, []Skipped) {
 	ims, skipped := collect(targets, host, scan.ParseReference)
 	var out []InUse
 	for _, im := range ims {
@@ -135,7 +137,7 @@ func Resolve(s *Storage, targets []scan.Target, host string) ([]InUse, []Skipped
 // that normalize alike, and skips those that do not parse or are on
 // another host than host (when set). Each InUse has the repository path
 // (without host) and its parsed reference.
-func collect(targets []scan.Target, host string, parse func(string) (string, name.Reference, error)) ([]InUse, []Skipped) {
+func collect(targets []types.Target, host string, parse func(string) (string, name.Reference, error)) ([]InUse, []Skipped) {
 	var (
 		out     []InUse
 		skipped []Skipped
@@ -155,7 +157,7 @@ func collect(targets []scan.Target, host string, parse func(string) (string, nam
 			skipped = append(skipped, Skipped{Reference: norm, Reason: "on another registry host than " + host})
 			continue
 		}
-		im := InUse{Reference: norm, Repository: ref.Context().RepositoryStr(), Uses: append([]scan.Use(nil), t.Uses...), ref: ref}
+		im := InUse{Reference: norm, Repository: ref.Context().RepositoryStr(), Uses: append([]types.Use(nil), t.Uses...), ref: ref}
 		switch r := ref.(type) {
 		case name.Digest:
 			im.Digest = r.DigestStr()
@@ -170,7 +172,7 @@ func collect(targets []scan.Target, host string, parse func(string) (string, nam
 
 // group arranges a plan by repository; a deleted blob is listed under
 // every repository that links it.
-func group(s *Storage, p *Plan) Deletions {
+func group(s *storage.Storage, p *Plan) Deletions {
 	out := Deletions{Repositories: []RepositoryDeletions{}, Blobs: append([]string{}, p.Blobs...)}
 	by := map[string]*RepositoryDeletions{}
 	get := func(repo string) *RepositoryDeletions {

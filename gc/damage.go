@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
-	"github.com/regcheck/regcheck/scan"
+	"github.com/regcheck/regcheck/storage"
 	"github.com/regcheck/regcheck/types"
 	"github.com/regcheck/regcheck/walk"
 )
@@ -51,7 +51,7 @@ const (
 // Survey lists what is already broken in s, repository by repository: its
 // dangling links, then what each tag's image lacks, walked as a node pulls
 // it. model decides how manifests resolve (2.x also reads _layers links).
-func Survey(s *Storage, model Model) []Damage {
+func Survey(s *storage.Storage, model Model) []Damage {
 	var out []Damage
 	for _, name := range s.Names() {
 		r := s.Repositories[name]
@@ -62,7 +62,7 @@ func Survey(s *Storage, model Model) []Damage {
 }
 
 // danglingLinks are r's revision and _layers links whose blob data is gone.
-func danglingLinks(s *Storage, r *Repository) []Damage {
+func danglingLinks(s *storage.Storage, r *storage.Repository) []Damage {
 	var out []Damage
 	for _, l := range r.RevisionOrder {
 		if l.Target != "" && !s.Blobs[l.Target] {
@@ -79,16 +79,16 @@ func danglingLinks(s *Storage, r *Repository) []Damage {
 
 // tagDamage walks the image of each tag of r and names what it lacks,
 // once per kind, digest and parent.
-func tagDamage(s *Storage, r *Repository, model Model) []Damage {
+func tagDamage(s *storage.Storage, r *storage.Repository, model Model) []Damage {
 	var out []Damage
 	seen := map[string]bool{}
-	rd := s.Reader(model)
+	rd := s.Reader(model.StorageVersion())
 	for _, t := range r.TagOrder {
 		cur := r.Tags[t].Current
 		if cur == "" {
 			continue
 		}
-		w := walkImage(context.Background(), rd, repoRef(r.Name).Tag(t))
+		w := walkImage(context.Background(), rd, storage.Repo(r.Name).Tag(t))
 		for _, l := range append(w.losses, w.faults...) {
 			d := Damage{Repository: r.Name, Kind: damageKind(s, r, model, l), Digest: l.Digest, Tag: t, Parent: l.Parent, Message: l.Message}
 			if d.Kind == TagManifestGone {
@@ -105,7 +105,7 @@ func tagDamage(s *Storage, r *Repository, model Model) []Damage {
 
 // damageKind names what a loss of a tag's walk is in the storage; "" for
 // what is no damage (a manifest kind not walked, a limit).
-func damageKind(s *Storage, r *Repository, model Model, l Loss) DamageKind {
+func damageKind(s *storage.Storage, r *storage.Repository, model Model, l Loss) DamageKind {
 	switch {
 	case l.Code == types.LimitExceeded:
 		return ""
@@ -117,7 +117,7 @@ func damageKind(s *Storage, r *Repository, model Model, l Loss) DamageKind {
 		return TagManifestGone
 	case l.Code != types.ChildMissing && l.Code != types.AttestationMissing:
 		return ""
-	case s.manifestLink(r, l.Digest, model) != "":
+	case s.ManifestLink(r, l.Digest, model.StorageVersion()) != "":
 		return RevisionDataGone
 	}
 	return ChildUnlinked
@@ -125,7 +125,7 @@ func damageKind(s *Storage, r *Repository, model Model, l Loss) DamageKind {
 
 // Loss is one thing an image needs that is (or would be) gone.
 type Loss struct {
-	Code scan.Code `json:"code"`
+	Code types.Code `json:"code"`
 	// Digest is the manifest or blob lost; Parent the manifest listing it.
 	Digest   string `json:"digest"`
 	Parent   string `json:"parent,omitempty"`

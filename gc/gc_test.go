@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/regcheck/regcheck/scan"
+	"github.com/regcheck/regcheck/storage"
 	"github.com/regcheck/regcheck/types"
 )
 
@@ -109,7 +109,7 @@ func sorted(ss ...[]string) []string {
 
 func TestSimulate(t *testing.T) {
 	tr, s := seedTree(t)
-	st, err := Open(tr.root)
+	st, err := storage.Open(tr.root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,11 +146,11 @@ func TestSimulate(t *testing.T) {
 
 func TestCheckWouldBreakAndSurvey(t *testing.T) {
 	tr, s := seedTree(t)
-	st, err := Open(tr.root)
+	st, err := storage.Open(tr.root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := []scan.Target{{Ref: "reg.example/app:v1"}, {Ref: "reg.example/lone@" + s.old}, {Ref: "reg.example/other:v1"}}
+	in := []types.Target{{Ref: "reg.example/app:v1"}, {Ref: "reg.example/lone@" + s.old}, {Ref: "reg.example/other:v1"}}
 	rep, err := Check(st, Options{Model: Distribution28, DeleteUntagged: true}, in)
 	if err != nil {
 		t.Fatal(err)
@@ -163,11 +163,11 @@ func TestCheckWouldBreakAndSurvey(t *testing.T) {
 		len(rep.Skipped) != 1 || rep.Skipped[0].Reference != "reg.example/other:v1" {
 		t.Fatalf("would break %v (want %v), already %+v, skipped %+v", breaks, want, rep.AlreadyBroken, rep.Skipped)
 	}
-	if e := rep.WouldBreak[0]; e.Verdict != scan.Broken || !slices.Equal(e.Lost, sorted([]string{s.amd, s.arm})) {
+	if e := rep.WouldBreak[0]; e.Verdict != types.Broken || !slices.Equal(e.Lost, sorted([]string{s.amd, s.arm})) {
 		t.Errorf("app:v1: %+v", e)
 	}
 	// After the run, the survey finds what the run broke.
-	after := st.Apply(rep.Plan())
+	after := Apply(st, rep.Plan())
 	kinds := map[DamageKind][]string{}
 	for _, d := range Survey(after, Distribution28) {
 		kinds[d.Kind] = append(kinds[d.Kind], d.Digest)
@@ -190,7 +190,7 @@ func TestCheckWouldBreakAndSurvey(t *testing.T) {
 func TestAbort(t *testing.T) {
 	tr, _ := seedTree(t)
 	tr.image("notags", "pushed by digest")
-	st, err := Open(tr.root)
+	st, err := storage.Open(tr.root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +212,7 @@ func TestAbort(t *testing.T) {
 }
 
 func TestOpenNotStorage(t *testing.T) {
-	if _, err := Open(t.TempDir()); err == nil {
+	if _, err := storage.Open(t.TempDir()); err == nil {
 		t.Fatal("an empty folder opened as storage")
 	}
 }
@@ -223,19 +223,19 @@ func TestOpenNotStorage(t *testing.T) {
 func TestModelAssumed(t *testing.T) {
 	tr, s := seedTree(t)
 	tr.image("notags", "pushed by digest") // 2.x aborts on it
-	st, err := Open(tr.root)
+	st, err := storage.Open(tr.root)
 	if err != nil {
 		t.Fatal(err)
 	}
 	noAbort, _ := seedTree(t)
-	clean, err := Open(noAbort.root)
+	clean, err := storage.Open(noAbort.root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := []scan.Target{{Ref: "reg.example/app:v1"}, {Ref: "reg.example/lone@" + s.old}}
+	in := []types.Target{{Ref: "reg.example/app:v1"}, {Ref: "reg.example/lone@" + s.old}}
 	for _, tc := range []struct {
 		name  string
-		st    *Storage
+		st    *storage.Storage
 		model Model
 		du    bool
 	}{
@@ -295,12 +295,12 @@ func TestReader(t *testing.T) {
 	tr, s := seedTree(t)
 	corrupt := tr.blob("not a manifest")
 	tr.write(filepath.Join("repositories", "app", "_manifests", "revisions", "sha256", hexOf(corrupt), "link"), corrupt)
-	st, err := Open(tr.root)
+	st, err := storage.Open(tr.root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, app := context.Background(), repoRef("app")
-	rd := st.Reader(Distribution3)
+	ctx, app := context.Background(), storage.Repo("app")
+	rd := st.Reader(storage.V3)
 	if d, err := rd.Resolve(ctx, app, "v1"); err != nil || d.Digest != s.idx {
 		t.Errorf("resolve app:v1: %v %v", d, err)
 	}
@@ -315,7 +315,7 @@ func TestReader(t *testing.T) {
 		err  error
 	}{
 		{"tag", func() error { _, err := rd.Resolve(ctx, app, "v2"); return err }()},
-		{"repository", func() error { _, err := rd.Resolve(ctx, repoRef("nope"), "v1"); return err }()},
+		{"repository", func() error { _, err := rd.Resolve(ctx, storage.Repo("nope"), "v1"); return err }()},
 		{"manifest of another repository", func() error { _, err := rd.Manifest(ctx, app, s.lone); return err }()},
 		{"blob of another repository", rd.Blob(ctx, app, s.oldBlobs[0])},
 	} {
@@ -345,7 +345,7 @@ func TestSurveyKinds(t *testing.T) {
 	corrupt := tr.blob(`{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"digest":"sha256:nothex"}}`)
 	tr.write(filepath.Join("repositories", "bad", "_manifests", "revisions", "sha256", hexOf(corrupt), "link"), corrupt)
 	tr.tag("bad", "v1", corrupt)
-	st, err := Open(tr.root)
+	st, err := storage.Open(tr.root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,15 +364,15 @@ func TestSurveyKinds(t *testing.T) {
 			t.Errorf("no %s damage for %s (tag %q, parent %q) in %v", want.Kind, want.Digest, want.Tag, want.Parent, got)
 		}
 	}
-	rep, err := Check(st, Options{Model: Distribution3}, []scan.Target{{Ref: "reg.example/bad:v1"}, {Ref: "reg.example/app:v1"}})
+	rep, err := Check(st, Options{Model: Distribution3}, []types.Target{{Ref: "reg.example/bad:v1"}, {Ref: "reg.example/app:v1"}})
 	if err == nil || rep == nil || len(rep.Skipped) != 1 || rep.Skipped[0].Reference != "reg.example/bad:v1" {
 		t.Fatalf("err %v, report %+v: want bad:v1 skipped and the check incomplete", err, rep)
 	}
-	if len(rep.AlreadyBroken) != 1 || rep.AlreadyBroken[0].Verdict != scan.Broken || len(rep.AlreadyBroken[0].Losses) != 2 {
+	if len(rep.AlreadyBroken) != 1 || rep.AlreadyBroken[0].Verdict != types.Broken || len(rep.AlreadyBroken[0].Losses) != 2 {
 		t.Fatalf("already broken: %+v", rep.AlreadyBroken)
 	}
 	for _, l := range rep.AlreadyBroken[0].Losses {
-		if l.Code != scan.ChildMissing || l.Parent != s.idx {
+		if l.Code != types.ChildMissing || l.Parent != s.idx {
 			t.Errorf("loss %+v: want a child of %s", l, s.idx)
 		}
 	}
@@ -384,15 +384,15 @@ func TestSurveyKinds(t *testing.T) {
 func TestCheckParents(t *testing.T) {
 	tr, s := seedTree(t)
 	os.RemoveAll(filepath.Join(tr.root, "docker", "registry", "v2", "repositories", "app", "_layers", "sha256", hexOf(s.armBlobs[1])))
-	st, err := Open(tr.root)
+	st, err := storage.Open(tr.root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Check(st, Options{Model: Distribution28, DeleteUntagged: true}, []scan.Target{{Ref: "reg.example/app:v1"}})
+	rep, err := Check(st, Options{Model: Distribution28, DeleteUntagged: true}, []types.Target{{Ref: "reg.example/app:v1"}})
 	if err != nil || len(rep.AlreadyBroken) != 1 || len(rep.WouldBreak) != 1 {
 		t.Fatalf("err %v, already %+v, would %+v", err, rep.AlreadyBroken, rep.WouldBreak)
 	}
-	if l := rep.AlreadyBroken[0].Losses; len(l) != 1 || l[0].Code != scan.BlobMissing || l[0].Digest != s.armBlobs[1] || l[0].Parent != s.arm || l[0].Platform != "linux/arm64" {
+	if l := rep.AlreadyBroken[0].Losses; len(l) != 1 || l[0].Code != types.BlobMissing || l[0].Digest != s.armBlobs[1] || l[0].Parent != s.arm || l[0].Platform != "linux/arm64" {
 		t.Errorf("already broken losses %+v", l)
 	}
 	e := rep.WouldBreak[0]

@@ -3,6 +3,8 @@ package gc
 import (
 	"fmt"
 	"sort"
+
+	"github.com/regcheck/regcheck/storage"
 )
 
 // Model is a garbage collector whose mark-and-sweep Simulate reproduces.
@@ -34,6 +36,32 @@ func (m Model) Release() string {
 		return "distribution 3.x"
 	}
 	return string(m)
+}
+
+// StorageVersion is the release line whose registry serves the storage
+// the model collects.
+func (m Model) StorageVersion() storage.Version {
+	if m == Distribution28 {
+		return storage.V2
+	}
+	return storage.V3
+}
+
+// Apply returns a copy of s with what the plan deletes removed (nothing
+// when the collector would abort). s is not changed, nor is anything on
+// disk.
+func Apply(s *storage.Storage, p *Plan) *storage.Storage {
+	if p == nil || p.Abort != nil {
+		return s.Without(nil)
+	}
+	r := &storage.Removal{Blobs: p.Blobs}
+	for _, m := range p.Manifests {
+		r.Revisions = append(r.Revisions, storage.Revision{RepoDigest: storage.RepoDigest{Repository: m.Repository, Digest: m.Digest}, TagIndex: m.TagIndex})
+	}
+	for _, l := range p.LayerLinks {
+		r.LayerLinks = append(r.LayerLinks, storage.RepoDigest{Repository: l.Repository, Digest: l.Digest})
+	}
+	return s.Without(r)
 }
 
 // Models lists the models by name.
@@ -94,7 +122,7 @@ type Abort struct {
 // meeting repositories, manifests and blobs in the order the registry's
 // storage walk does (the v3 mark is order-dependent). An error means the
 // storage could not be read; a collector that would fail is Plan.Abort.
-func Simulate(s *Storage, model Model, deleteUntagged bool) (*Plan, error) {
+func Simulate(s *storage.Storage, model Model, deleteUntagged bool) (*Plan, error) {
 	if _, err := ParseModel(string(model)); err != nil {
 		return nil, err
 	}
@@ -128,7 +156,7 @@ func Simulate(s *Storage, model Model, deleteUntagged bool) (*Plan, error) {
 }
 
 type simulation struct {
-	s              *Storage
+	s              *storage.Storage
 	model          Model
 	deleteUntagged bool
 	marked         map[string]bool
@@ -138,12 +166,12 @@ type simulation struct {
 
 // mark is MarkAndSweep's repository enumeration and mark phase.
 func (sim *simulation) mark() (*Abort, error) {
-	for _, rd := range sim.s.walk {
+	for _, rd := range sim.s.Dirs() {
 		// 2.x enumerates directories holding _layers; 3.x those holding _manifests.
-		if sim.model == Distribution28 && !rd.layers || sim.model == Distribution3 && !rd.manifestDir {
+		if sim.model == Distribution28 && !rd.Layers || sim.model == Distribution3 && !rd.ManifestDir {
 			continue
 		}
-		r := sim.s.Repositories[rd.name]
+		r := sim.s.Repositories[rd.Name]
 		abort, err := sim.markRepository(r)
 		if abort != nil || err != nil {
 			return abort, err
@@ -152,7 +180,7 @@ func (sim *simulation) mark() (*Abort, error) {
 	return nil, nil
 }
 
-func (sim *simulation) markRepository(r *Repository) (*Abort, error) {
+func (sim *simulation) markRepository(r *storage.Repository) (*Abort, error) {
 	// A missing _manifests/revisions is a PathNotFound the collector skips.
 	for _, l := range r.RevisionOrder {
 		if l.Target == "" {
@@ -160,7 +188,7 @@ func (sim *simulation) markRepository(r *Repository) (*Abort, error) {
 		}
 		d := l.Target
 		// The manifest enumerator skips links whose blob is unknown.
-		if _, ok := sim.s.linkedManifest(r, d, sim.model); !ok {
+		if _, ok := sim.s.LinkedManifest(r, d, sim.model.StorageVersion()); !ok {
 			continue
 		}
 		if sim.deleteUntagged && len(lookupTags(r, d)) == 0 {
@@ -192,7 +220,7 @@ func (sim *simulation) markRepository(r *Repository) (*Abort, error) {
 			if l.Target == "" {
 				return &Abort{Repository: r.Name, Digest: l.Dir, Message: fmt.Sprintf("failed to mark: invalid layer link for %s in %s", l.Dir, r.Name)}, nil
 			}
-			if !sim.s.linkedBlob(r, l.Target) {
+			if !sim.s.LinkedBlob(r, l.Target) {
 				continue // enumerator skips links to missing blobs
 			}
 			if !sim.marked[l.Target] {
@@ -206,13 +234,13 @@ func (sim *simulation) markRepository(r *Repository) (*Abort, error) {
 // markReferences marks what manifest d references: directly on 2.x; on 3.x
 // recursively into every reference that is itself a manifest in r and was
 // not marked before (the ingester's "already marked" short cut included).
-func (sim *simulation) markReferences(r *Repository, d string) error {
-	target, _ := sim.s.linkedManifest(r, d, sim.model)
-	m, err := sim.s.manifest(target)
+func (sim *simulation) markReferences(r *storage.Repository, d string) error {
+	target, _ := sim.s.LinkedManifest(r, d, sim.model.StorageVersion())
+	m, err := sim.s.ManifestData(target)
 	if err != nil {
 		return fmt.Errorf("failed to retrieve manifest for digest %s: %v", d, err)
 	}
-	for _, ref := range m.references() {
+	for _, ref := range m.References() {
 		if sim.model == Distribution28 {
 			sim.marked[ref] = true
 			continue
@@ -221,7 +249,7 @@ func (sim *simulation) markReferences(r *Repository, d string) error {
 			continue
 		}
 		sim.marked[ref] = true
-		if _, ok := sim.s.linkedManifest(r, ref, sim.model); ok {
+		if _, ok := sim.s.LinkedManifest(r, ref, sim.model.StorageVersion()); ok {
 			if err := sim.markReferences(r, ref); err != nil {
 				return err
 			}
@@ -231,7 +259,7 @@ func (sim *simulation) markReferences(r *Repository, d string) error {
 }
 
 // lookupTags is the tag store's Lookup: the tags whose current link names d.
-func lookupTags(r *Repository, d string) []string {
+func lookupTags(r *storage.Repository, d string) []string {
 	var out []string
 	for _, t := range r.TagOrder {
 		if r.Tags[t].Current == d {

@@ -5,7 +5,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/regcheck/regcheck/scan"
 	"github.com/regcheck/regcheck/types"
 )
 
@@ -146,7 +145,7 @@ type Entry struct {
 	// Digest is what the reference resolves to in the storage.
 	Digest string `json:"digest,omitempty"`
 	// Verdict is broken, or at-risk when only warnings (attestations) are lost.
-	Verdict scan.Verdict `json:"verdict"`
+	Verdict types.Verdict `json:"verdict"`
 	// Reason says in one line what happens to it.
 	Reason string `json:"reason"`
 	// Losses are the manifests and blobs it loses; Lost their digests.
@@ -154,9 +153,9 @@ type Entry struct {
 	Lost   []string `json:"lost"`
 	// DeletedBlobs are the blobs it needs whose data the run deletes,
 	// those under a lost child included.
-	DeletedBlobs []string   `json:"deletedBlobs,omitempty"`
-	Advice       string     `json:"advice"`
-	Uses         []scan.Use `json:"uses,omitempty"`
+	DeletedBlobs []string    `json:"deletedBlobs,omitempty"`
+	Advice       string      `json:"advice"`
+	Uses         []types.Use `json:"uses,omitempty"`
 }
 
 // entry builds an Entry from losses; nil when there are none.
@@ -164,22 +163,22 @@ func entry(im InUse, digest string, losses []Loss, advice string) *Entry {
 	if len(losses) == 0 {
 		return nil
 	}
-	e := &Entry{Reference: im.Reference, Repository: im.Repository, Digest: digest, Verdict: scan.AtRisk, Losses: losses, Uses: im.Uses, Advice: advice}
+	e := &Entry{Reference: im.Reference, Repository: im.Repository, Digest: digest, Verdict: types.AtRisk, Losses: losses, Uses: im.Uses, Advice: advice}
 	var children, blobs, atts, top []string
 	for _, l := range losses {
 		if l.Code.Severity() >= types.SeverityCritical {
-			e.Verdict = scan.Broken
+			e.Verdict = types.Broken
 		}
 		if l.Digest != "" {
 			e.Lost = append(e.Lost, l.Digest)
 		}
 		switch l.Code {
-		case scan.ChildMissing:
-			children = append(children, l.Platform+" "+scan.ShortDigest(l.Digest))
-		case scan.BlobMissing:
-			blobs = append(blobs, scan.ShortDigest(l.Digest))
-		case scan.AttestationMissing:
-			atts = append(atts, scan.ShortDigest(l.Digest))
+		case types.ChildMissing:
+			children = append(children, l.Platform+" "+types.ShortDigest(l.Digest))
+		case types.BlobMissing:
+			blobs = append(blobs, types.ShortDigest(l.Digest))
+		case types.AttestationMissing:
+			atts = append(atts, types.ShortDigest(l.Digest))
 		default:
 			top = append(top, l.Message)
 		}

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/regcheck/regcheck/types"
 	"io"
 	"net/http"
 	"os"
@@ -24,10 +25,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/regcheck/regcheck/internal/testbin"
-	"github.com/regcheck/regcheck/internal/testregistry"
+	"github.com/regcheck/regcheck/internal/testing/bins"
+	"github.com/regcheck/regcheck/internal/testing/registry"
 	"github.com/regcheck/regcheck/report"
-	"github.com/regcheck/regcheck/scan"
 )
 
 // CraneBinary is the crane hack/build-bins.sh builds (its crane set).
@@ -67,7 +67,7 @@ const (
 func BenchmarkCompare(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 14*time.Minute)
 	defer cancel()
-	crane, err := testbin.Path(CraneBinary)
+	crane, err := bins.Path(CraneBinary)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func BenchmarkCompare(b *testing.B) {
 	st, refs, list := pushState(ctx, b, r, stateConfig{Images: compareImages, Repos: compareRepos, Seed: compareSeed, Damage: true})
 	want := st.Count()
 	b.Logf("pushed %d images in %d repositories in %v (seed %d): %d broken, %d at-risk, %d ok",
-		len(st.Targets), compareRepos, st.Pushed.Round(time.Millisecond), compareSeed, want[scan.Broken], want[scan.AtRisk], want[scan.OK])
+		len(st.Targets), compareRepos, st.Pushed.Round(time.Millisecond), compareSeed, want[types.Broken], want[types.AtRisk], want[types.OK])
 
 	b.ResetTimer()
 	var (
@@ -105,9 +105,9 @@ func BenchmarkCompare(b *testing.B) {
 	}
 	printCompare(os.Stdout, st, runs, probe)
 	for _, run := range runs[:3] { // regcheck's: the ground truth exactly
-		if len(run.missed) > 0 || len(run.falseBroken) > 0 || run.atRisk != want[scan.AtRisk] {
+		if len(run.missed) > 0 || len(run.falseBroken) > 0 || run.atRisk != want[types.AtRisk] {
 			b.Errorf("%s: %d of %d broken found (missed %v), false broken %v, %d at-risk (want %d)",
-				run.name, run.broken, want[scan.Broken], run.missed, run.falseBroken, run.atRisk, want[scan.AtRisk])
+				run.name, run.broken, want[types.Broken], run.missed, run.falseBroken, run.atRisk, want[types.AtRisk])
 		}
 	}
 	for _, run := range runs {
@@ -141,11 +141,11 @@ type compareRun struct {
 func (c *compareRun) score(st *benchState) {
 	for _, t := range st.Targets {
 		switch {
-		case c.brokenOf[t.Ref] && t.Want == scan.Broken:
+		case c.brokenOf[t.Ref] && t.Want == types.Broken:
 			c.broken++
 		case c.brokenOf[t.Ref]:
 			c.falseBroken = append(c.falseBroken, t.Ref)
-		case t.Want == scan.Broken:
+		case t.Want == types.Broken:
 			c.missed = append(c.missed, t.Ref)
 		}
 		if c.atRiskOf[t.Ref] {
@@ -170,12 +170,12 @@ func buildRegcheck(tb testing.TB) string {
 // startAccessLogged starts distribution 3.1.2 on 127.0.0.1 with its
 // access log on, which counts every client's requests as the registry
 // served them.
-func startAccessLogged(tb testing.TB) (*testregistry.Registry, *accessLog) {
+func startAccessLogged(tb testing.TB) (*registry.Registry, *accessLog) {
 	tb.Helper()
-	r := startEmpty(tb, testregistry.V3)
+	r := startEmpty(tb, registry.V3)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	dir := filepath.Dir(r.Root) // testregistry keeps config.yml and registry.log beside storage
+	dir := filepath.Dir(r.Root) // the registry rig keeps config.yml and registry.log beside storage
 	conf := filepath.Join(dir, "config.yml")
 	data, err := os.ReadFile(conf)
 	if err != nil {
@@ -357,8 +357,8 @@ func regcheckRun(ctx context.Context, b *testing.B, alog *accessLog, title, unit
 		}
 	}
 	for _, im := range doc.Images {
-		run.brokenOf[im.Reference] = im.Verdict == scan.Broken
-		run.atRiskOf[im.Reference] = im.Verdict == scan.AtRisk
+		run.brokenOf[im.Reference] = im.Verdict == types.Broken
+		run.atRiskOf[im.Reference] = im.Verdict == types.AtRisk
 	}
 	if run.fromLog, err = alog.since(); err != nil {
 		b.Fatal(err)
@@ -547,7 +547,7 @@ func printCompare(w io.Writer, st *benchState, runs []compareRun, probe []capaci
 	want := st.Count()
 	capRate := maxRate(probe)
 	fmt.Fprintf(w, "\n%d images in %d repositories on distribution v3.1.2, 127.0.0.1 (seed %d, pushed in %v): %d broken, %d at-risk (attestation only), %d ok\n",
-		len(st.Targets), compareRepos, compareSeed, st.Pushed.Round(time.Second), want[scan.Broken], want[scan.AtRisk], want[scan.OK])
+		len(st.Targets), compareRepos, compareSeed, st.Pushed.Round(time.Second), want[types.Broken], want[types.AtRisk], want[types.OK])
 	fmt.Fprintf(w, "minimum of regcheck's design: %s requests (%d ping, %d tag HEADs, %d manifest reads, %d blob HEADs)\n",
 		thousands(minimum.Total()), minimum.Ping, minimum.ManifestHead, minimum.ManifestGet, minimum.BlobHead)
 	var rates []string
@@ -582,7 +582,7 @@ func printCompare(w io.Writer, st *benchState, runs []compareRun, probe []capaci
 		rss := rssText(r.rss)
 		fmt.Fprintf(tw, "%s\t%.2fs\t%.1f\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%d/%d\t%d\t\n",
 			fmt.Sprintf("%-*s", width, r.name), r.wall.Seconds(), float64(r.wall)/float64(cold), total, c.Ping, c.ManifestHead, c.ManifestGet, c.BlobHead, c.BlobGet, c.Other,
-			ratio, rate, share, rss, r.broken, want[scan.Broken], len(r.falseBroken))
+			ratio, rate, share, rss, r.broken, want[types.Broken], len(r.falseBroken))
 	}
 	tw.Flush()
 	fmt.Fprintln(w)

@@ -5,6 +5,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"github.com/regcheck/regcheck/types"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -22,11 +23,10 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/static"
-	"github.com/google/go-containerregistry/pkg/v1/types"
+	ggcrtypes "github.com/google/go-containerregistry/pkg/v1/types"
 
-	"github.com/regcheck/regcheck/internal/fixture"
-	"github.com/regcheck/regcheck/internal/testregistry"
-	"github.com/regcheck/regcheck/scan"
+	"github.com/regcheck/regcheck/internal/testing/fixture"
+	"github.com/regcheck/regcheck/internal/testing/registry"
 )
 
 // stateConfig says what generateState pushes: Images targets over Repos
@@ -50,7 +50,7 @@ const (
 // verdict the generator knows it has.
 type benchTarget struct {
 	Ref  string
-	Want scan.Verdict
+	Want types.Verdict
 	Why  string // the damage done, "" for none
 }
 
@@ -103,8 +103,8 @@ func (s *benchState) Minimum() requestCounts {
 }
 
 // Count returns how many targets want each verdict.
-func (s *benchState) Count() map[scan.Verdict]int {
-	out := map[scan.Verdict]int{}
+func (s *benchState) Count() map[types.Verdict]int {
+	out := map[types.Verdict]int{}
 	for _, t := range s.Targets {
 		out[t.Want]++
 	}
@@ -146,13 +146,13 @@ type genSingle struct {
 // with delete enabled), then, with Damage, breaks some: index children,
 // attestations and blob links deleted through the API, and images pinned
 // by digest whose tag moved, collected by the registry's own
-// garbage-collect --delete-untagged. Shapes, as internal/fixture's: single
+// garbage-collect --delete-untagged. Shapes, as internal/testing/fixture's: single
 // Docker images over a base shared across repositories, buildx OCI
 // indexes (amd64 and arm64, each with an attestation child), Docker
 // manifest lists (amd64, arm/v7). Everything is drawn from cfg.Seed; blob
 // contents name the repository and tag, so no two images share an own
 // layer.
-func generateState(ctx context.Context, r *testregistry.Registry, cfg stateConfig) (*benchState, error) {
+func generateState(ctx context.Context, r *registry.Registry, cfg stateConfig) (*benchState, error) {
 	start := time.Now()
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x5eed))
 	gcLost := 0
@@ -173,7 +173,7 @@ func generateState(ctx context.Context, r *testregistry.Registry, cfg stateConfi
 	if cfg.Damage {
 		for _, i := range rng.Perm(len(repos)) {
 			if rp := repos[i]; len(rp.singles) > 0 && len(lost) < gcLost {
-				old := single(rp.name, "v1-old", rng, types.DockerManifestSchema2)
+				old := single(rp.name, "v1-old", rng, ggcrtypes.DockerManifestSchema2)
 				rp.old = &old
 				lost = append(lost, rp)
 			}
@@ -194,7 +194,7 @@ func generateState(ctx context.Context, r *testregistry.Registry, cfg stateConfi
 	for _, rp := range repos {
 		for _, tag := range rp.tags {
 			ref := r.Host() + "/" + rp.name + ":" + tag
-			want[ref] = benchTarget{Ref: ref, Want: scan.OK}
+			want[ref] = benchTarget{Ref: ref, Want: types.OK}
 			targets = append(targets, want[ref])
 		}
 	}
@@ -217,7 +217,7 @@ func generateState(ctx context.Context, r *testregistry.Registry, cfg stateConfi
 
 // pushState generates cfg's state in r and writes its references, one a
 // line, to a file for --images-from.
-func pushState(ctx context.Context, tb testing.TB, r *testregistry.Registry, cfg stateConfig) (st *benchState, refs []string, list string) {
+func pushState(ctx context.Context, tb testing.TB, r *registry.Registry, cfg stateConfig) (st *benchState, refs []string, list string) {
 	tb.Helper()
 	st, err := generateState(ctx, r, cfg)
 	if err != nil {
@@ -243,16 +243,16 @@ func buildRepo(rng *rand.Rand, host, repo string, n int) *genRepo {
 		ref, _ := name.NewTag(host+"/"+repo+":"+tag, name.Insecure)
 		switch {
 		case shape < 55: // a single Docker image
-			s := single(repo, tag, rng, types.DockerManifestSchema2)
+			s := single(repo, tag, rng, ggcrtypes.DockerManifestSchema2)
 			rp.add(s.img)
 			rp.singles = append(rp.singles, s)
 			rp.push[ref] = s.img
 		case shape < 80: // buildx: an OCI index, two platforms, each attested
-			idx, gi := rp.index(repo, tag, rng, types.OCIImageIndex, true, "linux/amd64", "linux/arm64")
+			idx, gi := rp.index(repo, tag, rng, ggcrtypes.OCIImageIndex, true, "linux/amd64", "linux/arm64")
 			rp.indexes = append(rp.indexes, gi)
 			rp.push[ref] = idx
 		default: // a Docker manifest list
-			idx, gi := rp.index(repo, tag, rng, types.DockerManifestList, false, "linux/amd64", "linux/arm/v7")
+			idx, gi := rp.index(repo, tag, rng, ggcrtypes.DockerManifestList, false, "linux/amd64", "linux/arm/v7")
 			rp.indexes = append(rp.indexes, gi)
 			rp.push[ref] = idx
 		}
@@ -264,18 +264,18 @@ func buildRepo(rng *rand.Rand, host, repo string, n int) *genRepo {
 // repository (the registry stores each once, and links it per repository).
 func baseLayers(b int) []v1.Layer {
 	return []v1.Layer{
-		static.NewLayer(fmt.Appendf(nil, "base %d os layer", b), types.DockerLayer),
-		static.NewLayer(fmt.Appendf(nil, "base %d runtime layer", b), types.DockerLayer),
+		static.NewLayer(fmt.Appendf(nil, "base %d os layer", b), ggcrtypes.DockerLayer),
+		static.NewLayer(fmt.Appendf(nil, "base %d runtime layer", b), ggcrtypes.DockerLayer),
 	}
 }
 
 // single builds a Docker or OCI image: a shared base and one to three
 // layers of its own.
-func single(repo, tag string, rng *rand.Rand, mt types.MediaType) genSingle {
+func single(repo, tag string, rng *rand.Rand, mt ggcrtypes.MediaType) genSingle {
 	own := 1 + rng.IntN(3)
 	layers := baseLayers(rng.IntN(8))
 	for i := range own {
-		layers = append(layers, static.NewLayer(fmt.Appendf(nil, "%s:%s own layer %d", repo, tag, i), types.DockerLayer))
+		layers = append(layers, static.NewLayer(fmt.Appendf(nil, "%s:%s own layer %d", repo, tag, i), ggcrtypes.DockerLayer))
 	}
 	img := fixture.BuildImage(mt, v1.Platform{OS: "linux", Architecture: "amd64"}, layers...)
 	d, _ := img.Digest()
@@ -285,10 +285,10 @@ func single(repo, tag string, rng *rand.Rand, mt types.MediaType) genSingle {
 
 // index builds an index of one image per platform (and, with attest, an
 // attestation manifest for each) and records its manifests.
-func (rp *genRepo) index(repo, tag string, rng *rand.Rand, mt types.MediaType, attest bool, platforms ...string) (v1.ImageIndex, genIndex) {
-	imt := types.DockerManifestSchema2
-	if mt == types.OCIImageIndex {
-		imt = types.OCIManifestSchema1
+func (rp *genRepo) index(repo, tag string, rng *rand.Rand, mt ggcrtypes.MediaType, attest bool, platforms ...string) (v1.ImageIndex, genIndex) {
+	imt := ggcrtypes.DockerManifestSchema2
+	if mt == ggcrtypes.OCIImageIndex {
+		imt = ggcrtypes.OCIManifestSchema1
 	}
 	base := rng.IntN(8)
 	idx := mutate.IndexMediaType(empty.Index, mt)
@@ -296,7 +296,7 @@ func (rp *genRepo) index(repo, tag string, rng *rand.Rand, mt types.MediaType, a
 	var children []string
 	for i, p := range platforms {
 		plat, _ := v1.ParsePlatform(p)
-		own := static.NewLayer(fmt.Appendf(nil, "%s:%s %s own layer", repo, tag, p), types.DockerLayer)
+		own := static.NewLayer(fmt.Appendf(nil, "%s:%s %s own layer", repo, tag, p), ggcrtypes.DockerLayer)
 		img := fixture.BuildImage(imt, *plat, append(baseLayers(base), own)...)
 		d := rp.add(img)
 		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: plat}})
@@ -370,7 +370,7 @@ func pushRepo(ctx context.Context, host string, rp *genRepo) error {
 // old v1, untagged by the push over it), then deletes, through the API,
 // index children, blob links and attestation manifests of images drawn
 // at random, and writes each target's verdict into want.
-func damage(ctx context.Context, r *testregistry.Registry, rng *rand.Rand, repos, lost []*genRepo, want map[string]benchTarget) error {
+func damage(ctx context.Context, r *registry.Registry, rng *rand.Rand, repos, lost []*genRepo, want map[string]benchTarget) error {
 	if err := r.Stop(); err != nil {
 		return err
 	}
@@ -385,7 +385,7 @@ func damage(ctx context.Context, r *testregistry.Registry, rng *rand.Rand, repos
 	for _, rp := range lost {
 		rp.gone[rp.old.digest] = true
 		ref := r.Host() + "/" + rp.name + "@" + rp.old.digest
-		want[ref] = benchTarget{Ref: ref, Want: scan.Broken, Why: "untagged by a push, collected by the registry's GC"}
+		want[ref] = benchTarget{Ref: ref, Want: types.Broken, Why: "untagged by a push, collected by the registry's GC"}
 	}
 
 	var indexes []struct {
@@ -415,7 +415,7 @@ func damage(ctx context.Context, r *testregistry.Registry, rng *rand.Rand, repos
 	rng.Shuffle(len(indexes), func(i, j int) { indexes[i], indexes[j] = indexes[j], indexes[i] })
 	rng.Shuffle(len(singles), func(i, j int) { singles[i], singles[j] = singles[j], singles[i] })
 	del := func(repo, kind, digest string) error { return deleteThroughAPI(ctx, r.Host(), repo, kind, digest) }
-	mark := func(rp *genRepo, tag string, v scan.Verdict, why string) {
+	mark := func(rp *genRepo, tag string, v types.Verdict, why string) {
 		ref := r.Host() + "/" + rp.name + ":" + tag
 		want[ref] = benchTarget{Ref: ref, Want: v, Why: why}
 	}
@@ -425,7 +425,7 @@ func damage(ctx context.Context, r *testregistry.Registry, rng *rand.Rand, repos
 			return err
 		}
 		x.rp.gone[x.gi.child] = true
-		mark(x.rp, x.gi.tag, scan.Broken, "index child deleted through the API")
+		mark(x.rp, x.gi.tag, types.Broken, "index child deleted through the API")
 	}
 	indexes = indexes[damageChild:]
 	// Attestations only: buildx indexes.
@@ -438,7 +438,7 @@ func damage(ctx context.Context, r *testregistry.Registry, rng *rand.Rand, repos
 			return err
 		}
 		x.rp.gone[x.gi.attestation] = true
-		mark(x.rp, x.gi.tag, scan.AtRisk, "attestation deleted through the API")
+		mark(x.rp, x.gi.tag, types.AtRisk, "attestation deleted through the API")
 		n++
 	}
 	if n < damageAttestation {
@@ -468,7 +468,7 @@ func damage(ctx context.Context, r *testregistry.Registry, rng *rand.Rand, repos
 			return err
 		}
 		rp.goneBlobs[layer] = true
-		mark(rp, tag, scan.Broken, "layer link deleted through the API")
+		mark(rp, tag, types.Broken, "layer link deleted through the API")
 	}
 	return nil
 }

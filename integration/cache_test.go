@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/regcheck/regcheck/types"
 	"maps"
 	"net/http"
 	"slices"
@@ -15,11 +16,10 @@ import (
 	"time"
 
 	"github.com/regcheck/regcheck/internal/cli"
-	"github.com/regcheck/regcheck/internal/faultproxy"
-	"github.com/regcheck/regcheck/internal/fixture"
-	"github.com/regcheck/regcheck/internal/testregistry"
+	"github.com/regcheck/regcheck/internal/testing/faultproxy"
+	"github.com/regcheck/regcheck/internal/testing/fixture"
+	"github.com/regcheck/regcheck/internal/testing/registry"
 	"github.com/regcheck/regcheck/report"
-	"github.com/regcheck/regcheck/scan"
 )
 
 // scanCached runs `regcheck scan -o json --cache-dir dir` on every fixture,
@@ -46,11 +46,11 @@ func scanCached(t *testing.T, dir, host string, imgs []fixture.Image) (report.Do
 
 // images are a report's images by fixture name (a report orders them its
 // own way).
-func images(t *testing.T, doc report.Document, host string, imgs []fixture.Image) map[string]*scan.Image {
+func images(t *testing.T, doc report.Document, host string, imgs []fixture.Image) map[string]*types.Image {
 	t.Helper()
-	out := map[string]*scan.Image{}
+	out := map[string]*types.Image{}
 	for _, fx := range imgs {
-		i := slices.IndexFunc(doc.Images, func(im *scan.Image) bool { return im.Reference == fixture.Ref(host, "gc/", fx.Name, "v1") })
+		i := slices.IndexFunc(doc.Images, func(im *types.Image) bool { return im.Reference == fixture.Ref(host, "gc/", fx.Name, "v1") })
 		if i < 0 {
 			t.Fatalf("the report has no %s", fx.Name)
 		}
@@ -60,9 +60,9 @@ func images(t *testing.T, doc report.Document, host string, imgs []fixture.Image
 }
 
 // verdicts are a report's verdicts by fixture name.
-func verdicts(t *testing.T, doc report.Document, host string, imgs []fixture.Image) map[string]scan.Verdict {
+func verdicts(t *testing.T, doc report.Document, host string, imgs []fixture.Image) map[string]types.Verdict {
 	t.Helper()
-	out := map[string]scan.Verdict{}
+	out := map[string]types.Verdict{}
 	for name, im := range images(t, doc, host, imgs) {
 		out[name] = im.Verdict
 	}
@@ -84,7 +84,7 @@ func requestsText(rs map[string]int) string {
 // 404 to the HEAD decides. Through a proxy answering 503 to manifests by
 // digest, the cached images are unknown, not ok.
 func TestCache(t *testing.T) {
-	r, imgs := startRegistry(t, testregistry.V3)
+	r, imgs := startRegistry(t, registry.V3)
 	dir := t.TempDir()
 
 	cold, coldTook := scanCached(t, dir, r.Host(), imgs)
@@ -109,7 +109,7 @@ func TestCache(t *testing.T) {
 		t.Errorf("verdicts: cold %v, warm %v", a, b)
 	}
 	for name, v := range verdicts(t, warm, r.Host(), imgs) {
-		if v != scan.OK {
+		if v != types.OK {
 			t.Errorf("%s: %s on an intact registry", name, v)
 		}
 	}
@@ -135,10 +135,10 @@ func TestCache(t *testing.T) {
 	t.Logf("after deleting %s: %s", child, requestsText(after.Summary.Requests))
 	got := images(t, after, r.Host(), imgs)
 	for _, fx := range imgs {
-		im, want := got[fx.Name], scan.OK
+		im, want := got[fx.Name], types.OK
 		if fx.Name == "multiarch" {
-			want = scan.Broken
-			if c := codes(im, scan.ChildMissing); !slices.Equal(c, []string{child}) {
+			want = types.Broken
+			if c := codes(im, types.ChildMissing); !slices.Equal(c, []string{child}) {
 				t.Errorf("multiarch: child-missing for %v, want %s (findings %+v)", c, child, im.Findings)
 			}
 		}
@@ -159,7 +159,7 @@ func TestCache(t *testing.T) {
 	defer p.Close()
 	faulty, _ := scanCached(t, dir, p.Host(), imgs)
 	for name, v := range verdicts(t, faulty, p.Host(), imgs) {
-		if v != scan.Unknown {
+		if v != types.Unknown {
 			t.Errorf("%s through a proxy failing every manifest HEAD: %s, want unknown", name, v)
 		}
 	}

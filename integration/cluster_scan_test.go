@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/regcheck/regcheck/types"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,11 +22,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/regcheck/regcheck/internal/cli"
-	"github.com/regcheck/regcheck/internal/fixture"
-	"github.com/regcheck/regcheck/internal/testkube"
-	"github.com/regcheck/regcheck/internal/testregistry"
+	"github.com/regcheck/regcheck/internal/testing/fixture"
+	"github.com/regcheck/regcheck/internal/testing/kubeapi"
+	"github.com/regcheck/regcheck/internal/testing/registry"
 	"github.com/regcheck/regcheck/report"
-	"github.com/regcheck/regcheck/scan"
 )
 
 // pushSingle pushes fixture.Single(seed) to ref and returns its digest.
@@ -83,7 +83,7 @@ func workload(t *testing.T, ctx context.Context, cs kubernetes.Interface, ns, nm
 
 // clusterScan runs `regcheck scan --cluster -A` as a user would and returns
 // the exit code and the JSON document.
-func clusterScan(t *testing.T, kubeconfig string, extra ...string) (int, map[string]*scan.Image) {
+func clusterScan(t *testing.T, kubeconfig string, extra ...string) (int, map[string]*types.Image) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	args := append([]string{"scan", "--cluster", "-A", "--kubeconfig", kubeconfig, "-o", "json"}, extra...)
@@ -97,11 +97,11 @@ func clusterScan(t *testing.T, kubeconfig string, extra ...string) (int, map[str
 }
 
 type want struct {
-	verdict scan.Verdict
+	verdict types.Verdict
 	codes   []string // sorted finding codes
 }
 
-func checkImages(t *testing.T, got map[string]*scan.Image, wants map[string]want) {
+func checkImages(t *testing.T, got map[string]*types.Image, wants map[string]want) {
 	t.Helper()
 	for ref, w := range wants {
 		im, ok := got[ref]
@@ -126,7 +126,7 @@ func checkImages(t *testing.T, got map[string]*scan.Image, wants map[string]want
 	}
 }
 
-func finding(im *scan.Image, code scan.Code) *scan.Finding {
+func finding(im *types.Image, code types.Code) *types.Finding {
 	for i := range im.Findings {
 		if im.Findings[i].Code == code {
 			return &im.Findings[i]
@@ -143,7 +143,7 @@ func finding(im *scan.Image, code scan.Code) *scan.Finding {
 func TestClusterScan(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	kc, err := testkube.Start(ctx, t.TempDir(), testkube.DefaultBinDir())
+	kc, err := kubeapi.Start(ctx, t.TempDir(), kubeapi.DefaultBinDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestClusterScan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, imgs := startRegistry(t, testregistry.V2)
+	reg, imgs := startRegistry(t, registry.V2)
 	host := reg.Host()
 	var buildx fixture.Image
 	for _, im := range imgs {
@@ -205,23 +205,23 @@ func TestClusterScan(t *testing.T) {
 	t.Run("before GC", func(t *testing.T) {
 		code, got := clusterScan(t, kubeconfig)
 		checkImages(t, got, map[string]want{
-			ref("gc/buildx", ":v1"):             {scan.OK, []string{"mutable-reference"}}, // a tag alone is no risk
-			ref("c/coturn", ":latest"):          {scan.AtRisk, []string{"drift", "mutable-reference", "pull-always-mutable"}},
-			ref("c/rollback", ":v1"):            {scan.AtRisk, []string{"drift", "mutable-reference"}},
-			ref("c/pinned", ":v1@"+pinnedP):     {scan.OK, nil},
-			ref("c/orphanpin", ":v1@"+orphanO1): {scan.AtRisk, []string{"pinned-digest-untagged"}},
+			ref("gc/buildx", ":v1"):             {types.OK, []string{"mutable-reference"}}, // a tag alone is no risk
+			ref("c/coturn", ":latest"):          {types.AtRisk, []string{"drift", "mutable-reference", "pull-always-mutable"}},
+			ref("c/rollback", ":v1"):            {types.AtRisk, []string{"drift", "mutable-reference"}},
+			ref("c/pinned", ":v1@"+pinnedP):     {types.OK, nil},
+			ref("c/orphanpin", ":v1@"+orphanO1): {types.AtRisk, []string{"pinned-digest-untagged"}},
 		})
 		if code != cli.ExitClean {
 			t.Errorf("exit %d, want 0: nothing is broken", code)
 		}
 		if im := got[ref("c/coturn", ":latest")]; im != nil {
 			d := finding(im, "drift")
-			if d == nil || d.Severity != scan.SeverityHigh || d.Digest != coturnB || !bytes.Contains([]byte(d.Message), []byte(coturnA)) {
+			if d == nil || d.Severity != types.SeverityHigh || d.Digest != coturnB || !bytes.Contains([]byte(d.Message), []byte(coturnA)) {
 				t.Errorf("coturn drift: %+v; want high, naming %s (running) and %s (tag now)", d, coturnA, coturnB)
 			}
 		}
 		if im := got[ref("c/rollback", ":v1")]; im != nil {
-			if d := finding(im, "drift"); d == nil || d.Severity != scan.SeverityWarning {
+			if d := finding(im, "drift"); d == nil || d.Severity != types.SeverityWarning {
 				t.Errorf("rollback drift (IfNotPresent, pinned tag): %+v, want warning", d)
 			}
 		}
@@ -380,11 +380,11 @@ spec:
 	t.Run("after GC", func(t *testing.T) {
 		code, got := clusterScan(t, kubeconfig)
 		checkImages(t, got, map[string]want{
-			ref("gc/buildx", ":v1"):             {scan.Broken, []string{"attestation-missing", "child-missing"}},
-			ref("c/coturn", ":latest"):          {scan.AtRisk, []string{"drift", "mutable-reference", "pull-always-mutable", "running-digest-missing"}},
-			ref("c/rollback", ":v1"):            {scan.AtRisk, []string{"drift", "mutable-reference", "running-digest-missing"}},
-			ref("c/pinned", ":v1@"+pinnedP):     {scan.OK, nil},
-			ref("c/orphanpin", ":v1@"+orphanO1): {scan.Broken, []string{"manifest-missing"}},
+			ref("gc/buildx", ":v1"):             {types.Broken, []string{"attestation-missing", "child-missing"}},
+			ref("c/coturn", ":latest"):          {types.AtRisk, []string{"drift", "mutable-reference", "pull-always-mutable", "running-digest-missing"}},
+			ref("c/rollback", ":v1"):            {types.AtRisk, []string{"drift", "mutable-reference", "running-digest-missing"}},
+			ref("c/pinned", ":v1@"+pinnedP):     {types.OK, nil},
+			ref("c/orphanpin", ":v1@"+orphanO1): {types.Broken, []string{"manifest-missing"}},
 		})
 		if code != cli.ExitFindings {
 			t.Errorf("exit %d, want 1", code)
@@ -403,10 +403,10 @@ spec:
 }
 
 // adminToken reads the admin bearer token out of the harness's config.
-func adminToken(t *testing.T, kc *testkube.Cluster) string {
+func adminToken(t *testing.T, kc *kubeapi.Cluster) string {
 	t.Helper()
 	if kc.Config.BearerToken == "" {
-		t.Fatal("testkube admin config has no bearer token")
+		t.Fatal("the kubeapi admin config has no bearer token")
 	}
 	return kc.Config.BearerToken
 }

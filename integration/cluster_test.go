@@ -33,18 +33,18 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/regcheck/regcheck/internal/cli"
-	"github.com/regcheck/regcheck/internal/testkube"
+	"github.com/regcheck/regcheck/internal/testing/kubeapi"
 	"github.com/regcheck/regcheck/inventory"
 	"github.com/regcheck/regcheck/record"
 )
 
 // startCluster starts the real kube-apiserver + etcd. Missing binaries fail
 // the test: under the integration tag they are a requirement, not an option.
-func startCluster(t *testing.T) *testkube.Cluster {
+func startCluster(t *testing.T) *kubeapi.Cluster {
 	t.Helper()
-	binDir := testkube.DefaultBinDir()
+	binDir := kubeapi.DefaultBinDir()
 	start := time.Now()
-	c, err := testkube.Start(t.Context(), t.TempDir(), binDir)
+	c, err := kubeapi.Start(t.Context(), t.TempDir(), binDir)
 	if err != nil {
 		t.Fatalf("starting kube-apiserver from %s: %v", binDir, err)
 	}
@@ -139,7 +139,7 @@ func TestClusterInventoryAndRecord(t *testing.T) {
 	if err := applyManifest(ctx, admin, rbac); err != nil {
 		t.Fatal(err)
 	}
-	scenario := testkube.Scenario{Namespace: "shop"}
+	scenario := kubeapi.Scenario{Namespace: "shop"}
 	if err := scenario.Apply(ctx, admin); err != nil {
 		t.Fatal(err)
 	}
@@ -150,12 +150,12 @@ func TestClusterInventoryAndRecord(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		testkube.AssertInventory(t, want, got)
+		kubeapi.AssertInventory(t, want, got)
 		got, err = inventory.List(ctx, admin, "shop")
 		if err != nil {
 			t.Fatal(err)
 		}
-		testkube.AssertInventory(t, want, got)
+		kubeapi.AssertInventory(t, want, got)
 	})
 
 	saCfg, _, err := kc.ServiceAccountConfig(ctx, "regcheck", "regcheck")
@@ -170,7 +170,7 @@ func TestClusterInventoryAndRecord(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		testkube.AssertInventory(t, want, got)
+		kubeapi.AssertInventory(t, want, got)
 	})
 
 	t.Run("pull secrets as the regcheck ServiceAccount with deploy/rbac-pull-secrets.yaml", func(t *testing.T) {
@@ -308,7 +308,7 @@ func TestClusterInventoryAndRecord(t *testing.T) {
 		}
 
 		// The kubelet restarted nginx in one web pod and it pulled a new digest.
-		if err := testkube.SetImageID(ctx, admin, "shop", "web-7d9f-aaaaa", "nginx", "docker.io/library/nginx@"+testkube.DigestNginxV2); err != nil {
+		if err := kubeapi.SetImageID(ctx, admin, "shop", "web-7d9f-aaaaa", "nginx", "docker.io/library/nginx@"+kubeapi.DigestNginxV2); err != nil {
 			t.Fatal(err)
 		}
 		inv, err = inventory.List(ctx, sa, "")
@@ -318,7 +318,7 @@ func TestClusterInventoryAndRecord(t *testing.T) {
 		s2 := record.FromInventory("testkube", t1.Add(time.Hour), inv)
 		wantChange := []record.Change{{
 			Cluster: "testkube", Namespace: "shop", OwnerKind: "Deployment", OwnerName: "web", Container: "nginx",
-			Pod: "web-7d9f-aaaaa", Node: "node-a", Image: "nginx:1.27", From: []string{testkube.DigestNginx}, To: testkube.DigestNginxV2,
+			Pod: "web-7d9f-aaaaa", Node: "node-a", Image: "nginx:1.27", From: []string{kubeapi.DigestNginx}, To: kubeapi.DigestNginxV2,
 		}}
 		var histories []*record.History
 		for _, st := range []record.Store{file, cmStore} {
@@ -346,10 +346,10 @@ func TestClusterInventoryAndRecord(t *testing.T) {
 		// each), so pin --from-records picks the newer rollout and Find shows both.
 		h := histories[0]
 		q := record.Query{Namespace: "shop", OwnerKind: "Deployment", OwnerName: "web", Container: "nginx"}
-		if r, ok := h.Running(q); !ok || r.Digest != testkube.DigestNginxV2 {
+		if r, ok := h.Running(q); !ok || r.Digest != kubeapi.DigestNginxV2 {
 			t.Errorf("Running(web/nginx) = %+v, %v", r, ok)
 		}
-		if rs := h.Find(q); len(rs) != 2 || rs[1].Digest != testkube.DigestNginx || rs[1].Pod != "web-7d9f-bbbbb" {
+		if rs := h.Find(q); len(rs) != 2 || rs[1].Digest != kubeapi.DigestNginx || rs[1].Pod != "web-7d9f-bbbbb" {
 			t.Errorf("Find(web/nginx) = %+v", rs)
 		}
 		// Every running container of the scenario is recorded (templates are
@@ -462,8 +462,8 @@ func TestClusterInventoryAndRecord(t *testing.T) {
 			t.Fatal(err)
 		}
 		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", Image: "docker.io/library/alpine:3.22",
-			ImageID: "docker.io/library/alpine@" + testkube.DigestAlpine,
-			State:   corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(testkube.Started)}}}}
+			ImageID: "docker.io/library/alpine@" + kubeapi.DigestAlpine,
+			State:   corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(kubeapi.Started)}}}}
 		if _, err := admin.CoreV1().Pods("other").UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -476,7 +476,7 @@ func TestClusterInventoryAndRecord(t *testing.T) {
 		if !strings.Contains(out, "no previous snapshot of testkube") {
 			t.Errorf("first run of -n other --diff:\n%s\nwant it to say there is no previous snapshot", out)
 		}
-		if err := testkube.SetImageID(ctx, admin, "shop", "web-7d9f-bbbbb", "nginx", "docker.io/library/nginx@"+testkube.DigestNginxV2); err != nil {
+		if err := kubeapi.SetImageID(ctx, admin, "shop", "web-7d9f-bbbbb", "nginx", "docker.io/library/nginx@"+kubeapi.DigestNginxV2); err != nil {
 			t.Fatal(err)
 		}
 		out, _ = run("-n", "shop", "--out", history, "--diff", "-o", "json")
@@ -486,7 +486,7 @@ func TestClusterInventoryAndRecord(t *testing.T) {
 		}
 		wantChange := []record.Change{{
 			Cluster: "testkube", Namespace: "shop", OwnerKind: "Deployment", OwnerName: "web", Container: "nginx",
-			Pod: "web-7d9f-bbbbb", Node: "node-b", Image: "nginx:1.27", From: []string{testkube.DigestNginx}, To: testkube.DigestNginxV2,
+			Pod: "web-7d9f-bbbbb", Node: "node-b", Image: "nginx:1.27", From: []string{kubeapi.DigestNginx}, To: kubeapi.DigestNginxV2,
 		}}
 		if !reflect.DeepEqual(doc.Changes, wantChange) {
 			t.Errorf("record -n shop --diff after record -n other:\n got %+v\nwant %+v", doc.Changes, wantChange)

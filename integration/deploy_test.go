@@ -29,8 +29,8 @@ import (
 
 	"github.com/regcheck/regcheck/deploy"
 	"github.com/regcheck/regcheck/internal/cli"
-	"github.com/regcheck/regcheck/internal/testkube"
-	"github.com/regcheck/regcheck/internal/testregistry"
+	"github.com/regcheck/regcheck/internal/testing/kubeapi"
+	"github.com/regcheck/regcheck/internal/testing/registry"
 )
 
 // TestDeploy renders deploy/ with kustomize (an overlay naming the image,
@@ -42,7 +42,7 @@ func TestDeploy(t *testing.T) {
 	ctx := t.Context()
 	kc := startCluster(t)
 	admin := clientFor(t, kc.Config)
-	reg := startEmpty(t, testregistry.V3)
+	reg := startEmpty(t, registry.V3)
 	gateway := startPushgateway(t)
 
 	// What runs: regcheck's own image (any image does: the CronJob is a
@@ -275,7 +275,7 @@ func TestDeploy(t *testing.T) {
 // actAs makes the CLI act as the ServiceAccount namespace/name, by a
 // token for it in the kubeconfig $KUBECONFIG names (for the rest of the
 // test), and returns a client config for it.
-func actAs(t *testing.T, kc *testkube.Cluster, namespace, name string) *rest.Config {
+func actAs(t *testing.T, kc *kubeapi.Cluster, namespace, name string) *rest.Config {
 	t.Helper()
 	cfg, token, err := kc.ServiceAccountConfig(t.Context(), namespace, name)
 	if err != nil {
@@ -341,7 +341,7 @@ func rights(t *testing.T, cs kubernetes.Interface, ns string) map[right]bool {
 
 // applyAll creates every object of a multi-document YAML as admin, through
 // the dynamic client (any kind the API server serves), and names them.
-func applyAll(t *testing.T, kc *testkube.Cluster, docs []byte) []string {
+func applyAll(t *testing.T, kc *kubeapi.Cluster, docs []byte) []string {
 	t.Helper()
 	dc, err := dynamic.NewForConfig(kc.Config)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/regcheck/regcheck/types"
 	"maps"
 	"path/filepath"
 	"regexp"
@@ -17,14 +18,13 @@ import (
 	"time"
 
 	"github.com/regcheck/regcheck/internal/cli"
-	"github.com/regcheck/regcheck/internal/faultproxy"
-	"github.com/regcheck/regcheck/internal/fixture"
-	"github.com/regcheck/regcheck/internal/testregistry"
+	"github.com/regcheck/regcheck/internal/testing/faultproxy"
+	"github.com/regcheck/regcheck/internal/testing/fixture"
+	"github.com/regcheck/regcheck/internal/testing/registry"
 	"github.com/regcheck/regcheck/report"
-	"github.com/regcheck/regcheck/scan"
 )
 
-// The fault tests put internal/faultproxy between the real CLI and a real
+// The fault tests put internal/testing/faultproxy between the real CLI and a real
 // registry. The contract: only the registry's own 404 on a manifest or
 // blob proves absence. Every other failure is a fault: the image is
 // unknown with the fault's code, never broken, and the exit code is 3.
@@ -34,9 +34,9 @@ import (
 // outcome is what a scan says of one image: its verdict and the codes of
 // its findings, facts and faults apart, each sorted.
 type outcome struct {
-	verdict scan.Verdict
-	facts   []scan.Code
-	faults  []scan.Code
+	verdict types.Verdict
+	facts   []types.Code
+	faults  []types.Code
 	detail  string // the findings' messages, for failure messages
 }
 
@@ -48,7 +48,7 @@ func (o outcome) same(p outcome) bool {
 	return o.verdict == p.verdict && slices.Equal(o.facts, p.facts) && slices.Equal(o.faults, p.faults)
 }
 
-func outcomeOf(im *scan.Image) outcome {
+func outcomeOf(im *types.Image) outcome {
 	o := outcome{verdict: im.Verdict}
 	var msgs []string
 	for _, f := range im.Findings {
@@ -114,11 +114,11 @@ func scanVia(t *testing.T, host string, imgs []fixture.Image) scanned {
 
 // truth scans the registry directly: what every case with a passing fault
 // must say too.
-func truth(t *testing.T, r *testregistry.Registry, imgs []fixture.Image) (int, map[string]outcome) {
+func truth(t *testing.T, r *registry.Registry, imgs []fixture.Image) (int, map[string]outcome) {
 	t.Helper()
 	s := scanVia(t, r.Host(), imgs)
 	for name, o := range s.images {
-		if o.verdict == scan.Unknown || len(o.faults) > 0 {
+		if o.verdict == types.Unknown || len(o.faults) > 0 {
 			t.Fatalf("with no proxy, %s is %s: the registry itself is faulty (%s)", name, o, o.detail)
 		}
 	}
@@ -138,8 +138,8 @@ type faultCase struct {
 	// unknown with this fault code and no other ("" any fault code);
 	// broken: every affected image is broken with this code.
 	passes bool
-	code   scan.Code
-	broken scan.Code
+	code   types.Code
+	broken types.Code
 	// affects limits a persistent fault to some fixtures (indexes); the
 	// others keep their true outcome. nil: every fixture.
 	affects func(fixture.Image) bool
@@ -169,26 +169,26 @@ const (
 // faultCases are the kinds of fault on an intact registry.
 var faultCases = []faultCase{
 	// Persistent faults: unknown, with the cause.
-	{name: "ping 404", rules: []faultproxy.Rule{rule(faultproxy.NotFound, ping)}, code: scan.PingFailed},
-	{name: "token realm 404", auth: true, rules: []faultproxy.Rule{rule(faultproxy.NotFound, token)}, code: scan.TokenFailed},
-	{name: "short body always", rules: []faultproxy.Rule{rule(faultproxy.ShortBody, byDigest)}, code: scan.BadResponse},
-	{name: "tag serves a JSON page", rules: []faultproxy.Rule{rule(faultproxy.NotManifest, byTag)}, code: scan.BadResponse},
-	{name: "429 Retry-After on manifests", rules: []faultproxy.Rule{rule(faultproxy.TooManyRequestsRetryAfter, byDigest)}, code: scan.RateLimited},
-	{name: "429 on blobs", rules: []faultproxy.Rule{rule(faultproxy.TooManyRequests, blob)}, code: scan.RateLimited},
-	{name: "500 on tags", rules: []faultproxy.Rule{rule(faultproxy.InternalError, byTag)}, code: scan.RegistryFault},
-	{name: "502 on manifests", rules: []faultproxy.Rule{rule(faultproxy.BadGateway, byDigest)}, code: scan.RegistryFault},
-	{name: "503 on blobs", rules: []faultproxy.Rule{rule(faultproxy.Unavailable, blob)}, code: scan.RegistryFault},
-	{name: "reset on manifests", rules: []faultproxy.Rule{rule(faultproxy.Reset, byDigest)}, code: scan.Unreachable},
-	{name: "stall on tags", rules: []faultproxy.Rule{rule(faultproxy.Stall, byTag)}, code: scan.Unreachable},
-	{name: "manifest over 4 MiB", rules: []faultproxy.Rule{rule(faultproxy.Oversize, byDigest)}, code: scan.LimitExceeded},
-	{name: "index child digest empty", rules: []faultproxy.Rule{rule(faultproxy.IndexEmptyChild, byTag)}, code: scan.BadResponse, affects: isIndex},
-	{name: "index child digest invalid", rules: []faultproxy.Rule{rule(faultproxy.IndexInvalidChild, byTag)}, code: scan.BadResponse, affects: isIndex},
+	{name: "ping 404", rules: []faultproxy.Rule{rule(faultproxy.NotFound, ping)}, code: types.PingFailed},
+	{name: "token realm 404", auth: true, rules: []faultproxy.Rule{rule(faultproxy.NotFound, token)}, code: types.TokenFailed},
+	{name: "short body always", rules: []faultproxy.Rule{rule(faultproxy.ShortBody, byDigest)}, code: types.BadResponse},
+	{name: "tag serves a JSON page", rules: []faultproxy.Rule{rule(faultproxy.NotManifest, byTag)}, code: types.BadResponse},
+	{name: "429 Retry-After on manifests", rules: []faultproxy.Rule{rule(faultproxy.TooManyRequestsRetryAfter, byDigest)}, code: types.RateLimited},
+	{name: "429 on blobs", rules: []faultproxy.Rule{rule(faultproxy.TooManyRequests, blob)}, code: types.RateLimited},
+	{name: "500 on tags", rules: []faultproxy.Rule{rule(faultproxy.InternalError, byTag)}, code: types.RegistryFault},
+	{name: "502 on manifests", rules: []faultproxy.Rule{rule(faultproxy.BadGateway, byDigest)}, code: types.RegistryFault},
+	{name: "503 on blobs", rules: []faultproxy.Rule{rule(faultproxy.Unavailable, blob)}, code: types.RegistryFault},
+	{name: "reset on manifests", rules: []faultproxy.Rule{rule(faultproxy.Reset, byDigest)}, code: types.Unreachable},
+	{name: "stall on tags", rules: []faultproxy.Rule{rule(faultproxy.Stall, byTag)}, code: types.Unreachable},
+	{name: "manifest over 4 MiB", rules: []faultproxy.Rule{rule(faultproxy.Oversize, byDigest)}, code: types.LimitExceeded},
+	{name: "index child digest empty", rules: []faultproxy.Rule{rule(faultproxy.IndexEmptyChild, byTag)}, code: types.BadResponse, affects: isIndex},
+	{name: "index child digest invalid", rules: []faultproxy.Rule{rule(faultproxy.IndexInvalidChild, byTag)}, code: types.BadResponse, affects: isIndex},
 	{name: "redirect loop on blobs", rules: []faultproxy.Rule{rule(faultproxy.RedirectLoop, blob)}, code: ""},
 	// A 404 from a host the registry redirected to is not the registry's.
-	{name: "blob 307 to a 404 page", rules: []faultproxy.Rule{rule(faultproxy.RedirectNotFound, blob)}, code: scan.RegistryFault},
-	{name: "manifest 307 to a 404 page", rules: []faultproxy.Rule{rule(faultproxy.RedirectNotFound, byDigest)}, code: scan.RegistryFault},
+	{name: "blob 307 to a 404 page", rules: []faultproxy.Rule{rule(faultproxy.RedirectNotFound, blob)}, code: types.RegistryFault},
+	{name: "manifest 307 to a 404 page", rules: []faultproxy.Rule{rule(faultproxy.RedirectNotFound, byDigest)}, code: types.RegistryFault},
 	// Bytes that parse and always hash to another digest: a fact.
-	{name: "wrong digest always", rules: []faultproxy.Rule{rule(faultproxy.WrongDigest, byDigest)}, broken: scan.DigestMismatch},
+	{name: "wrong digest always", rules: []faultproxy.Rule{rule(faultproxy.WrongDigest, byDigest)}, broken: types.DigestMismatch},
 	// Transient faults: the true verdict.
 	{name: "short body once", rules: []faultproxy.Rule{once(faultproxy.ShortBody, byDigest)}, passes: true},
 	{name: "wrong digest once", rules: []faultproxy.Rule{once(faultproxy.WrongDigest, byDigest)}, passes: true},
@@ -220,8 +220,8 @@ type figures struct {
 	recovered   int // of those, images whose outcome is the true one
 	falseBroken int // images broken that are not broken with no proxy (nor by the case's own fact)
 	exit        int
-	verdicts    map[scan.Verdict]int
-	codes       map[scan.Code]int // images with a finding of each code
+	verdicts    map[types.Verdict]int
+	codes       map[types.Code]int // images with a finding of each code
 	// reasked and reaskRecovered: images asked again after a pause, and
 	// those of them that then got a verdict (the rest of recovered passed
 	// on a retry within the request).
@@ -230,7 +230,7 @@ type figures struct {
 
 // runFaultCase scans the fixtures through a proxy with tc's rules and
 // checks every image against the true outcomes in want.
-func runFaultCase(t *testing.T, r *testregistry.Registry, imgs []fixture.Image, tc faultCase, wantExit int, want map[string]outcome) figures {
+func runFaultCase(t *testing.T, r *registry.Registry, imgs []fixture.Image, tc faultCase, wantExit int, want map[string]outcome) figures {
 	t.Helper()
 	p, err := faultproxy.Start(faultproxy.Config{Upstream: r.Host(), Rules: tc.rules, Auth: tc.auth, Seed: 11, StallFor: 4 * time.Second, OtherIP: tc.otherIP})
 	if err != nil {
@@ -241,7 +241,7 @@ func runFaultCase(t *testing.T, r *testregistry.Registry, imgs []fixture.Image, 
 		t.Error(err)
 	}
 	code, got := res.exit, res.images
-	fig := figures{name: tc.name, injected: p.Injected(), exit: code, verdicts: map[scan.Verdict]int{}, codes: map[scan.Code]int{},
+	fig := figures{name: tc.name, injected: p.Injected(), exit: code, verdicts: map[types.Verdict]int{}, codes: map[types.Code]int{},
 		reasked: res.reasked, reaskRecovered: res.recovered}
 	byRepo := p.InjectedByRepo()
 
@@ -267,7 +267,7 @@ func runFaultCase(t *testing.T, r *testregistry.Registry, imgs []fixture.Image, 
 				fig.recovered++
 			}
 		}
-		if g.verdict == scan.Broken && truth.verdict != scan.Broken && tc.broken == "" {
+		if g.verdict == types.Broken && truth.verdict != types.Broken && tc.broken == "" {
 			fig.falseBroken++
 		}
 		affected := !tc.passes && (tc.affects == nil || tc.affects(fx))
@@ -278,13 +278,13 @@ func runFaultCase(t *testing.T, r *testregistry.Registry, imgs []fixture.Image, 
 				t.Errorf("%s: %s, want %s as with no proxy (%s)", fx.Name, g, truth, g.detail)
 			}
 		case tc.broken != "":
-			if g.verdict != scan.Broken || !slices.Contains(g.facts, tc.broken) {
+			if g.verdict != types.Broken || !slices.Contains(g.facts, tc.broken) {
 				t.Errorf("%s: %s, want broken with %s (%s)", fx.Name, g, tc.broken, g.detail)
 			}
 		default:
-			wantFaults := []scan.Code{tc.code}
+			wantFaults := []types.Code{tc.code}
 			switch {
-			case g.verdict != scan.Unknown:
+			case g.verdict != types.Unknown:
 				t.Errorf("%s: %s, want unknown with %s (%s)", fx.Name, g, tc.code, g.detail)
 			case tc.code != "" && !slices.Equal(g.faults, wantFaults):
 				t.Errorf("%s: fault codes %v, want only %s (%s)", fx.Name, g.faults, tc.code, g.detail)
@@ -355,7 +355,7 @@ func logFigures(t *testing.T, title string, figs []figures) {
 
 // TestFaults: every fault kind in front of an intact distribution 3.x.
 func TestFaults(t *testing.T) {
-	r, imgs := startRegistry(t, testregistry.V3)
+	r, imgs := startRegistry(t, registry.V3)
 	wantExit, want := truth(t, r, imgs)
 	var figs []figures
 	for _, tc := range faultCases {
@@ -370,14 +370,14 @@ func TestFaults(t *testing.T) {
 // untagged children, passing faults change nothing: the truly broken
 // images stay broken with child-missing, the intact ones stay ok.
 func TestFaultsAfterGC(t *testing.T) {
-	r, imgs := startRegistry(t, testregistry.V2)
+	r, imgs := startRegistry(t, registry.V2)
 	collect(t, r)
 	wantExit, want := truth(t, r, imgs)
 	broken := 0
 	for _, fx := range imgs {
-		if o := want[fx.Name]; o.verdict == scan.Broken {
+		if o := want[fx.Name]; o.verdict == types.Broken {
 			broken++
-			if !slices.Contains(o.facts, scan.ChildMissing) {
+			if !slices.Contains(o.facts, types.ChildMissing) {
 				t.Fatalf("%s after GC: %s, want child-missing", fx.Name, o)
 			}
 		}
@@ -401,7 +401,7 @@ func TestFaultsAfterGC(t *testing.T) {
 // because of a fault: it leaves it as is or says the tree is unverified,
 // and exits 3.
 func TestFaultPin(t *testing.T) {
-	r, _ := startRegistry(t, testregistry.V3)
+	r, _ := startRegistry(t, registry.V3)
 	for _, tc := range []struct {
 		name      string
 		image     string

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/regcheck/regcheck/types"
 	"net/http"
 	"sort"
 	"strings"
@@ -14,7 +15,7 @@ import (
 
 	"github.com/regcheck/regcheck/gc"
 	"github.com/regcheck/regcheck/internal/cli"
-	"github.com/regcheck/regcheck/internal/testregistry"
+	"github.com/regcheck/regcheck/internal/testing/registry"
 	"github.com/regcheck/regcheck/scan"
 )
 
@@ -53,8 +54,8 @@ func TestGCAPI(t *testing.T) {
 		version string
 		model   gc.Model
 	}{
-		{testregistry.V2, gc.Distribution28},
-		{testregistry.V3, gc.Distribution3},
+		{registry.V2, gc.Distribution28},
+		{registry.V3, gc.Distribution3},
 	} {
 		t.Run(tc.version, func(t *testing.T) {
 			t.Parallel()
@@ -114,7 +115,7 @@ func TestGCAPI(t *testing.T) {
 				for _, d := range e.Lost {
 					predicted[repoOf(e.Reference)+"@"+d] = true
 				}
-				if e.Verdict == scan.Broken {
+				if e.Verdict == types.Broken {
 					predictedBroken[e.Reference] = true
 				}
 			}
@@ -152,7 +153,7 @@ func TestGCAPI(t *testing.T) {
 			}
 			broken := map[string]bool{}
 			for _, im := range res.Images {
-				if im.Verdict == scan.Broken {
+				if im.Verdict == types.Broken {
 					broken[im.Reference] = true
 				}
 			}

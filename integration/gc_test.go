@@ -5,6 +5,8 @@ package integration
 import (
 	"context"
 	"fmt"
+	"github.com/regcheck/regcheck/storage"
+	"github.com/regcheck/regcheck/types"
 	"io/fs"
 	"net/http"
 	"path/filepath"
@@ -21,14 +23,14 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/static"
-	"github.com/google/go-containerregistry/pkg/v1/types"
+	ggcrtypes "github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/regcheck/regcheck/gc"
-	"github.com/regcheck/regcheck/internal/fixture"
-	"github.com/regcheck/regcheck/internal/testregistry"
+	"github.com/regcheck/regcheck/internal/testing/fixture"
+	"github.com/regcheck/regcheck/internal/testing/registry"
 	"github.com/regcheck/regcheck/scan"
 )
 
-// gcExtras are the shapes internal/fixture does not push, added here.
+// gcExtras are the shapes internal/testing/fixture does not push, added here.
 type gcExtras struct {
 	retagOld, retagNew v1.Hash // gc/retag:v1 pushed twice: old is untagged, in its index
 	digestOnly         v1.Hash // gc/single@digest, never tagged, shares the base layer
@@ -38,10 +40,10 @@ type gcExtras struct {
 // gcImage builds a deterministic Docker schema2 image from layer contents.
 func gcImage(t *testing.T, contents ...string) v1.Image {
 	t.Helper()
-	img := mutate.MediaType(empty.Image, types.DockerManifestSchema2)
+	img := mutate.MediaType(empty.Image, ggcrtypes.DockerManifestSchema2)
 	for _, c := range contents {
 		var err error
-		img, err = mutate.AppendLayers(img, static.NewLayer([]byte(c), types.DockerLayer))
+		img, err = mutate.AppendLayers(img, static.NewLayer([]byte(c), ggcrtypes.DockerLayer))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,7 +72,7 @@ func gcPush(t *testing.T, ctx context.Context, ref string, img v1.Image) v1.Hash
 
 // seedGC starts a registry, pushes the fixtures and the extras, and stops it
 // so that its storage can be read and collected.
-func seedGC(t *testing.T, version string, neverTagged bool) (*testregistry.Registry, []fixture.Image, gcExtras) {
+func seedGC(t *testing.T, version string, neverTagged bool) (*registry.Registry, []fixture.Image, gcExtras) {
 	t.Helper()
 	r, imgs := startRegistry(t, version)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -91,14 +93,14 @@ func seedGC(t *testing.T, version string, neverTagged bool) (*testregistry.Regis
 
 // inUseTargets: every fixture by tag, the old retag build pinned by digest
 // (its tag moved), and the digest-only push pinned by digest.
-func inUseTargets(host string, imgs []fixture.Image, x gcExtras) []scan.Target {
+func inUseTargets(host string, imgs []fixture.Image, x gcExtras) []types.Target {
 	ts := targets(imgs)
 	for _, ref := range []string{
 		host + "/gc/retag:v1",
 		host + "/gc/retag@" + x.retagOld.String(),
 		host + "/gc/single@" + x.digestOnly.String(),
 	} {
-		ts = append(ts, scan.Target{Ref: ref, Uses: []scan.Use{{Source: "args"}}})
+		ts = append(ts, types.Target{Ref: ref, Uses: []types.Use{{Source: "args"}}})
 	}
 	return ts
 }
@@ -199,18 +201,18 @@ func dryRunSets(out string) (manifests, blobs, layers map[string]bool) {
 // collector run with gc.Check, and compares the prediction with the dry run
 // and with what the real collector deleted, digest for digest.
 func TestGCPrediction(t *testing.T) {
-	for _, version := range []string{testregistry.V2, testregistry.V3} {
+	for _, version := range []string{registry.V2, registry.V3} {
 		for _, du := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/delete-untagged=%t", version, du), func(t *testing.T) {
 				t.Parallel()
 				model := gc.Distribution28
-				if version == testregistry.V3 {
+				if version == registry.V3 {
 					model = gc.Distribution3
 				}
 				// A never-tagged repository aborts 2.8.3 with --delete-untagged:
 				// TestGCAbort covers that; elsewhere it is part of the seed.
 				r, imgs, x := seedGC(t, version, !(model == gc.Distribution28 && du))
-				st, err := gc.Open(r.Root)
+				st, err := storage.Open(r.Root)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -273,7 +275,7 @@ func TestGCPrediction(t *testing.T) {
 				// Sanity on the seed incident: 2.8.3 breaks the tagged indexes.
 				breaks := map[string]bool{}
 				for _, e := range rep.WouldBreak {
-					if e.Verdict == scan.Broken {
+					if e.Verdict == types.Broken {
 						breaks[e.Reference] = true
 					}
 				}
@@ -300,7 +302,7 @@ func TestGCPrediction(t *testing.T) {
 				if err := r.Restart(ctx); err != nil {
 					t.Fatal(err)
 				}
-				collected, err := gc.Open(r.Root)
+				collected, err := storage.Open(r.Root)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -326,7 +328,7 @@ func TestGCPrediction(t *testing.T) {
 
 // compareWithScan: the survey's already-broken and at-risk images, and the
 // digests each lost, are exactly what scan reports.
-func compareWithScan(t *testing.T, rep *gc.Report, res *scan.Result) {
+func compareWithScan(t *testing.T, rep *gc.Report, res *types.Result) {
 	t.Helper()
 	got := map[string]string{}
 	for _, e := range rep.AlreadyBroken {
@@ -339,7 +341,7 @@ func compareWithScan(t *testing.T, rep *gc.Report, res *scan.Result) {
 	}
 	want := map[string]string{}
 	for _, im := range res.Images {
-		if im.Verdict == scan.OK {
+		if im.Verdict == types.OK {
 			continue
 		}
 		var ds []string
@@ -365,8 +367,8 @@ func compareWithScan(t *testing.T, rep *gc.Report, res *scan.Result) {
 // TestGCAbort: 2.8.3 with --delete-untagged stops at a repository that never
 // had a tag and deletes nothing; gc-check says so instead of predicting.
 func TestGCAbort(t *testing.T) {
-	r, imgs, x := seedGC(t, testregistry.V2, true)
-	st, err := gc.Open(r.Root)
+	r, imgs, x := seedGC(t, registry.V2, true)
+	st, err := storage.Open(r.Root)
 	if err != nil {
 		t.Fatal(err)
 	}

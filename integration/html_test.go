@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/regcheck/regcheck/internal/cli"
-	"github.com/regcheck/regcheck/internal/testregistry"
+	"github.com/regcheck/regcheck/internal/testing/registry"
 )
 
 // chromiumBinary is Debian's chromium (.ci/run installs it). Without it the
@@ -62,7 +62,7 @@ func headless(t *testing.T, browser, url string, flags ...string) (stdout string
 // in the address filters, and keeps a screenshot.
 func TestHTMLInChromium(t *testing.T) {
 	browser := chromiumBinary(t)
-	r, imgs := startRegistry(t, testregistry.V2)
+	r, imgs := startRegistry(t, registry.V2)
 	collect(t, r)
 	dir := exampleManifests(t, r.Host())
 

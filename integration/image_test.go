@@ -22,8 +22,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/regcheck/regcheck/internal/ociimage"
-	"github.com/regcheck/regcheck/internal/testregistry"
+	"github.com/regcheck/regcheck/hack/image/ociimage"
+	"github.com/regcheck/regcheck/internal/testing/registry"
 )
 
 // imageRevision is the commit the test's builds say they are: fixed, so that a
@@ -56,7 +56,7 @@ func buildImage(t *testing.T, ref, version string) v1.Hash {
 // digest both times), pushes it to distribution 3.1.2, reads it back,
 // checks its config, and runs the binary from its layer.
 func TestImage(t *testing.T) {
-	reg := startEmpty(t, testregistry.V3)
+	reg := startEmpty(t, registry.V3)
 	const version = "v0.0.0-imagetest"
 	first := buildImage(t, reg.Host()+"/tools/regcheck:first", version)
 	second := buildImage(t, reg.Host()+"/tools/regcheck:second", version)

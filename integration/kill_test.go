@@ -9,6 +9,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/regcheck/regcheck/yamlfile"
 	"maps"
 	"math/rand/v2"
 	"os"
@@ -23,9 +24,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/regcheck/regcheck/internal/testkube"
-	"github.com/regcheck/regcheck/internal/testregistry"
-	"github.com/regcheck/regcheck/manifest"
+	"github.com/regcheck/regcheck/internal/testing/kubeapi"
+	"github.com/regcheck/regcheck/internal/testing/registry"
 	"github.com/regcheck/regcheck/record"
 )
 
@@ -165,7 +165,7 @@ func tempFiles(t *testing.T, dir string) []string {
 // each file's new content and the run's timing, then kills pin --write on
 // the old tree again and again.
 func killPin(t *testing.T, bin string, rng *rand.Rand) {
-	r, imgs := startRegistry(t, testregistry.V3)
+	r, imgs := startRegistry(t, registry.V3)
 	var refs []string
 	for _, im := range imgs {
 		refs = append(refs, fmt.Sprintf("%s/gc/%s:v1", r.Host(), im.Name))
@@ -300,7 +300,7 @@ spec:
 			}
 		}
 		// Whatever is left over must not be read as a manifest.
-		listed, errs := manifest.Files([]string{dir}, nil)
+		listed, errs := yamlfile.Files([]string{dir}, nil)
 		if len(errs) > 0 || len(listed) != len(names) {
 			violation("%s: regcheck would read %d files (errors %v), want the %d manifests", what, len(listed), errs, len(names))
 		}
@@ -377,7 +377,7 @@ func killRecord(t *testing.T, bin string, rng *rand.Rand, configMap bool) {
 	ctx := t.Context()
 	kc := startCluster(t)
 	admin := clientFor(t, kc.Config)
-	if err := (testkube.Scenario{Namespace: "shop"}).Apply(ctx, admin); err != nil {
+	if err := (kubeapi.Scenario{Namespace: "shop"}).Apply(ctx, admin); err != nil {
 		t.Fatal(err)
 	}
 	const ns = "kill"
@@ -560,7 +560,7 @@ func killRecord(t *testing.T, bin string, rng *rand.Rand, configMap bool) {
 			}
 			fallthrough
 		default:
-			if err := testkube.SetImageID(ctx, admin, ns, app+"-5d9c8-x7k2p", app, nextImageID(app)); err != nil {
+			if err := kubeapi.SetImageID(ctx, admin, ns, app+"-5d9c8-x7k2p", app, nextImageID(app)); err != nil {
 				t.Fatal(err)
 			}
 		}

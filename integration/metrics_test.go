@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/regcheck/regcheck/types"
 	"net"
 	"net/http"
 	"os"
@@ -26,11 +27,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/regcheck/regcheck/internal/cli"
-	"github.com/regcheck/regcheck/internal/testbin"
-	"github.com/regcheck/regcheck/internal/testregistry"
+	"github.com/regcheck/regcheck/internal/testing/bins"
+	"github.com/regcheck/regcheck/internal/testing/registry"
 	"github.com/regcheck/regcheck/metrics"
 	"github.com/regcheck/regcheck/report"
-	"github.com/regcheck/regcheck/scan"
 )
 
 // The versions hack/build-bins.sh builds.
@@ -52,7 +52,7 @@ type metricsScene struct {
 // of app-b from its storage, and writes the manifests.
 func newMetricsScene(t *testing.T) metricsScene {
 	t.Helper()
-	r, imgs := startRegistry(t, testregistry.V2)
+	r, imgs := startRegistry(t, registry.V2)
 	collect(t, r)
 	s := metricsScene{dir: t.TempDir()}
 	others := map[string]bool{}
@@ -196,7 +196,7 @@ func loopbackAddr(t *testing.T) string {
 // with the test.
 func startPushgateway(t *testing.T) string {
 	t.Helper()
-	bin, err := testbin.Path(pushgatewayBin)
+	bin, err := bins.Path(pushgatewayBin)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -387,7 +387,7 @@ func testPushgateway(t *testing.T, s metricsScene) {
 // promtool runs the real promtool and fails the test on an error.
 func promtool(t *testing.T, args ...string) string {
 	t.Helper()
-	bin, err := testbin.Path(promtoolBin)
+	bin, err := bins.Path(promtoolBin)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -605,19 +605,19 @@ func testAlertsFromScan(t *testing.T, s metricsScene) {
 // regcheck's metrics code to a file, fire their alerts.
 func testAlertsFromOtherFindings(t *testing.T) {
 	started := time.Date(2026, 12, 1, 3, 17, 0, 0, time.UTC)
-	res := &scan.Result{Started: started, Duration: 2 * time.Second}
+	res := &types.Result{Started: started, Duration: 2 * time.Second}
 	var want []firing
 	for i, c := range []struct {
-		code  scan.Code
+		code  types.Code
 		alert string
 	}{
-		{scan.DigestMismatch, "RegcheckDigestMismatch"},
-		{scan.InvalidReference, "RegcheckInvalidReference"},
+		{types.DigestMismatch, "RegcheckDigestMismatch"},
+		{types.InvalidReference, "RegcheckInvalidReference"},
 	} {
 		ref := fmt.Sprintf("registry.example/shop/app%d:v1", i)
-		f := scan.Finding{Code: c.code, Severity: c.code.Severity()}
-		im := &scan.Image{Reference: ref, Findings: []scan.Finding{f},
-			Uses: []scan.Use{{Source: "cluster", Kind: "StatefulSet", Namespace: "shop", Name: fmt.Sprintf("app%d", i), Container: "app", Pod: fmt.Sprintf("app%d-0", i)}}}
+		f := types.Finding{Code: c.code, Severity: c.code.Severity()}
+		im := &types.Image{Reference: ref, Findings: []types.Finding{f},
+			Uses: []types.Use{{Source: "cluster", Kind: "StatefulSet", Namespace: "shop", Name: fmt.Sprintf("app%d", i), Container: "app", Pod: fmt.Sprintf("app%d-0", i)}}}
 		im.UpdateVerdict()
 		res.Images = append(res.Images, im)
 		want = append(want, firing{c.alert, map[string]string{"namespace": "shop", "workload_kind": "StatefulSet", "workload": fmt.Sprintf("app%d", i),
@@ -648,7 +648,7 @@ func TestClusterMetricsAndAlerts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, imgs := startRegistry(t, testregistry.V2)
+	reg, imgs := startRegistry(t, registry.V2)
 	collect(t, reg)
 	ref := func(repo, rest string) string { return reg.Host() + "/" + repo + rest }
 	var buildx string

@@ -12,8 +12,8 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/regcheck/regcheck/internal/fixture"
-	"github.com/regcheck/regcheck/internal/testregistry"
+	"github.com/regcheck/regcheck/internal/testing/fixture"
+	"github.com/regcheck/regcheck/internal/testing/registry"
 	"github.com/regcheck/regcheck/pin"
 	"github.com/regcheck/regcheck/scan"
 )
@@ -28,7 +28,7 @@ const (
 // 3.x, walking every image for the broken refusal, and reports the
 // registry requests each run sends.
 func BenchmarkPin(b *testing.B) {
-	r := startEmpty(b, testregistry.V3)
+	r := startEmpty(b, registry.V3)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/regcheck/regcheck/internal/cli"
-	"github.com/regcheck/regcheck/internal/fixture"
-	"github.com/regcheck/regcheck/internal/testregistry"
+	"github.com/regcheck/regcheck/internal/testing/fixture"
+	"github.com/regcheck/regcheck/internal/testing/registry"
 	"github.com/regcheck/regcheck/record"
 )
 
@@ -108,7 +108,7 @@ func fixtureDigests(imgs []fixture.Image) map[string]string {
 // pins every reference to its tag's digest (the index digest for indexes),
 // a second --write is a no-op, and --check passes after.
 func TestPinExamples(t *testing.T) {
-	r, imgs := startRegistry(t, testregistry.V3)
+	r, imgs := startRegistry(t, registry.V3)
 	dir := exampleManifests(t, r.Host())
 	before := snapshot(t, dir)
 	digests := fixtureDigests(imgs)
@@ -241,7 +241,7 @@ func TestPinCheck(t *testing.T) {
 // TestPinUpdateAndUntagged: after a tag moves, an existing pin is reported
 // as exposed to GC (no tag points at it), and --update moves it, old → new.
 func TestPinUpdateAndUntagged(t *testing.T) {
-	r, _ := startRegistry(t, testregistry.V3)
+	r, _ := startRegistry(t, registry.V3)
 	ref := r.Host() + "/moving/app:v1"
 	old := pushSingle(t, ref, "first build")
 	pushSingle(t, r.Host()+"/moving/app:other", "unrelated")
@@ -287,7 +287,7 @@ func TestPinUpdateAndUntagged(t *testing.T) {
 // TestPinPullPolicy: --pull-policy IfNotPresent rewrites Always on the
 // containers pinned.
 func TestPinPullPolicy(t *testing.T) {
-	r, imgs := startRegistry(t, testregistry.V3)
+	r, imgs := startRegistry(t, registry.V3)
 	dir := exampleManifests(t, r.Host())
 	code, out, errs := runCLI(t, "pin", "--write", "--pull-policy", "IfNotPresent", dir)
 	if code != cli.ExitClean {
@@ -306,7 +306,7 @@ func TestPinPullPolicy(t *testing.T) {
 // TestPinBrokenYAML: a file that does not parse is reported with
 // file:line and left as is; the others are pinned; exit 3.
 func TestPinBrokenYAML(t *testing.T) {
-	r, _ := startRegistry(t, testregistry.V3)
+	r, _ := startRegistry(t, registry.V3)
 	dir := t.TempDir()
 	good := writeFile(t, dir, "good.yaml", deployment("good", r.Host()+"/gc/single:v1", ""))
 	badText := "apiVersion: v1\nkind: Pod\nspec:\n  containers:\n    - image: " + r.Host() + "/gc/single:v1\n   bad: [\n"
@@ -330,7 +330,7 @@ func TestPinBrokenYAML(t *testing.T) {
 // platform child is gone: pin refuses it (the file stays byte-identical)
 // unless --allow-broken.
 func TestPinRefusesBroken(t *testing.T) {
-	r, imgs := startRegistry(t, testregistry.V2)
+	r, imgs := startRegistry(t, registry.V2)
 	collect(t, r)
 	dir := exampleManifests(t, r.Host())
 	sig := filepath.Join(dir, "signaling.yaml")
@@ -366,7 +366,7 @@ func TestPinRefusesBroken(t *testing.T) {
 // index the tag points at, never the child; two clusters that ran different
 // digests pin nothing until --records-cluster picks one.
 func TestPinFromRecordsPlatformAndClusters(t *testing.T) {
-	r, imgs := startRegistry(t, testregistry.V3)
+	r, imgs := startRegistry(t, registry.V3)
 	var multi fixture.Image
 	for _, im := range imgs {
 		if im.Name == "multiarch" {

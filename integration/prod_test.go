@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/regcheck/regcheck/types"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -22,12 +23,11 @@ import (
 
 	"github.com/regcheck/regcheck/gc"
 	"github.com/regcheck/regcheck/internal/cli"
-	"github.com/regcheck/regcheck/internal/fixture"
-	"github.com/regcheck/regcheck/internal/prodregistry"
-	"github.com/regcheck/regcheck/internal/testkube"
+	"github.com/regcheck/regcheck/internal/testing/fixture"
+	"github.com/regcheck/regcheck/internal/testing/kubeapi"
+	"github.com/regcheck/regcheck/internal/testing/s3registry"
 	"github.com/regcheck/regcheck/record"
 	"github.com/regcheck/regcheck/report"
-	"github.com/regcheck/regcheck/scan"
 )
 
 // prodRun is one regcheck command run against the production-shaped
@@ -58,7 +58,7 @@ func (c *prodCLI) run(t *testing.T, args ...string) prodRun {
 }
 
 // scanJSON runs a scan with -o json and returns its images by reference.
-func (c *prodCLI) scanJSON(t *testing.T, wantCode int, args ...string) (map[string]*scan.Image, report.Document) {
+func (c *prodCLI) scanJSON(t *testing.T, wantCode int, args ...string) (map[string]*types.Image, report.Document) {
 	t.Helper()
 	r := c.run(t, append([]string{"scan", "-o", "json", "--timeout", "20s"}, args...)...)
 	var doc report.Document
@@ -75,11 +75,11 @@ func (c *prodCLI) scanJSON(t *testing.T, wantCode int, args ...string) (map[stri
 // prodWant is what one image must come out as: its verdict and every
 // finding's code with the digest it names ("" for none), sorted.
 type prodWant struct {
-	verdict  scan.Verdict
+	verdict  types.Verdict
 	findings []string // "code digest"
 }
 
-func checkProdImages(t *testing.T, got map[string]*scan.Image, want map[string]prodWant) {
+func checkProdImages(t *testing.T, got map[string]*types.Image, want map[string]prodWant) {
 	t.Helper()
 	for ref, w := range want {
 		im, ok := got[ref]
@@ -122,7 +122,7 @@ func lastLines(s string, n int) string {
 func TestProdRegistry(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	reg, err := prodregistry.Start(ctx, t.TempDir())
+	reg, err := s3registry.Start(ctx, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestProdRegistry(t *testing.T) {
 		got, doc := c.scanJSON(t, cli.ExitClean, append(ca, refs...)...)
 		want := map[string]prodWant{}
 		for _, im := range imgs {
-			want[im.Ref] = prodWant{verdict: scan.OK}
+			want[im.Ref] = prodWant{verdict: types.OK}
 		}
 		checkProdImages(t, got, want)
 		// Every blob answered with a redirect: a walk that reached the
@@ -182,8 +182,8 @@ func TestProdRegistry(t *testing.T) {
 		t.Setenv("DOCKER_CONFIG", t.TempDir())
 		got, _ := c.scanJSON(t, cli.ExitIncomplete, append(ca, fx["single"].Ref)...)
 		im := got[fx["single"].Ref]
-		if im == nil || im.Verdict != scan.Unknown || len(im.Findings) != 1 ||
-			(im.Findings[0].Code != scan.Unauthorized && im.Findings[0].Code != scan.TokenFailed) {
+		if im == nil || im.Verdict != types.Unknown || len(im.Findings) != 1 ||
+			(im.Findings[0].Code != types.Unauthorized && im.Findings[0].Code != types.TokenFailed) {
 			t.Fatalf("without credentials: %+v; want unknown with one unauthorized or token-failed fault", im)
 		}
 	})
@@ -191,7 +191,7 @@ func TestProdRegistry(t *testing.T) {
 	t.Run("without the CA unknown", func(t *testing.T) {
 		got, _ := c.scanJSON(t, cli.ExitIncomplete, fx["single"].Ref)
 		im := got[fx["single"].Ref]
-		if im == nil || im.Verdict != scan.Unknown || len(im.Findings) != 1 || im.Findings[0].Code != scan.TLSError {
+		if im == nil || im.Verdict != types.Unknown || len(im.Findings) != 1 || im.Findings[0].Code != types.TLSError {
 			t.Fatalf("without --ca-file: %+v; want unknown with one tls-error fault", im)
 		}
 		if adv := im.Findings[0].Advice; !strings.Contains(adv, "--ca-file") || !strings.Contains(adv, "--insecure-registry") {
@@ -266,22 +266,22 @@ func TestProdRegistry(t *testing.T) {
 		t.Fatalf("the shared base layer: %+v %v; want 307 then 200", a, err)
 	}
 	damaged := map[string]prodWant{
-		fx["multiarch"].Ref: {scan.Broken, []string{string(scan.ChildMissing) + " " + arm64.Digest.String()}},
-		fx["single"].Ref:    {scan.Broken, []string{string(scan.BlobMissing) + " " + singleLayer}},
+		fx["multiarch"].Ref: {types.Broken, []string{string(types.ChildMissing) + " " + arm64.Digest.String()}},
+		fx["single"].Ref:    {types.Broken, []string{string(types.BlobMissing) + " " + singleLayer}},
 		// The registry vouches for the blob and redirects; the bucket no
 		// longer has it. Every node's pull fails (reg.Pull below proves it):
 		// broken, though the 404 came from the redirect's target.
-		fx["app-b"].Ref: {scan.Broken, []string{string(scan.BlobMissing) + " " + appBLayer}},
+		fx["app-b"].Ref: {types.Broken, []string{string(types.BlobMissing) + " " + appBLayer}},
 	}
 	wantAfter := map[string]prodWant{}
 	for _, im := range imgs {
-		wantAfter[im.Ref] = prodWant{verdict: scan.OK}
+		wantAfter[im.Ref] = prodWant{verdict: types.OK}
 		if w, ok := damaged[im.Ref]; ok {
 			wantAfter[im.Ref] = w
 		}
 		// What a node could no longer pull decides: a pull of every
 		// platform, redirects followed, fails exactly for the damaged.
-		if err := reg.Pull(ctx, im.Ref); (err != nil) != (wantAfter[im.Ref].verdict == scan.Broken) {
+		if err := reg.Pull(ctx, im.Ref); (err != nil) != (wantAfter[im.Ref].verdict == types.Broken) {
 			t.Fatalf("%s: a node's pull says %v, but the test expects %s", im.Name, err, wantAfter[im.Ref].verdict)
 		}
 	}
@@ -344,8 +344,8 @@ func TestProdRegistry(t *testing.T) {
 
 // prodCluster: pods on a real kube-apiserver whose imagePullSecrets hold the
 // registry's credentials; the Docker config holds none.
-func prodCluster(t *testing.T, ctx context.Context, c *prodCLI, reg *prodregistry.Registry, fx map[string]fixture.Image, secretJSON []byte, ca []string) {
-	kc, err := testkube.Start(ctx, t.TempDir(), testkube.DefaultBinDir())
+func prodCluster(t *testing.T, ctx context.Context, c *prodCLI, reg *s3registry.Registry, fx map[string]fixture.Image, secretJSON []byte, ca []string) {
+	kc, err := kubeapi.Start(ctx, t.TempDir(), kubeapi.DefaultBinDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -400,16 +400,16 @@ func prodCluster(t *testing.T, ctx context.Context, c *prodCLI, reg *prodregistr
 	t.Run("with pull secrets", func(t *testing.T) {
 		got, _ := c.scanJSON(t, cli.ExitFindings, append(append(kube, "--pull-secrets"), ca...)...)
 		checkProdImages(t, got, map[string]prodWant{
-			fx["app-a"].Ref: {scan.OK, []string{string(scan.MutableReference)}},
+			fx["app-a"].Ref: {types.OK, []string{string(types.MutableReference)}},
 			// Broken says it all: a tag that does not pull needs no pin advice.
-			fx["single"].Ref: {scan.Broken, []string{string(scan.BlobMissing) + " " + fx["single"].Blobs[len(fx["single"].Blobs)-1].String()}},
+			fx["single"].Ref: {types.Broken, []string{string(types.BlobMissing) + " " + fx["single"].Blobs[len(fx["single"].Blobs)-1].String()}},
 		})
 	})
 	t.Run("without pull secrets unknown", func(t *testing.T) {
 		got, _ := c.scanJSON(t, cli.ExitIncomplete, append(kube, ca...)...)
 		for _, name := range []string{"app-a", "single"} {
 			im := got[fx[name].Ref]
-			if im == nil || im.Verdict != scan.Unknown {
+			if im == nil || im.Verdict != types.Unknown {
 				t.Errorf("%s without --pull-secrets: %+v; want unknown", name, im)
 			}
 		}
@@ -437,7 +437,7 @@ func prodCluster(t *testing.T, ctx context.Context, c *prodCLI, reg *prodregistr
 // the password, the basic-auth value, the pull secret in either encoding,
 // any token the issuer issued or its first 20 characters, or a presigned
 // S3 URL (a credential for the blob until it expires).
-func checkLeaks(t *testing.T, reg *prodregistry.Registry, secretJSON []byte, runs []prodRun) {
+func checkLeaks(t *testing.T, reg *s3registry.Registry, secretJSON []byte, runs []prodRun) {
 	t.Helper()
 	tokens := reg.Issuer.Tokens()
 	if len(tokens) == 0 || len(runs) == 0 {

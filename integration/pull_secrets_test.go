@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/regcheck/regcheck/types"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,16 +22,15 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/static"
-	"github.com/google/go-containerregistry/pkg/v1/types"
+	ggcrtypes "github.com/google/go-containerregistry/pkg/v1/types"
 	"golang.org/x/crypto/bcrypt"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/regcheck/regcheck/internal/cli"
-	"github.com/regcheck/regcheck/internal/testkube"
-	"github.com/regcheck/regcheck/internal/testregistry"
+	"github.com/regcheck/regcheck/internal/testing/kubeapi"
+	"github.com/regcheck/regcheck/internal/testing/registry"
 	"github.com/regcheck/regcheck/report"
-	"github.com/regcheck/regcheck/scan"
 )
 
 // TestClusterPullSecrets: a registry that requires a password, a pod whose
@@ -50,17 +50,17 @@ func TestClusterPullSecrets(t *testing.T) {
 	if err := os.WriteFile(htpasswd, []byte(user+":"+string(hash)+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	bin, err := testregistry.Binary(testregistry.V3)
+	bin, err := registry.Binary(registry.V3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := testregistry.Start(ctx, bin, filepath.Join(dir, "registry"), "", testregistry.WithHtpasswd(htpasswd))
+	reg, err := registry.Start(ctx, bin, filepath.Join(dir, "registry"), "", registry.WithHtpasswd(htpasswd))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { reg.Stop() })
 	image := reg.Host() + "/private/app:v1"
-	img, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.DockerManifestSchema2), static.NewLayer([]byte("private app"), types.DockerLayer))
+	img, err := mutate.AppendLayers(mutate.MediaType(empty.Image, ggcrtypes.DockerManifestSchema2), static.NewLayer([]byte("private app"), ggcrtypes.DockerLayer))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestClusterPullSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	kc, err := testkube.Start(ctx, t.TempDir(), testkube.DefaultBinDir())
+	kc, err := kubeapi.Start(ctx, t.TempDir(), kubeapi.DefaultBinDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,14 +151,14 @@ func TestClusterPullSecrets(t *testing.T) {
 		name    string
 		flags   []string
 		code    int
-		verdict scan.Verdict
-		finding scan.Code
+		verdict types.Verdict
+		finding types.Code
 		naming  string // the fault's message names these credentials
 	}{
-		{"without pull secrets", []string{"-n", ns}, cli.ExitIncomplete, scan.Unknown, scan.Unauthorized, ""},
-		{"with pull secrets", []string{"-n", ns, "--pull-secrets"}, cli.ExitClean, scan.OK, "mutable-reference", ""},
-		{"stale secret in another namespace", []string{"-n", other, "--pull-secrets"}, cli.ExitIncomplete, scan.Unknown, scan.Unauthorized, "namespace other"},
-		{"both namespaces: each with its own", []string{"-A", "--pull-secrets"}, cli.ExitIncomplete, scan.Unknown, "", "namespace other"},
+		{"without pull secrets", []string{"-n", ns}, cli.ExitIncomplete, types.Unknown, types.Unauthorized, ""},
+		{"with pull secrets", []string{"-n", ns, "--pull-secrets"}, cli.ExitClean, types.OK, "mutable-reference", ""},
+		{"stale secret in another namespace", []string{"-n", other, "--pull-secrets"}, cli.ExitIncomplete, types.Unknown, types.Unauthorized, "namespace other"},
+		{"both namespaces: each with its own", []string{"-A", "--pull-secrets"}, cli.ExitIncomplete, types.Unknown, "", "namespace other"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
@@ -177,11 +177,11 @@ func TestClusterPullSecrets(t *testing.T) {
 			}
 			im := doc.Images[0]
 			if tc.finding == "" { // both namespaces: the private one's check passed, the other's met a 401
-				var codes []scan.Code
+				var codes []types.Code
 				for _, f := range im.Findings {
 					codes = append(codes, f.Code)
 				}
-				if code != tc.code || im.Verdict != tc.verdict || len(im.Uses) != 2 || !slices.Equal(codes, []scan.Code{scan.Unauthorized, "mutable-reference"}) {
+				if code != tc.code || im.Verdict != tc.verdict || len(im.Uses) != 2 || !slices.Equal(codes, []types.Code{types.Unauthorized, "mutable-reference"}) {
 					t.Fatalf("exit %d, %s %v, %d uses; want exit %d, %s with unauthorized and mutable-reference, 2 uses", code, im.Verdict, codes, len(im.Uses), tc.code, tc.verdict)
 				}
 			} else if code != tc.code || im.Verdict != tc.verdict || len(im.Findings) != 1 || im.Findings[0].Code != tc.finding {

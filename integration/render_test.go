@@ -5,6 +5,7 @@ package integration
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/regcheck/regcheck/types"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,10 +18,9 @@ import (
 
 	"github.com/regcheck/regcheck/imageref"
 	"github.com/regcheck/regcheck/internal/cli"
-	"github.com/regcheck/regcheck/internal/testregistry"
+	"github.com/regcheck/regcheck/internal/testing/registry"
 	"github.com/regcheck/regcheck/render"
 	"github.com/regcheck/regcheck/report"
-	"github.com/regcheck/regcheck/scan"
 )
 
 // renderTree copies testdata/render (kustomize base, two overlays and a
@@ -73,7 +73,7 @@ func registryDigest(t *testing.T, ref string) string {
 // rendered again, every image pinned is at the registry's digest for its
 // tag, and a second pin changes nothing.
 func TestRenderScanAndPin(t *testing.T) {
-	r, _ := startRegistry(t, testregistry.V3)
+	r, _ := startRegistry(t, registry.V3)
 	host := r.Host()
 	// The tags the overlays and the release move to, and the tools' tag.
 	for _, ref := range []string{"gc/app-b:v2", "gc/multiarch:v2", "gc/buildx:v2"} {
@@ -125,9 +125,9 @@ func TestRenderScanAndPin(t *testing.T) {
 	got := map[string][]string{}
 	for _, im := range doc.Images {
 		ref := strings.TrimPrefix(im.Reference, host+"/")
-		want := scan.OK
+		want := types.OK
 		if ref == "gc/gone:v1" {
-			want = scan.Broken
+			want = types.Broken
 		}
 		if im.Verdict != want {
 			t.Errorf("%s: %s %v, want %s", ref, im.Verdict, im.Findings, want)
@@ -234,7 +234,7 @@ func TestRenderScanAndPin(t *testing.T) {
 		t.Errorf("pin --check: exit %d\n%s%s", code, out, errs)
 	}
 	code, out, errs = runCLI(t, "scan", "-f", dir, "--helm-values", values, "-o", "json")
-	if code != cli.ExitFindings || json.Unmarshal([]byte(out), &doc) != nil || doc.Summary.Verdicts[scan.OK] != 9 || doc.Summary.Verdicts[scan.Broken] != 1 {
+	if code != cli.ExitFindings || json.Unmarshal([]byte(out), &doc) != nil || doc.Summary.Verdicts[types.OK] != 9 || doc.Summary.Verdicts[types.Broken] != 1 {
 		t.Errorf("scan after pin: exit %d, verdicts %v\n%s", code, doc.Summary.Verdicts, errs)
 	}
 }

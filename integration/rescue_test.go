@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/regcheck/regcheck/types"
 	"io"
 	"maps"
 	"net/http"
@@ -25,7 +26,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/types"
+	ggcrtypes "github.com/google/go-containerregistry/pkg/v1/types"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -33,9 +34,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/scheme"
 
-	"github.com/regcheck/regcheck/internal/fixture"
-	"github.com/regcheck/regcheck/internal/testbin"
-	"github.com/regcheck/regcheck/internal/testregistry"
+	"github.com/regcheck/regcheck/internal/testing/bins"
+	"github.com/regcheck/regcheck/internal/testing/fixture"
+	"github.com/regcheck/regcheck/internal/testing/registry"
 	"github.com/regcheck/regcheck/rescue"
 	"github.com/regcheck/regcheck/scan"
 )
@@ -66,7 +67,7 @@ func containerdReason() string {
 		return fmt.Sprintf("containerd runs as root, and the tests run as uid %d", os.Geteuid())
 	}
 	for _, b := range []string{"containerd-" + ContainerdVersion, "ctr-" + ContainerdVersion} {
-		if _, err := testbin.Path(b); err != nil {
+		if _, err := bins.Path(b); err != nil {
 			return err.Error()
 		}
 	}
@@ -91,8 +92,8 @@ func startNodeStore(t *testing.T, host string) *nodeStore {
 		}
 		return &nodeStore{Dir: content, Content: content, fetch: func(ref string) error { return layOut(content, ref) }}
 	}
-	bin, _ := testbin.Path("containerd-" + ContainerdVersion)
-	ctr, _ := testbin.Path("ctr-" + ContainerdVersion)
+	bin, _ := bins.Path("containerd-" + ContainerdVersion)
+	ctr, _ := bins.Path("ctr-" + ContainerdVersion)
 	// A socket path must be short: not under t.TempDir().
 	dir, err := os.MkdirTemp("", "ctrd")
 	if err != nil {
@@ -229,7 +230,7 @@ func pinnedIndex(t *testing.T, ctx context.Context, host string) (index, amd, ar
 		return img
 	}
 	a, b := mk("amd64", "amd64 layer"), mk("arm64", "arm64 layer")
-	idx := mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex),
+	idx := mutate.AppendManifests(mutate.IndexMediaType(empty.Index, ggcrtypes.OCIImageIndex),
 		mutate.IndexAddendum{Add: a, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: "amd64"}}},
 		mutate.IndexAddendum{Add: b, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: "arm64"}}})
 	index, _ = idx.Digest()
@@ -295,7 +296,7 @@ func fetchBytes(t *testing.T, host, repo, digest string, manifest bool) []byte {
 }
 
 // findingKeys is an image's findings as code@digest, for comparing scans.
-func findingKeys(im *scan.Image) []string {
+func findingKeys(im *types.Image) []string {
 	var out []string
 	for _, f := range im.Findings {
 		out = append(out, string(f.Code)+"@"+f.Digest)
@@ -305,17 +306,17 @@ func findingKeys(im *scan.Image) []string {
 }
 
 // scanRefs scans refs with a fresh Scanner.
-func scanRefs(t *testing.T, refs []string, opts ...scan.Option) map[string]*scan.Image {
+func scanRefs(t *testing.T, refs []string, opts ...scan.Option) map[string]*types.Image {
 	t.Helper()
-	var ts []scan.Target
+	var ts []types.Target
 	for _, r := range refs {
-		ts = append(ts, scan.Target{Ref: r, Uses: []scan.Use{{Source: "args"}}})
+		ts = append(ts, types.Target{Ref: r, Uses: []types.Use{{Source: "args"}}})
 	}
 	res, err := scan.Run(context.Background(), ts, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]*scan.Image{}
+	out := map[string]*types.Image{}
 	for i, im := range res.Images {
 		out[refs[i]] = im
 	}
@@ -330,7 +331,7 @@ func scanRefs(t *testing.T, refs []string, opts ...scan.Option) map[string]*scan
 // registry holding everything restores the rest.
 func TestRescue(t *testing.T) {
 	ctx := context.Background()
-	r, imgs := startRegistry(t, testregistry.V2)
+	r, imgs := startRegistry(t, registry.V2)
 	host := r.Host()
 	index, pinnedAmd, pinnedArm := pinnedIndex(t, ctx, host)
 	refs := []string{}
@@ -350,7 +351,7 @@ func TestRescue(t *testing.T) {
 	}
 	t.Logf("node content store filled in %v (containerd: %v)", time.Since(start).Round(time.Millisecond), store.Real)
 	// A mirror that holds everything, under a prefix.
-	mirror := startEmpty(t, testregistry.V3)
+	mirror := startEmpty(t, registry.V3)
 	if _, err := fixture.Push(ctx, mirror.Host(), "mirror/gc/"); err != nil {
 		t.Fatal(err)
 	}
@@ -358,7 +359,7 @@ func TestRescue(t *testing.T) {
 
 	collect(t, r)
 	before := scanRefs(t, refs)
-	if v := before[pinned].Verdict; v != scan.Broken {
+	if v := before[pinned].Verdict; v != types.Broken {
 		t.Fatalf("the pinned index after the GC: %s, want broken", v)
 	}
 
@@ -373,7 +374,7 @@ func TestRescue(t *testing.T) {
 			t.Errorf("multiarch: %s, whole for %v; want partial, whole for linux/amd64", multi.State, multi.WholePlatforms)
 		}
 		buildx := planImage(t, p, "/gc/buildx:v1")
-		if len(buildx.Missing) != 1 || buildx.Missing[0].Code != scan.AttestationMissing {
+		if len(buildx.Missing) != 1 || buildx.Missing[0].Code != types.AttestationMissing {
 			t.Errorf("buildx: stays missing %+v, want the attestation alone", buildx.Missing)
 		}
 		pin := planImage(t, p, "/gc/pinned@"+index.String())
@@ -408,12 +409,12 @@ func TestRescue(t *testing.T) {
 		amd := scanRefs(t, refs, scan.WithPlatforms("linux/amd64"))
 		full := scanRefs(t, refs)
 		for _, ref := range refs {
-			want := scan.OK
+			want := types.OK
 			switch {
 			case ref == pinned:
-				want = scan.Broken
+				want = types.Broken
 			case strings.HasSuffix(ref, "/gc/buildx:v1"):
-				want = scan.AtRisk // the attestation stays missing
+				want = types.AtRisk // the attestation stays missing
 			}
 			if got := amd[ref].Verdict; got != want {
 				t.Errorf("%s: scan --platform linux/amd64 says %s, want %s (%+v)", ref, got, want, amd[ref].Findings)
@@ -467,7 +468,7 @@ func TestRescue(t *testing.T) {
 			t.Fatal(err)
 		}
 		req, _ := http.NewRequest(http.MethodPut, fmt.Sprintf("http://%s/v2/gc/pinned/manifests/%s", host, index), bytes.NewReader(body))
-		req.Header.Set("Content-Type", string(types.OCIImageIndex))
+		req.Header.Set("Content-Type", string(ggcrtypes.OCIImageIndex))
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -518,7 +519,7 @@ func TestRescue(t *testing.T) {
 		if !serves(t, host, "gc/multiarch", amd) {
 			t.Error("the GC deleted a restored child tagged by --tag")
 		}
-		if got := scanRefs(t, []string{multi.Ref}, scan.WithPlatforms("linux/amd64"))[multi.Ref]; got.Verdict != scan.OK {
+		if got := scanRefs(t, []string{multi.Ref}, scan.WithPlatforms("linux/amd64"))[multi.Ref]; got.Verdict != types.OK {
 			t.Errorf("multiarch after a GC of the tagged rescue: %s %+v", got.Verdict, got.Findings)
 		}
 	})
@@ -528,7 +529,7 @@ func TestRescue(t *testing.T) {
 		p, _ := rescuePlan(t, 0, append([]string{"--from-content-store", store.Dir, "--from-registry", mirror.Host() + "/mirror", "--write"}, refs...)...)
 		t.Logf("rescue from the mirror in %v: %+v", time.Since(start).Round(time.Millisecond), p.Summary())
 		for ref, im := range scanRefs(t, refs) {
-			if im.Verdict != scan.OK {
+			if im.Verdict != types.OK {
 				t.Errorf("%s after the mirror's rescue: %s %+v", ref, im.Verdict, im.Findings)
 			}
 		}
@@ -542,7 +543,7 @@ func TestRescue(t *testing.T) {
 // mounted read-only, nothing privileged; and nothing else.
 func TestRescueClusterJob(t *testing.T) {
 	ctx := t.Context()
-	r, imgs := startRegistry(t, testregistry.V2)
+	r, imgs := startRegistry(t, registry.V2)
 	collect(t, r)
 	fx := map[string]fixture.Image{}
 	for _, im := range imgs {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/regcheck/regcheck/types"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
@@ -24,12 +25,11 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/regcheck/regcheck/internal/cli"
-	"github.com/regcheck/regcheck/internal/testkube"
-	"github.com/regcheck/regcheck/internal/testregistry"
+	"github.com/regcheck/regcheck/internal/testing/kubeapi"
+	"github.com/regcheck/regcheck/internal/testing/registry"
 	"github.com/regcheck/regcheck/inventory"
 	"github.com/regcheck/regcheck/record"
 	"github.com/regcheck/regcheck/report"
-	"github.com/regcheck/regcheck/scan"
 )
 
 // Sizes of the scale benchmarks (issue 11, point 7).
@@ -197,7 +197,7 @@ func benchAPIServer(b *testing.B, add func(scaleFigure)) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	start := time.Now()
-	kc, err := testkube.Start(ctx, b.TempDir(), testkube.DefaultBinDir())
+	kc, err := kubeapi.Start(ctx, b.TempDir(), kubeapi.DefaultBinDir())
 	if err != nil {
 		b.Fatalf("starting kube-apiserver: %v", err)
 	}
@@ -302,7 +302,7 @@ func benchScan5000(b *testing.B, add func(scaleFigure)) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	bin := buildRegcheck(b)
-	r := startEmpty(b, testregistry.V3)
+	r := startEmpty(b, registry.V3)
 	st, refs, list := pushState(ctx, b, r, stateConfig{Images: scaleScanImages, Repos: scaleScanRepos, Seed: 5})
 	b.ResetTimer()
 	var (
@@ -319,7 +319,7 @@ func benchScan5000(b *testing.B, add func(scaleFigure)) {
 	if err := json.Unmarshal(p.stdout, &doc); err != nil || p.code != 0 {
 		b.Fatalf("scan: exit %d, %v\n%s", p.code, err, p.stderr)
 	}
-	if n := doc.Summary.Verdicts[scan.OK]; n != len(refs) {
+	if n := doc.Summary.Verdicts[types.OK]; n != len(refs) {
 		b.Errorf("%d of %d images ok: %v", n, len(refs), doc.Summary.Verdicts)
 	}
 	b.ReportMetric(float64(p.rss)/(1<<20), "peak-RSS-MiB")

@@ -5,13 +5,14 @@ package integration
 import (
 	"context"
 	"fmt"
+	"github.com/regcheck/regcheck/types"
 	"testing"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/regcheck/regcheck/internal/fixture"
-	"github.com/regcheck/regcheck/internal/testregistry"
+	"github.com/regcheck/regcheck/internal/testing/fixture"
+	"github.com/regcheck/regcheck/internal/testing/registry"
 	"github.com/regcheck/regcheck/scan"
 )
 
@@ -25,19 +26,19 @@ import (
 // gives the allocations.
 func BenchmarkScan(b *testing.B) {
 	const copies = 30
-	r := startEmpty(b, testregistry.V3)
+	r := startEmpty(b, registry.V3)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var (
 		g       errgroup.Group
-		targets = make([][]scan.Target, copies)
+		targets = make([][]types.Target, copies)
 	)
 	g.SetLimit(4)
 	for i := range copies {
 		g.Go(func() error {
 			imgs, err := fixture.Push(ctx, r.Host(), fmt.Sprintf("bench%02d/", i))
 			for _, im := range imgs {
-				targets[i] = append(targets[i], scan.Target{Ref: im.Ref})
+				targets[i] = append(targets[i], types.Target{Ref: im.Ref})
 			}
 			return err
 		})
@@ -45,7 +46,7 @@ func BenchmarkScan(b *testing.B) {
 	if err := g.Wait(); err != nil {
 		b.Fatal(err)
 	}
-	var all []scan.Target
+	var all []types.Target
 	for _, t := range targets {
 		all = append(all, t...)
 	}
@@ -66,7 +67,7 @@ func BenchmarkScan(b *testing.B) {
 
 // benchScan scans all b.N times, each with a new Scanner made with the
 // options opts returns, and reports the requests per run by kind.
-func benchScan(b *testing.B, ctx context.Context, all []scan.Target, opts func() []scan.Option) {
+func benchScan(b *testing.B, ctx context.Context, all []types.Target, opts func() []scan.Option) {
 	byKind := map[string]int{}
 	requests := 0
 	b.ResetTimer()
@@ -78,7 +79,7 @@ func benchScan(b *testing.B, ctx context.Context, all []scan.Target, opts func()
 		if err != nil {
 			b.Fatal(err)
 		}
-		if c := res.Count(); c[scan.OK] != len(all) {
+		if c := res.Count(); c[types.OK] != len(all) {
 			b.Fatalf("verdicts %v, want all %d ok", c, len(all))
 		}
 		for _, rc := range res.Requests {

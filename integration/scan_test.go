@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/regcheck/regcheck/types"
 	"maps"
 	"net"
 	"net/http"
@@ -20,23 +21,23 @@ import (
 	"time"
 
 	"github.com/regcheck/regcheck/internal/cli"
-	"github.com/regcheck/regcheck/internal/fixture"
-	"github.com/regcheck/regcheck/internal/testregistry"
+	"github.com/regcheck/regcheck/internal/testing/fixture"
+	"github.com/regcheck/regcheck/internal/testing/registry"
 	"github.com/regcheck/regcheck/report"
 	"github.com/regcheck/regcheck/scan"
 )
 
 // startEmpty starts a real registry binary on 127.0.0.1 with empty
 // storage in a temporary folder; it stops with the test.
-func startEmpty(tb testing.TB, version string) *testregistry.Registry {
+func startEmpty(tb testing.TB, version string) *registry.Registry {
 	tb.Helper()
-	bin, err := testregistry.Binary(version)
+	bin, err := registry.Binary(version)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	r, err := testregistry.Start(ctx, bin, tb.TempDir(), "")
+	r, err := registry.Start(ctx, bin, tb.TempDir(), "")
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -45,7 +46,7 @@ func startEmpty(tb testing.TB, version string) *testregistry.Registry {
 }
 
 // startRegistry starts a real registry binary with the fixtures pushed.
-func startRegistry(t *testing.T, version string) (*testregistry.Registry, []fixture.Image) {
+func startRegistry(t *testing.T, version string) (*registry.Registry, []fixture.Image) {
 	t.Helper()
 	r := startEmpty(t, version)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -59,7 +60,7 @@ func startRegistry(t *testing.T, version string) (*testregistry.Registry, []fixt
 
 // collect runs the registry's own garbage collector with --delete-untagged
 // and restarts it.
-func collect(t *testing.T, r *testregistry.Registry) {
+func collect(t *testing.T, r *registry.Registry) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -87,36 +88,36 @@ func serves(t *testing.T, host, repo, digest string) bool {
 	return resp.StatusCode == http.StatusOK
 }
 
-func targets(imgs []fixture.Image) []scan.Target {
-	var out []scan.Target
+func targets(imgs []fixture.Image) []types.Target {
+	var out []types.Target
 	for _, im := range imgs {
-		out = append(out, scan.Target{Ref: im.Ref, Uses: []scan.Use{{Source: "args"}}})
+		out = append(out, types.Target{Ref: im.Ref, Uses: []types.Use{{Source: "args"}}})
 	}
 	return out
 }
 
 // byReference indexes a JSON report's images by their reference.
-func byReference(doc report.Document) map[string]*scan.Image {
-	out := make(map[string]*scan.Image, len(doc.Images))
+func byReference(doc report.Document) map[string]*types.Image {
+	out := make(map[string]*types.Image, len(doc.Images))
 	for _, im := range doc.Images {
 		out[im.Reference] = im
 	}
 	return out
 }
 
-func byName(t *testing.T, res *scan.Result, imgs []fixture.Image) map[string]*scan.Image {
+func byName(t *testing.T, res *types.Result, imgs []fixture.Image) map[string]*types.Image {
 	t.Helper()
 	if len(res.Images) != len(imgs) {
 		t.Fatalf("scan returned %d images for %d fixtures", len(res.Images), len(imgs))
 	}
-	out := map[string]*scan.Image{}
+	out := map[string]*types.Image{}
 	for i, im := range imgs {
 		out[im.Name] = res.Images[i]
 	}
 	return out
 }
 
-func codes(im *scan.Image, code scan.Code) []string {
+func codes(im *types.Image, code types.Code) []string {
 	var out []string
 	for _, f := range im.Findings {
 		if f.Code == code {
@@ -129,7 +130,7 @@ func codes(im *scan.Image, code scan.Code) []string {
 
 // TestScanBeforeGC: every fixture is intact on both registries.
 func TestScanBeforeGC(t *testing.T) {
-	for _, version := range []string{testregistry.V2, testregistry.V3} {
+	for _, version := range []string{registry.V2, registry.V3} {
 		t.Run(version, func(t *testing.T) {
 			t.Parallel()
 			_, imgs := startRegistry(t, version)
@@ -138,7 +139,7 @@ func TestScanBeforeGC(t *testing.T) {
 				t.Fatal(err)
 			}
 			for name, im := range byName(t, res, imgs) {
-				if im.Verdict != scan.OK || len(im.Findings) != 0 {
+				if im.Verdict != types.OK || len(im.Findings) != 0 {
 					t.Errorf("%s: verdict %s, findings %+v; want ok, none", name, im.Verdict, im.Findings)
 				}
 			}
@@ -151,7 +152,7 @@ func TestScanBeforeGC(t *testing.T) {
 // children; distribution 3.x keeps them. regcheck's verdicts must match what
 // each registry really serves afterwards.
 func TestScanAfterGC(t *testing.T) {
-	for _, version := range []string{testregistry.V2, testregistry.V3} {
+	for _, version := range []string{registry.V2, registry.V3} {
 		t.Run(version, func(t *testing.T) {
 			t.Parallel()
 			r, imgs := startRegistry(t, version)
@@ -181,10 +182,10 @@ func TestScanAfterGC(t *testing.T) {
 				}
 				sort.Strings(wantChild)
 				sort.Strings(wantAtt)
-				if version == testregistry.V3 && (len(wantChild) > 0 || len(wantAtt) > 0) {
+				if version == registry.V3 && (len(wantChild) > 0 || len(wantAtt) > 0) {
 					t.Errorf("%s: distribution 3.x deleted children %v %v", fx.Name, wantChild, wantAtt)
 				}
-				if version == testregistry.V2 {
+				if version == registry.V2 {
 					// 2.8.3 deletes exactly the untagged children.
 					var untagged []string
 					for _, c := range fx.UntaggedChildren() {
@@ -195,30 +196,30 @@ func TestScanAfterGC(t *testing.T) {
 						t.Errorf("%s: 2.8.3 GC deleted %v, want the untagged children %v", fx.Name, all, untagged)
 					}
 				}
-				if c := codes(im, scan.ChildMissing); !slices.Equal(c, wantChild) {
+				if c := codes(im, types.ChildMissing); !slices.Equal(c, wantChild) {
 					t.Errorf("%s: child-missing for %v, want %v", fx.Name, c, wantChild)
 				}
-				if c := codes(im, scan.AttestationMissing); !slices.Equal(c, wantAtt) {
+				if c := codes(im, types.AttestationMissing); !slices.Equal(c, wantAtt) {
 					t.Errorf("%s: attestation-missing for %v, want %v", fx.Name, c, wantAtt)
 				}
-				want := scan.OK
+				want := types.OK
 				if len(wantChild) > 0 {
-					want = scan.Broken
+					want = types.Broken
 				} else if len(wantAtt) > 0 {
-					want = scan.AtRisk
+					want = types.AtRisk
 				}
 				if im.Verdict != want {
 					t.Errorf("%s: verdict %s, want %s (findings %+v)", fx.Name, im.Verdict, want, im.Findings)
 				}
 				for _, f := range im.Findings {
-					if f.Code != scan.ChildMissing && f.Code != scan.AttestationMissing {
+					if f.Code != types.ChildMissing && f.Code != types.AttestationMissing {
 						t.Errorf("%s: unexpected finding %+v", fx.Name, f)
 					}
 				}
 			}
-			if version == testregistry.V2 {
+			if version == registry.V2 {
 				for _, name := range []string{"buildx", "multiarch", "manifestlist", "partial"} {
-					if got[name].Verdict != scan.Broken {
+					if got[name].Verdict != types.Broken {
 						t.Errorf("%s after 2.8.3 GC: %s, want broken", name, got[name].Verdict)
 					}
 				}
@@ -227,7 +228,7 @@ func TestScanAfterGC(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if v := byName(t, res, imgs)["partial"].Verdict; v != scan.OK {
+				if v := byName(t, res, imgs)["partial"].Verdict; v != types.OK {
 					t.Errorf("partial with --platform linux/amd64: %s, want ok", v)
 				}
 			}
@@ -251,10 +252,10 @@ func TestScanUnknown(t *testing.T) {
 
 	for _, tc := range []struct {
 		name, host string
-		code       scan.Code
+		code       types.Code
 	}{
-		{"unreachable", closed, scan.Unreachable},
-		{"503", unavailable.Listener.Addr().String(), scan.PingFailed}, // its version check fails first
+		{"unreachable", closed, types.Unreachable},
+		{"503", unavailable.Listener.Addr().String(), types.PingFailed}, // its version check fails first
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
@@ -268,7 +269,7 @@ func TestScanUnknown(t *testing.T) {
 				t.Fatal(err)
 			}
 			im := doc.Images[0]
-			if im.Verdict != scan.Unknown || len(im.Findings) != 1 || im.Findings[0].Code != tc.code {
+			if im.Verdict != types.Unknown || len(im.Findings) != 1 || im.Findings[0].Code != tc.code {
 				t.Fatalf("verdict %s findings %+v, want unknown with %s", im.Verdict, im.Findings, tc.code)
 			}
 		})
@@ -280,7 +281,7 @@ func TestScanUnknown(t *testing.T) {
 // are intact or --fail-on never, 2 on a usage error; and the JSON gives
 // each image its verdict and names every use, at its file and line.
 func TestScanCLIExitCodes(t *testing.T) {
-	r, imgs := startRegistry(t, testregistry.V2)
+	r, imgs := startRegistry(t, registry.V2)
 	collect(t, r)
 	var broken, intact string
 	for _, fx := range imgs {
@@ -305,13 +306,13 @@ func TestScanCLIExitCodes(t *testing.T) {
 		name     string
 		args     []string
 		want     int
-		verdicts map[string]scan.Verdict // by reference; nil: no JSON to check
+		verdicts map[string]types.Verdict // by reference; nil: no JSON to check
 	}{
 		{"broken image fails", []string{"-f", file("api.yaml"), "-f", file("worker.yaml")}, cli.ExitFindings,
-			map[string]scan.Verdict{broken: scan.Broken}},
-		{"intact image passes", []string{"-f", file("web.yaml")}, cli.ExitClean, map[string]scan.Verdict{intact: scan.OK}},
+			map[string]types.Verdict{broken: types.Broken}},
+		{"intact image passes", []string{"-f", file("web.yaml")}, cli.ExitClean, map[string]types.Verdict{intact: types.OK}},
 		{"fail-on never", []string{"--fail-on", "never", "-f", dir}, cli.ExitClean,
-			map[string]scan.Verdict{broken: scan.Broken, intact: scan.OK}},
+			map[string]types.Verdict{broken: types.Broken, intact: types.OK}},
 		{"bad flag", []string{"--fail-on", "sometimes", "-f", dir}, cli.ExitUsage, nil},
 		{"bad output", []string{"-o", "yaml", "-f", dir}, cli.ExitUsage, nil},
 	} {
@@ -332,7 +333,7 @@ func TestScanCLIExitCodes(t *testing.T) {
 			if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
 				t.Fatalf("%v in:\n%s", err, out.String())
 			}
-			got := map[string]scan.Verdict{}
+			got := map[string]types.Verdict{}
 			for _, im := range doc.Images {
 				got[im.Reference] = im.Verdict
 				var uses, want []string

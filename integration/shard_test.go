@@ -5,6 +5,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"github.com/regcheck/regcheck/types"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,9 +14,8 @@ import (
 
 	"github.com/regcheck/regcheck/imageref"
 	"github.com/regcheck/regcheck/internal/cli"
-	"github.com/regcheck/regcheck/internal/fixture"
-	"github.com/regcheck/regcheck/internal/testregistry"
-	"github.com/regcheck/regcheck/scan"
+	"github.com/regcheck/regcheck/internal/testing/fixture"
+	"github.com/regcheck/regcheck/internal/testing/registry"
 )
 
 // TestShardUnion scans the fixtures on the real distribution 3.x whole,
@@ -25,7 +25,7 @@ import (
 // the environment of an Indexed Job (JOB_COMPLETION_INDEX and
 // REGCHECK_SHARD_COUNT) is the same shard.
 func TestShardUnion(t *testing.T) {
-	r, imgs := startRegistry(t, testregistry.V3)
+	r, imgs := startRegistry(t, registry.V3)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	// More repositories: 3 prefixes of the 7 fixtures, each also pinned
@@ -58,7 +58,7 @@ func TestShardUnion(t *testing.T) {
 	if whole.Summary.Shard != nil {
 		t.Errorf("an unsharded scan says shard %+v", whole.Summary.Shard)
 	}
-	union := map[string]*scan.Image{}
+	union := map[string]*types.Image{}
 	inShard := map[string]int{} // repository → shard
 	worst := 0
 	for i := range 4 {
@@ -104,14 +104,14 @@ func TestShardUnion(t *testing.T) {
 	t.Setenv("REGCHECK_SHARD_COUNT", "4")
 	env, _, _ := scanCLI(t, "--images-from", list)
 	flag, _, _ := scanCLI(t, "--images-from", list, "--shard", "2/4")
-	if s := env.Summary.Shard; s == nil || *s != (scan.Shard{Index: 2, Count: 4}) {
+	if s := env.Summary.Shard; s == nil || *s != (types.Shard{Index: 2, Count: 4}) {
 		t.Errorf("JOB_COMPLETION_INDEX=2 REGCHECK_SHARD_COUNT=4 says shard %+v", s)
 	}
 	sameImages(t, "shard 2/4 from the environment", env.Images, flag.Images, len(flag.Images))
 }
 
-func unionOf(m map[string]*scan.Image) []*scan.Image {
-	out := make([]*scan.Image, 0, len(m))
+func unionOf(m map[string]*types.Image) []*types.Image {
+	out := make([]*types.Image, 0, len(m))
 	for _, im := range m {
 		out = append(out, im)
 	}

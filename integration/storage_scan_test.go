@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/regcheck/regcheck/types"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,10 +16,9 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/regcheck/regcheck/internal/fixture"
-	"github.com/regcheck/regcheck/internal/testregistry"
+	"github.com/regcheck/regcheck/internal/testing/fixture"
+	"github.com/regcheck/regcheck/internal/testing/registry"
 	"github.com/regcheck/regcheck/report"
-	"github.com/regcheck/regcheck/scan"
 )
 
 // storageCopies is how many more copies of the fixtures each registry holds
@@ -32,11 +32,11 @@ const storageCopies = 20
 // digests, counts and findings (code, severity, digest, platform) must be
 // equal image by image. It logs the time of each walk; none is asserted.
 func TestStorageScanEqualsHTTP(t *testing.T) {
-	for _, version := range []string{testregistry.V2, testregistry.V3} {
+	for _, version := range []string{registry.V2, registry.V3} {
 		t.Run(version, func(t *testing.T) {
 			t.Parallel()
 			// 2.8.3 aborts its GC on a repository that never had a tag.
-			r, imgs, x := seedGC(t, version, version == testregistry.V3)
+			r, imgs, x := seedGC(t, version, version == registry.V3)
 			refs := storageRefs(t, r, imgs, x)
 			list := filepath.Join(t.TempDir(), "images.txt")
 			if err := os.WriteFile(list, []byte(strings.Join(refs, "\n")+"\n"), 0o644); err != nil {
@@ -45,7 +45,7 @@ func TestStorageScanEqualsHTTP(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
 
-			compare := func(phase string) map[string]*scan.Image {
+			compare := func(phase string) map[string]*types.Image {
 				t.Helper()
 				// The registry is stopped: read its storage.
 				stored, storedCode, storedTime := scanCLI(t, "--images-from", list, "--storage", r.Root)
@@ -73,9 +73,9 @@ func TestStorageScanEqualsHTTP(t *testing.T) {
 
 			before := compare("before GC")
 			for ref, im := range before {
-				want := scan.OK
+				want := types.OK
 				if strings.Contains(ref, "/nothere:") || strings.HasSuffix(ref, ":gone") {
-					want = scan.Broken
+					want = types.Broken
 				}
 				if im.Verdict != want {
 					t.Errorf("before GC: %s is %s %+v, want %s", ref, im.Verdict, im.Findings, want)
@@ -88,9 +88,9 @@ func TestStorageScanEqualsHTTP(t *testing.T) {
 				t.Fatal(err)
 			}
 			after := compare("after GC")
-			if version == testregistry.V2 {
+			if version == registry.V2 {
 				for _, fx := range []string{"buildx", "multiarch", "manifestlist", "partial"} {
-					if im := after[fixture.Ref(r.Host(), "gc/", fx, "v1")]; im == nil || im.Verdict != scan.Broken {
+					if im := after[fixture.Ref(r.Host(), "gc/", fx, "v1")]; im == nil || im.Verdict != types.Broken {
 						t.Errorf("after the 2.8.3 GC, %s is not broken: %+v", fx, im)
 					}
 				}
@@ -105,7 +105,7 @@ func TestStorageScanEqualsHTTP(t *testing.T) {
 				t.Fatal(err)
 			}
 			lost := compare("after a layer's data is lost")
-			if im := lost[single.Ref]; im == nil || im.Verdict != scan.Broken {
+			if im := lost[single.Ref]; im == nil || im.Verdict != types.Broken {
 				t.Errorf("%s without its layer's data: %+v, want broken", single.Ref, im)
 			}
 		})
@@ -117,7 +117,7 @@ func TestStorageScanEqualsHTTP(t *testing.T) {
 // reference to walk: each fixture and copy by tag, the GC extras pinned,
 // each index child pinned, a tagged child by its tag, a tag and a
 // repository that do not exist.
-func storageRefs(t *testing.T, r *testregistry.Registry, imgs []fixture.Image, x gcExtras) []string {
+func storageRefs(t *testing.T, r *registry.Registry, imgs []fixture.Image, x gcExtras) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -188,10 +188,10 @@ func sum(m map[string]int) int {
 // sameImages asserts two walks' images are equal reference by reference
 // (what each resolved to, its verdict, counts and findings, but for the
 // wording of a message), and returns them by reference.
-func sameImages(t *testing.T, phase string, got, want []*scan.Image, n int) map[string]*scan.Image {
+func sameImages(t *testing.T, phase string, got, want []*types.Image, n int) map[string]*types.Image {
 	t.Helper()
-	byRef := func(ims []*scan.Image) map[string]*scan.Image {
-		out := map[string]*scan.Image{}
+	byRef := func(ims []*types.Image) map[string]*types.Image {
+		out := map[string]*types.Image{}
 		for _, im := range ims {
 			out[im.Reference] = im
 		}
@@ -202,11 +202,11 @@ func sameImages(t *testing.T, phase string, got, want []*scan.Image, n int) map[
 		t.Fatalf("%s: %d and %d images, want %d", phase, len(g), len(w), n)
 	}
 	type finding struct {
-		Code             scan.Code
-		Severity         scan.Severity
+		Code             types.Code
+		Severity         types.Severity
 		Digest, Platform string
 	}
-	shape := func(im *scan.Image) string {
+	shape := func(im *types.Image) string {
 		var fs []finding
 		for _, f := range im.Findings {
 			fs = append(fs, finding{f.Code, f.Severity, f.Digest, f.Platform})

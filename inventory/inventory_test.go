@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/regcheck/regcheck/internal/testkube"
+	"github.com/regcheck/regcheck/internal/testing/kubeapi"
 	"github.com/regcheck/regcheck/inventory"
 )
 
@@ -26,7 +26,7 @@ func TestListScenario(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := fake.NewClientset()
-	s := testkube.Scenario{Namespace: "shop"}
+	s := kubeapi.Scenario{Namespace: "shop"}
 	if err := s.Apply(ctx, c); err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func TestListScenario(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			testkube.AssertInventory(t, s.Want(), got)
+			kubeapi.AssertInventory(t, s.Want(), got)
 		})
 	}
 	t.Run("other namespace", func(t *testing.T) {

@@ -3,14 +3,13 @@ package pin
 import (
 	"bytes"
 	"errors"
+	"github.com/regcheck/regcheck/yamlfile"
 	"os"
 	"path/filepath"
 	"regexp"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
-
-	"github.com/regcheck/regcheck/manifest"
 )
 
 var (
@@ -128,7 +127,7 @@ func TestRewriteTricky(t *testing.T) {
 	for _, tc := range tricky {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			if _, err := manifest.Documents([]byte(tc.data)); err != nil {
+			if _, err := yamlfile.Documents([]byte(tc.data)); err != nil {
 				t.Fatalf("test input does not parse: %v", err)
 			}
 			n := 0
@@ -149,11 +148,11 @@ func TestRewriteTricky(t *testing.T) {
 // keys they added.
 func compareTrees(t *testing.T, in, out []byte, edits []edit) {
 	t.Helper()
-	a, err := manifest.Documents(in)
+	a, err := yamlfile.Documents(in)
 	if err != nil {
 		t.Fatalf("input no longer parses: %v", err)
 	}
-	b, err := manifest.Documents(out)
+	b, err := yamlfile.Documents(out)
 	if err != nil {
 		t.Fatalf("output does not parse: %v\n%q", err, out)
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"github.com/regcheck/regcheck/yamlfile"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,7 +14,6 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/regcheck/regcheck/imageref"
-	"github.com/regcheck/regcheck/manifest"
 )
 
 // Change is one edit Rewrite made, or would have made but could not (see
@@ -47,7 +47,7 @@ func (c Change) String() string {
 // Lookup returns the digest to pin img to ("sha256:…"), or ok=false to
 // leave img as it is. Rewrite calls it once per reference it would pin,
 // in file order: callers cache.
-type Lookup func(img manifest.Image) (digest string, ok bool, err error)
+type Lookup func(img yamlfile.Image) (digest string, ok bool, err error)
 
 const skippedAlias = "reached through a YAML alias"
 
@@ -83,11 +83,11 @@ func Rewrite(name string, data []byte, lookup Lookup, opts ...Option) ([]byte, [
 
 // rewrite is Rewrite, also returning the edits for tests.
 func rewrite(name string, data []byte, lookup Lookup, o options) ([]byte, []Change, []edit, error) {
-	sites, err := manifest.Sites(name, data)
+	sites, err := yamlfile.Sites(name, data)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	rw := &rewriting{name: name, t: newText(data), o: o, want: make([]manifest.Image, len(sites))}
+	rw := &rewriting{name: name, t: newText(data), o: o, want: make([]yamlfile.Image, len(sites))}
 	var errs []error
 	for i, s := range sites {
 		rw.want[i] = s.Image
@@ -131,12 +131,12 @@ type rewriting struct {
 	o       options
 	edits   []edit
 	changes []Change
-	want    []manifest.Image // each site as it must read after the edits
+	want    []yamlfile.Image // each site as it must read after the edits
 }
 
 // pin pins site s to digest d, and sets its pull policy (WithPullPolicy);
 // want is what s must read afterwards.
-func (rw *rewriting) pin(want *manifest.Image, s manifest.Site, d string) {
+func (rw *rewriting) pin(want *yamlfile.Image, s yamlfile.Site, d string) {
 	c := Change{
 		File: rw.name, Line: s.Line, Kind: s.Kind, Namespace: s.Namespace, Name: s.Name,
 		Container: s.Container, Field: "image", Old: s.Ref,
@@ -170,7 +170,7 @@ func (rw *rewriting) pin(want *manifest.Image, s manifest.Site, d string) {
 
 // pullPolicy rewrites the "imagePullPolicy: Always" of the container whose
 // image change c made.
-func (rw *rewriting) pullPolicy(want *manifest.Image, s manifest.Site, c Change) {
+func (rw *rewriting) pullPolicy(want *yamlfile.Image, s yamlfile.Site, c Change) {
 	c.Field, c.Old, c.New = "imagePullPolicy", "Always", rw.o.pullPolicy
 	if s.PullPolicy == nil {
 		c.Skipped = skippedAlias
@@ -233,7 +233,7 @@ func valueEdit(t *text, n *yaml.Node, s string) ([]edit, error) {
 // after newName or name) in the entry's style and indentation. With tag,
 // an entry without newTag: gains one too, before the digest: (an entry
 // that renames an image keeps the tag it inherits once it has a digest).
-func kustomizeEdit(t *text, s manifest.Site, d, tag string) (string, []edit, error) {
+func kustomizeEdit(t *text, s yamlfile.Site, d, tag string) (string, []edit, error) {
 	ref, _, _ := strings.Cut(s.Ref, "@")
 	keys := []string{"digest: " + d}
 	if tag != "" && !hasKey(s.Entry, "newTag") && !hasKey(s.Entry, "digest") {
@@ -301,8 +301,8 @@ func closeQuote(t *text, n *yaml.Node) int {
 
 // selfCheck parses the result again and makes sure it holds exactly the
 // images expected, in the same places.
-func selfCheck(name string, out []byte, want []manifest.Image) error {
-	got, err := manifest.Parse(name, out)
+func selfCheck(name string, out []byte, want []yamlfile.Image) error {
+	got, err := yamlfile.Parse(name, out)
 	if err != nil {
 		return fmt.Errorf("result does not parse: %w", err)
 	}
@@ -328,8 +328,8 @@ func Pinned(ref string) bool {
 // Check returns the images that are not pinned to a digest (including
 // invalid references, which cannot be), for a --check mode that fails
 // when a manifest would change.
-func Check(images []manifest.Image) []manifest.Image {
-	var out []manifest.Image
+func Check(images []yamlfile.Image) []yamlfile.Image {
+	var out []yamlfile.Image
 	for _, img := range images {
 		if !Pinned(img.Ref) {
 			out = append(out, img)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/regcheck/regcheck/yamlfile"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,7 +15,6 @@ import (
 	"testing"
 
 	"github.com/regcheck/regcheck/imageref"
-	"github.com/regcheck/regcheck/manifest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -22,7 +22,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 // fakeLookup pins every reference to a digest derived from its name and
 // tag, and leaves private.example.com alone, as a registry would say
 // "not found" for it.
-func fakeLookup(img manifest.Image) (string, bool, error) {
+func fakeLookup(img yamlfile.Image) (string, bool, error) {
 	if strings.Contains(img.Ref, "private.example.com") {
 		return "", false, nil
 	}
@@ -119,8 +119,8 @@ func golden(t *testing.T, path string, got []byte) {
 
 func TestRewriteErrors(t *testing.T) {
 	t.Parallel()
-	errLookup := func(manifest.Image) (string, bool, error) { return "", false, errors.New("registry down") }
-	badDigest := func(manifest.Image) (string, bool, error) { return "sha256:nothex", true, nil }
+	errLookup := func(yamlfile.Image) (string, bool, error) { return "", false, errors.New("registry down") }
+	badDigest := func(yamlfile.Image) (string, bool, error) { return "sha256:nothex", true, nil }
 	pod := []byte("kind: Pod\nspec:\n  containers:\n  - image: nginx:1\n")
 	tests := []struct {
 		name    string
@@ -149,7 +149,7 @@ func TestRewriteErrors(t *testing.T) {
 			if !strings.Contains(err.Error(), tt.wantErr) {
 				t.Errorf("error %q, want it to contain %q", err, tt.wantErr)
 			}
-			var skip *manifest.SkipError
+			var skip *yamlfile.SkipError
 			if errors.As(err, &skip) != tt.skip {
 				t.Errorf("error %v: SkipError %v, want %v", err, !tt.skip, tt.skip)
 			}
@@ -186,7 +186,7 @@ func TestWithDigest(t *testing.T) {
 
 func TestCheck(t *testing.T) {
 	t.Parallel()
-	imgs, errs := manifest.Find([]string{filepath.Join("testdata", "handwritten.in.yaml")})
+	imgs, errs := yamlfile.Find([]string{filepath.Join("testdata", "handwritten.in.yaml")})
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}

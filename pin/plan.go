@@ -5,6 +5,8 @@ import (
 	stdctx "context"
 	"errors"
 	"fmt"
+	"github.com/regcheck/regcheck/types"
+	"github.com/regcheck/regcheck/yamlfile"
 	"path"
 	"strings"
 
@@ -13,7 +15,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/regcheck/regcheck/imageref"
-	"github.com/regcheck/regcheck/manifest"
 	"github.com/regcheck/regcheck/scan"
 	"github.com/regcheck/regcheck/walk"
 )
@@ -31,7 +32,7 @@ type plan struct {
 	platform string // the index of the tag's that does not list running, a platform manifest
 
 	digest   string // the digest to pin to, once resolved
-	verdict  scan.Verdict
+	verdict  types.Verdict
 	problems []string // the walk's findings, for the messages
 	fault    string   // why the digest could not be had
 
@@ -51,12 +52,12 @@ type planner struct {
 	s     *scan.Scanner
 	plans map[string]*plan // by normalized reference and running digest
 	order []*plan
-	sites map[manifest.Image]*site
+	sites map[yamlfile.Image]*site
 }
 
 // newPlanner plans every wanted image of the parsed files.
 func newPlanner(c Config, parsed []parsedFile) *planner {
-	p := &planner{c: c, s: c.Scanner, plans: map[string]*plan{}, sites: map[manifest.Image]*site{}}
+	p := &planner{c: c, s: c.Scanner, plans: map[string]*plan{}, sites: map[yamlfile.Image]*site{}}
 	for _, pf := range parsed {
 		for _, img := range pf.imgs {
 			if c.wanted(img) {
@@ -69,7 +70,7 @@ func newPlanner(c Config, parsed []parsedFile) *planner {
 
 // add plans img, asking Config.Running for its digest when it is to be
 // (re)pinned.
-func (p *planner) add(img manifest.Image) {
+func (p *planner) add(img yamlfile.Image) {
 	if p.sites[img] != nil {
 		return
 	}
@@ -101,7 +102,7 @@ func (p *planner) add(img manifest.Image) {
 }
 
 // running asks Config.Running for img's digest and checks that it is one.
-func (p *planner) running(img manifest.Image) (string, error) {
+func (p *planner) running(img yamlfile.Image) (string, error) {
 	d, err := p.c.Running(img)
 	if err != nil {
 		return "", err
@@ -164,7 +165,7 @@ func (p *planner) checkPlatform(ctx stdctx.Context, pl *plan) {
 	// Compare with the tag's index; for a digest-only reference, with the
 	// index it is pinned to.
 	bm, err := p.s.Manifest(ctx, cmp.Or(pl.tag, pl.norm))
-	if errors.Is(err, scan.ErrNotFound) {
+	if errors.Is(err, types.ErrNotFound) {
 		return // the tag is gone: nothing to compare with
 	}
 	var children []ocispec.Descriptor
@@ -247,15 +248,15 @@ func (p *planner) walkTargets(ctx stdctx.Context, todo []target) error {
 	if len(todo) == 0 {
 		return nil
 	}
-	ts := make([]scan.Target, len(todo))
+	ts := make([]types.Target, len(todo))
 	for i, t := range todo {
-		ts[i] = scan.Target{Ref: t.ref, Uses: []scan.Use{{Source: "file"}}}
+		ts[i] = types.Target{Ref: t.ref, Uses: []types.Use{{Source: "file"}}}
 	}
 	res, err := p.s.Run(ctx, ts)
 	if err != nil {
 		return err
 	}
-	byRef := map[string]*scan.Image{}
+	byRef := map[string]*types.Image{}
 	for _, im := range res.Images {
 		byRef[im.Reference] = im
 	}
@@ -267,7 +268,7 @@ func (p *planner) walkTargets(ctx stdctx.Context, todo []target) error {
 }
 
 // walked takes in what the walk found for pl: nil when it did not walk it.
-func (pl *plan) walked(im *scan.Image) {
+func (pl *plan) walked(im *types.Image) {
 	if im == nil {
 		pl.fault = "not walked"
 		return
@@ -276,7 +277,7 @@ func (pl *plan) walked(im *scan.Image) {
 	for _, f := range im.Findings {
 		pl.problems = append(pl.problems, string(f.Code)+": "+f.Message)
 	}
-	if im.Digest == "" && im.Verdict != scan.Broken {
+	if im.Digest == "" && im.Verdict != types.Broken {
 		pl.fault = strings.Join(pl.problems, "; ")
 		return
 	}
@@ -288,7 +289,7 @@ func (pl *plan) walked(im *scan.Image) {
 // pin that stays, and a running digest, which may not be its tag's.
 func (p *planner) checkTagged(ctx stdctx.Context) error {
 	for _, pl := range p.order {
-		if pl.change && pl.running != "" && pl.digest != "" && pl.verdict != scan.Broken {
+		if pl.change && pl.running != "" && pl.digest != "" && pl.verdict != types.Broken {
 			pl.gcCheck = trimDigest(pl.norm) + "@" + pl.digest
 		}
 	}
@@ -325,21 +326,21 @@ func (p *planner) checkTagged(ctx stdctx.Context) error {
 
 // lookup is the Lookup Rewrite calls: the planned digest, unless the pin
 // is refused.
-func (p *planner) lookup(img manifest.Image) (string, bool, error) {
+func (p *planner) lookup(img yamlfile.Image) (string, bool, error) {
 	s := p.sites[img]
 	if s == nil || s.pl == nil || !p.c.wanted(img) {
 		return "", false, nil
 	}
 	pl := s.pl
 	if !pl.change || pl.digest == "" || pl.fault != "" || pl.platform != "" ||
-		pl.verdict == scan.Broken && !p.c.AllowBroken {
+		pl.verdict == types.Broken && !p.c.AllowBroken {
 		return "", false, nil
 	}
 	return pl.digest, true, nil
 }
 
 // findings are the findings at each of imgs that has a site.
-func (p *planner) findings(imgs []manifest.Image) []Finding {
+func (p *planner) findings(imgs []yamlfile.Image) []Finding {
 	var out []Finding
 	for _, img := range imgs {
 		if s := p.sites[img]; s != nil {
@@ -350,7 +351,7 @@ func (p *planner) findings(imgs []manifest.Image) []Finding {
 }
 
 // findings are the site's findings at img.
-func (s *site) findings(img manifest.Image) []Finding {
+func (s *site) findings(img yamlfile.Image) []Finding {
 	if s.pl != nil {
 		return s.pl.findings(img)
 	}
@@ -369,7 +370,7 @@ func (s *site) findings(img manifest.Image) []Finding {
 }
 
 // findings are the plan's findings at one use.
-func (pl *plan) findings(img manifest.Image) []Finding {
+func (pl *plan) findings(img yamlfile.Image) []Finding {
 	f := func(k Kind, msg string) Finding {
 		return Finding{Kind: k, File: img.File, Line: img.Line, Ref: img.Ref, Digest: pl.digest, Message: msg}
 	}
@@ -382,12 +383,12 @@ func (pl *plan) findings(img manifest.Image) []Finding {
 			pl.running, cmp.Or(pl.tag, pl.norm), pl.platform, img.Ref)))
 	case pl.fault != "":
 		out = append(out, f(KindUnresolved, fmt.Sprintf("%s left as is: %s", img.Ref, pl.fault)))
-	case pl.verdict == scan.Broken:
+	case pl.verdict == types.Broken:
 		out = append(out, f(KindBroken, fmt.Sprintf("refusing to pin %s to %s, whose tree is broken (%s); left as is (--allow-broken pins anyway)",
 			img.Ref, pl.digest, strings.Join(pl.problems, "; "))))
-	case pl.verdict == scan.Unknown:
+	case pl.verdict == types.Unknown:
 		out = append(out, f(KindUnverified, fmt.Sprintf("pinned %s to %s, but the walk was incomplete: %s", img.Ref, pl.digest, strings.Join(pl.problems, "; "))))
-	case pl.verdict == scan.AtRisk:
+	case pl.verdict == types.AtRisk:
 		out = append(out, f(KindAtRisk, fmt.Sprintf("pinned %s to %s: %s", img.Ref, pl.digest, strings.Join(pl.problems, "; "))))
 	}
 	if pl.untagged {

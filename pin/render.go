@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"github.com/regcheck/regcheck/yamlfile"
 	"maps"
 	"os"
 	"path/filepath"
@@ -15,7 +16,6 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/regcheck/regcheck/manifest"
 	"github.com/regcheck/regcheck/render"
 )
 
@@ -64,7 +64,7 @@ func (u renderedUse) what() string {
 // be (KindInvalid), at the place that sets it.
 func (c Config) checkRendered(uses []renderedUse) []Finding {
 	var out []Finding
-	seen := map[manifest.Image]bool{}
+	seen := map[yamlfile.Image]bool{}
 	for _, u := range uses {
 		if seen[u.Image] {
 			continue
@@ -104,11 +104,11 @@ type place struct {
 // rendering every app again with the edits; the findings of their plans
 // and the changes go into r.
 func (c Config) pinRendered(r *Report, trees []*render.Tree, uses []renderedUse, p *planner) {
-	seen := map[manifest.Image]bool{}
+	seen := map[yamlfile.Image]bool{}
 	for _, u := range uses {
 		if !seen[u.Image] {
 			seen[u.Image] = true
-			r.Findings = append(r.Findings, p.findings([]manifest.Image{u.Image})...)
+			r.Findings = append(r.Findings, p.findings([]yamlfile.Image{u.Image})...)
 		}
 	}
 	targets := c.targets(r, uses, p)
@@ -262,7 +262,7 @@ func (c Config) editFile(file string, data []byte, ts []*place) ([]byte, *place,
 				o.entryTags[pos] = t.edit.Tag
 			}
 		}
-		lookup := func(img manifest.Image) (string, bool, error) {
+		lookup := func(img yamlfile.Image) (string, bool, error) {
 			if t := byPos[[2]int{img.Line, img.Column}]; t != nil {
 				return t.digest, true, nil
 			}
@@ -375,11 +375,11 @@ func sameButPinned(a, b *render.App, want map[int]string) error {
 // withoutImages is rendered output with every container image emptied,
 // written again.
 func withoutImages(out []byte) ([]byte, error) {
-	sites, err := manifest.Sites("rendered", out)
+	sites, err := yamlfile.Sites("rendered", out)
 	if err != nil {
 		return nil, err
 	}
-	docs, err := manifest.Documents(out)
+	docs, err := yamlfile.Documents(out)
 	if err != nil {
 		return nil, err
 	}
@@ -455,7 +455,7 @@ func (c Config) writeRendered(r *Report, targets []*place, files map[string]edit
 // or ", digest: …" in a flow mapping); the result must read back as the
 // same values with that one change.
 func valuesEdit(file string, data []byte, e render.Edit, d string) ([]byte, error) {
-	docs, err := manifest.Documents(data)
+	docs, err := yamlfile.Documents(data)
 	if err != nil {
 		return nil, err
 	}
@@ -519,7 +519,7 @@ func valuesEdit(file string, data []byte, e render.Edit, d string) ([]byte, erro
 func sharedNodes(docs []*yaml.Node) map[*yaml.Node]bool {
 	targets := map[*yaml.Node]bool{}
 	for _, d := range docs {
-		manifest.Aliased(d, targets)
+		yamlfile.Aliased(d, targets)
 	}
 	out := map[*yaml.Node]bool{}
 	var mark func(n *yaml.Node, depth int)
@@ -632,7 +632,7 @@ func decodeValues(docs []*yaml.Node) ([]any, error) {
 // values it was made from (changed here), only in the value at path of
 // document doc, which out holds as value.
 func valuesCheck(a []any, out []byte, doc int, path, value string) error {
-	docs, err := manifest.Documents(out)
+	docs, err := yamlfile.Documents(out)
 	if err != nil {
 		return fmt.Errorf("result does not parse: %w", err)
 	}

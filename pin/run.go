@@ -5,13 +5,14 @@ import (
 	stdctx "context"
 	"errors"
 	"fmt"
+	"github.com/regcheck/regcheck/types"
+	"github.com/regcheck/regcheck/yamlfile"
 	"io/fs"
 	"path"
 	"path/filepath"
 	"regexp"
 	"strings"
 
-	"github.com/regcheck/regcheck/manifest"
 	"github.com/regcheck/regcheck/render"
 	"github.com/regcheck/regcheck/scan"
 )
@@ -50,7 +51,7 @@ type Config struct {
 	// KindUnresolved. A platform manifest's digest (CRI-O reports the one it
 	// pulled) is pinned as the index the tag points at when that index lists
 	// it, and refused otherwise (KindPlatform).
-	Running func(img manifest.Image) (digest string, err error)
+	Running func(img yamlfile.Image) (digest string, err error)
 	// FollowSymlinks lets Write replace the target of a symlink that
 	// resolves outside the root it was found under (for a root that is a
 	// file, outside its folder); otherwise such a file is left as is
@@ -77,7 +78,7 @@ type Report struct {
 	Changes  []Change // in file order; a Change with Skipped set was not made
 	Findings []Finding
 	// Requests counts the registry requests sent, by host, kind and status.
-	Requests []scan.RequestCount
+	Requests []types.RequestCount
 	// Written is set when Run wrote the files it changed (Config.Write);
 	// otherwise Files hold what they would become.
 	Written bool
@@ -144,12 +145,12 @@ func (c Config) read(trees []*render.Tree) (*Report, []parsedFile) {
 		root := t.Root
 		r.Findings = append(r.Findings, treeFindings(t)...)
 		for _, p := range t.Plain {
-			data, err := manifest.ReadFile(p)
+			data, err := yamlfile.ReadFile(p)
 			if err != nil {
 				r.Findings = append(r.Findings, readFinding(p, err))
 				continue
 			}
-			imgs, err := manifest.Parse(p, data)
+			imgs, err := yamlfile.Parse(p, data)
 			if err != nil {
 				r.Findings = append(r.Findings, parseFinding(p, err))
 				continue
@@ -235,7 +236,7 @@ type parsedFile struct {
 	root string // the root it was found under
 	path string
 	data []byte
-	imgs []manifest.Image
+	imgs []yamlfile.Image
 }
 
 func (c Config) options() []Option {
@@ -249,14 +250,14 @@ func (c Config) options() []Option {
 	return o
 }
 
-func (c Config) wanted(img manifest.Image) bool {
+func (c Config) wanted(img yamlfile.Image) bool {
 	return c.Images == nil || c.Images.MatchString(img.Ref)
 }
 
-// readFinding reports a file manifest.ReadFile did not read: skipped when
+// readFinding reports a file yamlfile.ReadFile did not read: skipped when
 // it is not a regular file, else unwritable.
 func readFinding(file string, err error) Finding {
-	var skip *manifest.SkipError
+	var skip *yamlfile.SkipError
 	if errors.As(err, &skip) {
 		return Finding{Kind: KindSkipped, File: file, Message: skip.Reason}
 	}
@@ -264,12 +265,12 @@ func readFinding(file string, err error) Finding {
 }
 
 func parseFinding(file string, err error) Finding {
-	var skip *manifest.SkipError
+	var skip *yamlfile.SkipError
 	if errors.As(err, &skip) {
 		return Finding{Kind: KindTemplate, File: file, Message: "skipped: " + skip.Reason}
 	}
 	f := Finding{Kind: KindUnparseable, File: file, Message: err.Error()}
-	var pe *manifest.ParseError
+	var pe *yamlfile.ParseError
 	if errors.As(err, &pe) {
 		f.Line, f.Message = pe.Line, "skipped, left as is: "+pe.Msg
 	}

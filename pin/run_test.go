@@ -3,6 +3,7 @@ package pin
 import (
 	stdctx "context"
 	"fmt"
+	"github.com/regcheck/regcheck/yamlfile"
 	"io"
 	"log"
 	"net/http/httptest"
@@ -20,7 +21,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
-	"github.com/regcheck/regcheck/manifest"
 	"github.com/regcheck/regcheck/scan"
 )
 
@@ -136,7 +136,7 @@ func TestRunRunningPerWorkload(t *testing.T) {
 	if err := os.WriteFile(file, []byte(strings.Join(docs, "---\n")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r, err := Run(stdctx.Background(), []string{dir}, Config{Scanner: s, Running: func(img manifest.Image) (string, error) {
+	r, err := Run(stdctx.Background(), []string{dir}, Config{Scanner: s, Running: func(img yamlfile.Image) (string, error) {
 		asked = append(asked, img.Namespace)
 		if d, ok := running[img.Namespace]; ok {
 			return d, nil
@@ -197,7 +197,7 @@ func TestRunPlatformDigest(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, "app.yaml"), []byte(in), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			r, err := Run(stdctx.Background(), []string{dir}, Config{Scanner: s, Running: func(manifest.Image) (string, error) {
+			r, err := Run(stdctx.Background(), []string{dir}, Config{Scanner: s, Running: func(yamlfile.Image) (string, error) {
 				return tc.running, nil
 			}})
 			if err != nil {
@@ -246,7 +246,7 @@ func TestRunWriteKeepsConcurrentEdit(t *testing.T) {
 		}
 	}
 	theirs := in + "# someone else's edit\n"
-	r, err := Run(stdctx.Background(), []string{dir}, Config{Scanner: s, Write: true, Running: func(img manifest.Image) (string, error) {
+	r, err := Run(stdctx.Background(), []string{dir}, Config{Scanner: s, Write: true, Running: func(img yamlfile.Image) (string, error) {
 		if img.File == edited {
 			// Files are all read before the registry is asked.
 			if err := os.WriteFile(edited, []byte(theirs), 0o644); err != nil {

@@ -2,8 +2,8 @@ package pin
 
 import (
 	"fmt"
+	"github.com/regcheck/regcheck/yamlfile"
 
-	"github.com/regcheck/regcheck/manifest"
 	"github.com/regcheck/regcheck/record"
 )
 
@@ -17,8 +17,8 @@ import (
 // latest record (a rollout under way; Rollout is set), or, with no cluster
 // given, clusters whose newest records differ (a manifest is deployed to
 // one cluster, and which one is the caller's to say).
-func RunningFrom(h *record.History, cluster string) func(manifest.Image) (string, error) {
-	return func(img manifest.Image) (string, error) {
+func RunningFrom(h *record.History, cluster string) func(yamlfile.Image) (string, error) {
+	return func(img yamlfile.Image) (string, error) {
 		if img.Kind == "Compose" || img.Kind == "Kustomization" {
 			return "", ErrNoRecord
 		}

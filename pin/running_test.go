@@ -2,12 +2,12 @@ package pin
 
 import (
 	"errors"
+	"github.com/regcheck/regcheck/yamlfile"
 	"maps"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/regcheck/regcheck/manifest"
 	"github.com/regcheck/regcheck/record"
 )
 
@@ -32,13 +32,13 @@ func TestRunningFrom(t *testing.T) {
 	} {
 		h.Merge(s)
 	}
-	deployment := func(ns, name string) manifest.Image {
-		return manifest.Image{Kind: "Deployment", Namespace: ns, Name: name, Container: "app"}
+	deployment := func(ns, name string) yamlfile.Image {
+		return yamlfile.Image{Kind: "Deployment", Namespace: ns, Name: name, Container: "app"}
 	}
 	for _, tc := range []struct {
 		name    string
 		cluster string
-		img     manifest.Image
+		img     yamlfile.Image
 		want    string
 		err     error             // matched with errors.Is, when set
 		amb     map[string]string // the AmbiguousError's digests, when one is wanted
@@ -58,8 +58,8 @@ func TestRunningFrom(t *testing.T) {
 		{"no record", "", deployment("", "other"), "", ErrNoRecord, nil, false, ""},
 		{"no record in that cluster", "staging", deployment("", "moved"), "", ErrNoRecord, nil, false, ""},
 		{"a record without a digest", "", deployment("", "nodigest"), "", ErrNoRecord, nil, false, ""},
-		{"compose has no workload", "", manifest.Image{Kind: "Compose", Name: "api", Container: "app"}, "", ErrNoRecord, nil, false, ""},
-		{"kustomize has no workload", "", manifest.Image{Kind: "Kustomization", Container: "app"}, "", ErrNoRecord, nil, false, ""},
+		{"compose has no workload", "", yamlfile.Image{Kind: "Compose", Name: "api", Container: "app"}, "", ErrNoRecord, nil, false, ""},
+		{"kustomize has no workload", "", yamlfile.Image{Kind: "Kustomization", Container: "app"}, "", ErrNoRecord, nil, false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/regcheck/regcheck/yamlfile"
 	"maps"
 	"path"
 	"path/filepath"
@@ -17,8 +18,6 @@ import (
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
 	"helm.sh/helm/v4/pkg/engine"
-
-	"github.com/regcheck/regcheck/manifest"
 )
 
 // chartDir is a chart folder being rendered.
@@ -41,7 +40,7 @@ type source struct {
 
 // rendered is one render of a chart: the images of each template, by the
 // template's name.
-type rendered map[string][]manifest.Site
+type rendered map[string][]yamlfile.Site
 
 // helm renders the chart in folder dir (absolute) and adds it to t.
 func (t *Tree) helm(dir string, o *options) {
@@ -149,7 +148,7 @@ func (h *chartDir) run(c *chart.Chart, user map[string]any) (rendered, []byte, e
 			continue
 		}
 		fmt.Fprintf(&all, "---\n# Source: %s\n%s\n", name, content)
-		sites, err := manifest.Sites(h.template(name), []byte(content))
+		sites, err := yamlfile.Sites(h.template(name), []byte(content))
 		if err != nil {
 			h.errs = append(h.errs, &Error{File: h.template(name), Msg: "what it renders is not YAML: " + err.Error()})
 			continue
@@ -225,10 +224,10 @@ func (h *chartDir) render() {
 
 // at is the i-th image of template name in r, when r renders that
 // template's images as real does (same objects, same containers).
-func at(r, real rendered, name string, i int) (manifest.Site, bool) {
+func at(r, real rendered, name string, i int) (yamlfile.Site, bool) {
 	a, b := r[name], real[name]
 	if len(a) != len(b) || i >= len(a) {
-		return manifest.Site{}, false
+		return yamlfile.Site{}, false
 	}
 	x, y := a[i].Image, b[i].Image
 	return a[i], x.Kind == y.Kind && x.Field == y.Field && x.Container == y.Container
@@ -458,7 +457,7 @@ func (h *chartDir) digestKey(u *Use, p string, found []int, keys []valueKey, edi
 		return
 	}
 	ed.Path, ed.Line, ed.Column = digestPath, 0, 0
-	if docs, err := manifest.Documents(h.source(keys[i].File)); err == nil {
+	if docs, err := yamlfile.Documents(h.source(keys[i].File)); err == nil {
 		if m := mapping(docs, p); m != nil {
 			if v := child(m, "digest"); v != nil {
 				ed.Line, ed.Column = v.Line, v.Column

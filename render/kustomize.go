@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"github.com/regcheck/regcheck/yamlfile"
 	"io/fs"
 	"maps"
 	"os"
@@ -18,8 +19,6 @@ import (
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	sigsyaml "sigs.k8s.io/yaml"
-
-	"github.com/regcheck/regcheck/manifest"
 )
 
 // maxLoad bounds what the folders of a tree's kustomizations may hold:
@@ -322,7 +321,7 @@ func entries(raw []byte, k *types.Kustomization) []entry {
 }
 
 // load reads every file under the folders of dirs (dot folders left out;
-// what is not a regular file of at most manifest.MaxFileSize too), and
+// what is not a regular file of at most yamlfile.MaxFileSize too), and
 // the files they name outside them.
 func (g *kgraph) load(dirs []string) (map[string][]byte, error) {
 	files := map[string][]byte{}
@@ -429,11 +428,11 @@ func markLiterals(path string, data []byte, mk *markers, items *[]markItem) []by
 	if isKustomizationFile(filepath.Base(path)) {
 		return data
 	}
-	sites, err := manifest.Sites(path, data)
+	sites, err := yamlfile.Sites(path, data)
 	if err != nil || len(sites) == 0 {
 		return data
 	}
-	docs, err := manifest.Documents(data)
+	docs, err := yamlfile.Documents(data)
 	if err != nil {
 		return data
 	}
@@ -635,15 +634,15 @@ func (t *Tree) renderRoot(g *kgraph, dir string, plain, marked filesys.FileSyste
 	}
 	app := &App{Kind: Kustomize, Dir: display(g.root, dir), Output: out}
 	t.Apps = append(t.Apps, app)
-	sites, err := manifest.Sites(kfile, out)
+	sites, err := yamlfile.Sites(kfile, out)
 	if err != nil {
 		t.Errs = append(t.Errs, &Error{File: kfile, Msg: "reading what kustomize rendered: " + err.Error()})
 		return
 	}
-	var msites []manifest.Site
+	var msites []yamlfile.Site
 	if mres, err := k.Run(marked, dir); err == nil {
 		if mout, err := mres.AsYaml(); err == nil {
-			msites, _ = manifest.Sites(kfile, mout)
+			msites, _ = yamlfile.Sites(kfile, mout)
 		}
 	}
 	same := len(msites) == len(sites)
@@ -697,7 +696,7 @@ func (t *Tree) unmatched(g *kgraph, dir string, items []markItem, seen map[int]b
 			ref += "@" + e.Digest
 		}
 		file := display(g.root, it.file)
-		u := Use{Image: manifest.Image{Ref: ref, File: file, Line: it.line, Column: it.col, Kind: "Kustomization",
+		u := Use{Image: yamlfile.Image{Ref: ref, File: file, Line: it.line, Column: it.col, Kind: "Kustomization",
 			Name: display(g.root, dir), Container: e.Name, Field: "images"}}
 		u.Origin = Origin{Kind: ImagesEntry, Edit: &Edit{Op: EntryDigest, File: file, Line: it.line, Column: it.col}}
 		if it.line == 0 {

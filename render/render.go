@@ -3,12 +3,11 @@ package render
 import (
 	"errors"
 	"fmt"
+	"github.com/regcheck/regcheck/yamlfile"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
-
-	"github.com/regcheck/regcheck/manifest"
 )
 
 // ValuesFile is a values file a Helm release uses (helm -f FILE).
@@ -44,7 +43,7 @@ func WithValues(files ...ValuesFile) Option {
 	return func(o *options) { o.values = append(o.values, files...) }
 }
 
-// WithExclude leaves out what exclude matches, as manifest.Files does: a
+// WithExclude leaves out what exclude matches, as yamlfile.Files does: a
 // folder excluded is neither searched for kustomizations and charts nor
 // read. Folders a kustomization includes are read wherever they are. The
 // default excludes nothing.
@@ -74,7 +73,7 @@ func makeOptions(opts []Option) options {
 	return o
 }
 
-// read reads a file as manifest.ReadFile does, or gives what WithFiles
+// read reads a file as yamlfile.ReadFile does, or gives what WithFiles
 // says it holds.
 func (o *options) read(path string) ([]byte, error) {
 	if abs, err := filepath.Abs(path); err == nil {
@@ -82,14 +81,14 @@ func (o *options) read(path string) ([]byte, error) {
 			return b, nil
 		}
 	}
-	return manifest.ReadFile(path)
+	return yamlfile.ReadFile(path)
 }
 
 // Tree is a file or folder read as it is deployed.
 type Tree struct {
 	Root string
 	// Plain are the manifest files no kustomization or chart owns, listed
-	// as manifest.Files lists them: each is read as it is written.
+	// as yamlfile.Files lists them: each is read as it is written.
 	Plain []string
 	// Apps are the kustomization roots and the charts, rendered, in the
 	// order they were found.
@@ -126,7 +125,7 @@ type Use struct {
 	// container using it; File, Line and Column say where the reference
 	// is set: Origin.Edit's place, else the first of Origin.Keys, else the
 	// kustomization or template rendered.
-	manifest.Image
+	yamlfile.Image
 	Origin Origin
 }
 
@@ -211,7 +210,7 @@ func (e *Error) Error() string {
 	return e.File + ": " + e.Msg
 }
 
-// Find reads root, a file or a folder (walked as manifest.Files walks it):
+// Find reads root, a file or a folder (walked as yamlfile.Files walks it):
 // every folder with a kustomization is rendered with kustomize from its
 // roots (the kustomizations no other kustomization in the tree includes)
 // and every folder with a Chart.yaml with Helm's engine; the files they own
@@ -232,7 +231,7 @@ func Find(root string, opts ...Option) *Tree {
 		}
 		exclude := func(rel string) bool { return owned[rel] || o.exclude != nil && o.exclude(rel) }
 		var errs []error
-		t.Plain, errs = manifest.Files([]string{root}, exclude)
+		t.Plain, errs = yamlfile.Files([]string{root}, exclude)
 		t.Errs = append(t.Errs, errs...)
 	}
 	if len(kdirs) > 0 {
@@ -244,21 +243,21 @@ func Find(root string, opts ...Option) *Tree {
 	return t
 }
 
-// Images is Find's images: each Plain file's as manifest.Find reads it,
+// Images is Find's images: each Plain file's as yamlfile.Find reads it,
 // then each App's; and the problems, each Plain file's after the tree's.
-// For a tree with no kustomization and no chart, it is manifest.Find of
+// For a tree with no kustomization and no chart, it is yamlfile.Find of
 // root.
-func Images(root string, opts ...Option) ([]manifest.Image, []error) {
+func Images(root string, opts ...Option) ([]yamlfile.Image, []error) {
 	t := Find(root, opts...)
-	var imgs []manifest.Image
+	var imgs []yamlfile.Image
 	errs := t.Errs
 	for _, p := range t.Plain {
-		data, err := manifest.ReadFile(p)
+		data, err := yamlfile.ReadFile(p)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		found, err := manifest.Parse(p, data)
+		found, err := yamlfile.Parse(p, data)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -344,7 +343,7 @@ func isChart(dir string) bool {
 }
 
 // Source is what file (a path as Find gives it) held when Find read it
-// to render; a file it did not read is read now, as manifest.ReadFile
+// to render; a file it did not read is read now, as yamlfile.ReadFile
 // reads it.
 func (t *Tree) Source(file string) ([]byte, error) {
 	if abs, err := filepath.Abs(file); err == nil {
@@ -352,7 +351,7 @@ func (t *Tree) Source(file string) ([]byte, error) {
 			return b, nil
 		}
 	}
-	return manifest.ReadFile(file)
+	return yamlfile.ReadFile(file)
 }
 
 // display turns an absolute path into one under root as given: what a

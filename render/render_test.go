@@ -3,13 +3,12 @@ package render
 import (
 	"errors"
 	"fmt"
+	"github.com/regcheck/regcheck/yamlfile"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/regcheck/regcheck/manifest"
 )
 
 // tree is the test tree of integration/testdata/render: a base, two
@@ -147,7 +146,7 @@ func deployment(name string, images ...string) string {
 }
 
 // TestImagesPlain: a tree with no kustomization and no chart reads as
-// manifest.Find reads it, images and problems alike.
+// yamlfile.Find reads it, images and problems alike.
 func TestImagesPlain(t *testing.T) {
 	t.Parallel()
 	dir := writeTree(t, map[string]string{
@@ -160,7 +159,7 @@ func TestImagesPlain(t *testing.T) {
 		"compose/docker-compose.yml": "services:\n  db:\n    image: postgres:16\n",
 	})
 	for _, root := range []string{dir, "../examples/manifests", filepath.Join(dir, "a.yaml"), filepath.Join(dir, "missing")} {
-		wantImgs, wantErrs := manifest.Find([]string{root})
+		wantImgs, wantErrs := yamlfile.Find([]string{root})
 		imgs, errs := Images(root)
 		if !slices.Equal(imgs, wantImgs) {
 			t.Errorf("%s: images %v, want %v", root, imgs, wantImgs)

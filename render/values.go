@@ -2,12 +2,11 @@ package render
 
 import (
 	"fmt"
+	"github.com/regcheck/regcheck/yamlfile"
 	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
-
-	"github.com/regcheck/regcheck/manifest"
 )
 
 // valueKey is a values key a marker stands for.
@@ -27,13 +26,13 @@ type valueKey struct {
 // the template's conditions and arithmetic see what they see without
 // markers.
 func markValues(file string, data []byte, refs []string, mk *markers, keys *[]valueKey, why string) ([]byte, error) {
-	docs, err := manifest.Documents(data)
+	docs, err := yamlfile.Documents(data)
 	if err != nil {
 		return nil, err
 	}
 	shared := map[*yaml.Node]bool{}
 	for _, d := range docs {
-		manifest.Aliased(d, shared)
+		yamlfile.Aliased(d, shared)
 	}
 	n := 0
 	var walk func(node *yaml.Node, path string, depth int, alias bool)

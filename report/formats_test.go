@@ -12,7 +12,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/regcheck/regcheck/scan"
 	"github.com/regcheck/regcheck/types"
 )
 
@@ -130,11 +129,11 @@ func TestSARIF(t *testing.T) {
 // Every finding code gets a SARIF rule with the vocabulary's description,
 // never its bare name; the input rules are no finding code.
 func TestSARIFDescriptions(t *testing.T) {
-	r := &scan.Result{}
+	r := &types.Result{}
 	for _, c := range types.Codes() {
-		r.Images = append(r.Images, &scan.Image{Reference: "x/" + string(c), Verdict: scan.Unknown,
-			Findings: []scan.Finding{{Code: c, Severity: c.Severity(), Message: "m"}},
-			Uses:     []scan.Use{{Source: "file", File: "k8s/a.yaml", Line: 1}}})
+		r.Images = append(r.Images, &types.Image{Reference: "x/" + string(c), Verdict: types.Unknown,
+			Findings: []types.Finding{{Code: c, Severity: c.Severity(), Message: "m"}},
+			Uses:     []types.Use{{Source: "file", File: "k8s/a.yaml", Line: 1}}})
 	}
 	var buf bytes.Buffer
 	if err := SARIF(&buf, r); err != nil {
@@ -161,8 +160,8 @@ func TestSARIFDescriptions(t *testing.T) {
 }
 
 func TestSARIFLevel(t *testing.T) {
-	for s, want := range map[scan.Severity]string{
-		scan.SeverityCritical: "error", scan.SeverityHigh: "error", scan.SeverityWarning: "warning", scan.SeverityInfo: "note",
+	for s, want := range map[types.Severity]string{
+		types.SeverityCritical: "error", types.SeverityHigh: "error", types.SeverityWarning: "warning", types.SeverityInfo: "note",
 	} {
 		if got := SARIFLevel(s); got != want {
 			t.Errorf("SARIFLevel(%s) = %s, want %s", s, got, want)
@@ -205,19 +204,19 @@ const (
 
 // hostile is a result whose every string tries to break out of its format
 // or to drive the terminal that shows it.
-func hostile() *scan.Result {
-	return &scan.Result{
+func hostile() *types.Result {
+	return &types.Result{
 		Started: time.Date(2026, 11, 11, 5, 8, 0, 0, time.UTC),
-		Images: []*scan.Image{{
-			Reference: hostileRef, Verdict: scan.Broken,
-			Findings: []scan.Finding{{Code: scan.InvalidReference, Severity: scan.SeverityCritical, Message: hostileMsg, Advice: "</td><script>"}},
-			Uses: []scan.Use{
+		Images: []*types.Image{{
+			Reference: hostileRef, Verdict: types.Broken,
+			Findings: []types.Finding{{Code: types.InvalidReference, Severity: types.SeverityCritical, Message: hostileMsg, Advice: "</td><script>"}},
+			Uses: []types.Use{
 				{Source: "file", File: hostileFile, Line: 4, Kind: "Pod", Name: "<evil>", Container: "\"c\""},
 				{Source: "cluster", Namespace: "ns", Name: "n\"<evil2>\x1b[5m", Node: "node\n<script>"},
 			},
 		}},
-		InputErrors: []scan.InputError{{Source: hostileFile, Line: 2, Message: "bad \x1b[31mYAML\r\n<script>"}},
-		Requests:    []scan.RequestCount{{Host: "host\"\n<script>\\", Kind: "ping", Status: "401", Count: 1}},
+		InputErrors: []types.InputError{{Source: hostileFile, Line: 2, Message: "bad \x1b[31mYAML\r\n<script>"}},
+		Requests:    []types.RequestCount{{Host: "host\"\n<script>\\", Kind: "ping", Status: "401", Count: 1}},
 	}
 }
 
@@ -294,7 +293,7 @@ func TestRenderersEscape(t *testing.T) {
 			// JSON's own escaping is enough: a program gets the bytes back.
 			var doc struct {
 				Images      []struct{ Findings []struct{ Message string } }
-				InputErrors []scan.InputError
+				InputErrors []types.InputError
 			}
 			if err := json.Unmarshal([]byte(out), &doc); err != nil || doc.Images[0].Findings[0].Message != hostileMsg ||
 				doc.InputErrors[0] != hostile().InputErrors[0] {
@@ -443,9 +442,9 @@ func TestWriteJSON(t *testing.T) {
 
 // inputResult is what regcheck scan -f on a tree with one file that does
 // not parse and one Helm template gives: their input errors.
-func inputResult() *scan.Result {
+func inputResult() *types.Result {
 	r := result()
-	r.InputErrors = []scan.InputError{
+	r.InputErrors = []types.InputError{
 		{Source: "k8s/broken.yaml", Line: 3, Message: "did not find expected ',' or ']'"},
 		{Source: "k8s/chart/templates/deploy.yaml", Message: "skipped: Helm template", Notice: true},
 	}

@@ -2,12 +2,12 @@ package report
 
 import (
 	"fmt"
+	"github.com/regcheck/regcheck/types"
 	"io"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/regcheck/regcheck/gc"
-	"github.com/regcheck/regcheck/scan"
 )
 
 // GCCheckJSON writes gc-check's report as indented JSON
@@ -63,7 +63,7 @@ func GCCheck(w io.Writer, r *gc.Report) error {
 	if len(r.Damage) > 0 {
 		fmt.Fprintf(tw, "\nDAMAGE IN STORAGE (%d)\nREPOSITORY\tKIND\tDIGEST\n", len(r.Damage))
 		for _, d := range r.Damage {
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", d.Repository, d.Kind, scan.ShortDigest(d.Digest))
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", d.Repository, d.Kind, types.ShortDigest(d.Digest))
 		}
 	}
 	for _, s := range r.Skipped {

@@ -1,11 +1,11 @@
 package report
 
 import (
+	"github.com/regcheck/regcheck/types"
 	"strings"
 	"testing"
 
 	"github.com/regcheck/regcheck/gc"
-	"github.com/regcheck/regcheck/scan"
 )
 
 // TestGCCheck: the table's first line names the model and says when it was
@@ -31,7 +31,7 @@ func TestGCCheck(t *testing.T) {
 		{
 			name: "what breaks, escaped",
 			rep: gc.Report{Model: gc.Distribution28, Mode: gc.ModeStorage, Storage: "/s",
-				WouldBreak: []gc.Entry{{Reference: "reg.example/app:v1\x1b[31m", Verdict: scan.Broken, Reason: "index kept, child manifest linux/arm64 sha256:0123 unlinked"}},
+				WouldBreak: []gc.Entry{{Reference: "reg.example/app:v1\x1b[31m", Verdict: types.Broken, Reason: "index kept, child manifest linux/arm64 sha256:0123 unlinked"}},
 				Counts:     gc.Counts{WouldBreak: 1}, Advice: []string{"do not run it", "or tag the children"}},
 			first: "GC model distribution-2.8 without --delete-untagged on /s",
 			has: []string{"WOULD BREAK (1)", `reg.example/app:v1\x1b[31m`, "child manifest linux/arm64", "1 would break, 0 already broken",

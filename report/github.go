@@ -2,11 +2,10 @@ package report
 
 import (
 	"fmt"
+	"github.com/regcheck/regcheck/types"
 	"io"
 	"path/filepath"
 	"strings"
-
-	"github.com/regcheck/regcheck/scan"
 )
 
 // Annotation is one GitHub Actions annotation: a workflow command that
@@ -65,7 +64,7 @@ func ghProperty(s string) string { return ghPropertyEscaper.Replace(s) }
 // first; findings of images used from no file are left out, as in SARIF.
 // Then one annotation per input not read: an error, or a notice for one
 // skipped on purpose, on its file and line (stdin has none).
-func GitHub(w io.Writer, r *scan.Result) error {
+func GitHub(w io.Writer, r *types.Result) error {
 	var as []Annotation
 	for _, lf := range locatedFindings(r) {
 		as = append(as, Annotation{Level: GitHubLevel(SARIFLevel(lf.Severity)), File: lf.file, Line: lf.line, Title: string(lf.Code), Message: lf.text})

@@ -2,30 +2,29 @@ package report
 
 import (
 	"cmp"
+	"github.com/regcheck/regcheck/types"
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/regcheck/regcheck/scan"
 )
 
 // The reports people read (markdown, HTML) say, for each verdict, the one
 // thing to do about its images; each finding then says what to do about it.
-var verdictActions = map[scan.Verdict]string{
-	scan.Broken: "A node cannot pull these images. Do not restart, drain or reschedule their pods: " +
+var verdictActions = map[types.Verdict]string{
+	types.Broken: "A node cannot pull these images. Do not restart, drain or reschedule their pods: " +
 		"rebuild and push each image (its findings name the manifest or blob that is gone), then scan again.",
-	scan.Unknown: "The registry could not be asked, so nothing is proven either way. " +
+	types.Unknown: "The registry could not be asked, so nothing is proven either way. " +
 		"Fix what each finding names (credentials, certificates, reachability), then scan again.",
-	scan.AtRisk: "These pull today, but the next pull may fail or run other bits. " +
+	types.AtRisk: "These pull today, but the next pull may fail or run other bits. " +
 		"Act before their pods next restart: each finding says how.",
-	scan.OK: "Nothing to do.",
+	types.OK: "Nothing to do.",
 }
 
 // inputsAction is what to do about inputs not read.
 const inputsAction = "These inputs were not read, so their images were not checked: fix or exclude them, then scan again."
 
 // verdictOrder is the order reports list verdicts in: worst first.
-var verdictOrder = []scan.Verdict{scan.Broken, scan.Unknown, scan.AtRisk, scan.OK}
+var verdictOrder = []types.Verdict{types.Broken, types.Unknown, types.AtRisk, types.OK}
 
 // namespaceGroup is the images used in one namespace, by workload.
 type namespaceGroup struct {
@@ -44,13 +43,13 @@ type workloadGroup struct {
 
 // workloadImage is an image and its uses in one workload.
 type workloadImage struct {
-	Image *scan.Image
-	Uses  []scan.Use
+	Image *types.Image
+	Uses  []types.Use
 }
 
 // rank is the group's worst image's verdict rank (0: broken).
 func (w *workloadGroup) rank() int {
-	r := scan.OK.Rank()
+	r := types.OK.Rank()
 	for _, wi := range w.Images {
 		r = min(r, wi.Image.Verdict.Rank())
 	}
@@ -58,7 +57,7 @@ func (w *workloadGroup) rank() int {
 }
 
 func (n *namespaceGroup) rank() int {
-	r := scan.OK.Rank()
+	r := types.OK.Rank()
 	for _, w := range n.Workloads {
 		r = min(r, w.rank())
 	}
@@ -69,7 +68,7 @@ func (n *namespaceGroup) rank() int {
 // image used by two workloads is under both. Namespaces, workloads and
 // images come worst first, then by name; uses naming no namespace or no
 // workload come after those that do.
-func byWorkload(images []*scan.Image) []*namespaceGroup {
+func byWorkload(images []*types.Image) []*namespaceGroup {
 	type key struct{ ns, kind, name string }
 	groups := map[string]*namespaceGroup{}
 	workloads := map[key]*workloadGroup{}
@@ -77,7 +76,7 @@ func byWorkload(images []*scan.Image) []*namespaceGroup {
 	for _, im := range images {
 		uses := im.Uses
 		if len(uses) == 0 {
-			uses = []scan.Use{{}}
+			uses = []types.Use{{}}
 		}
 		seen := map[key]int{} // index of the image in its workload's list
 		for _, u := range uses {
@@ -100,7 +99,7 @@ func byWorkload(images []*scan.Image) []*namespaceGroup {
 				seen[k] = i
 				w.Images = append(w.Images, workloadImage{Image: im})
 			}
-			if u != (scan.Use{}) {
+			if u != (types.Use{}) {
 				w.Images[i].Uses = append(w.Images[i].Uses, u)
 			}
 		}
@@ -158,7 +157,7 @@ func workloadTitle(w *workloadGroup) string {
 // useWhere says where one use of an image is, within its workload: the
 // container, the manifest's line, the pod and node; the source for a use
 // of no workload ("images.txt:3", "command line").
-func useWhere(u scan.Use) string {
+func useWhere(u types.Use) string {
 	var parts []string
 	if u.Container != "" {
 		parts = append(parts, "container "+u.Container)
@@ -191,14 +190,14 @@ func useWhere(u scan.Use) string {
 // counts says how many images have each verdict and how many requests and
 // inputs not read and skipped there were.
 type counts struct {
-	Verdicts         map[scan.Verdict]int
+	Verdicts         map[types.Verdict]int
 	Requests         int
 	NotRead, Skipped int
 	Critical, High   int
 	Warning, Info    int
 }
 
-func countOf(r *scan.Result) counts {
+func countOf(r *types.Result) counts {
 	c := counts{Verdicts: r.Count()}
 	for _, rc := range r.Requests {
 		c.Requests += rc.Count
@@ -213,11 +212,11 @@ func countOf(r *scan.Result) counts {
 	for _, im := range r.Images {
 		for _, f := range im.Findings {
 			switch f.Severity {
-			case scan.SeverityCritical:
+			case types.SeverityCritical:
 				c.Critical++
-			case scan.SeverityHigh:
+			case types.SeverityHigh:
 				c.High++
-			case scan.SeverityWarning:
+			case types.SeverityWarning:
 				c.Warning++
 			default:
 				c.Info++

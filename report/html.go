@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/regcheck/regcheck/imageref"
-	"github.com/regcheck/regcheck/scan"
 	"github.com/regcheck/regcheck/types"
 )
 
@@ -22,21 +21,21 @@ import (
 // them by verdict or name, both kept in the address (#filter=…&sort=name);
 // without the script the page reads the same, unfiltered. Everything from the scan goes through Printable (keeping
 // line feeds), then html/template's escaping.
-func HTML(w io.Writer, r *scan.Result) error {
+func HTML(w io.Writer, r *types.Result) error {
 	c := countOf(r)
 	d := htmlPage{counts: c, InputErrors: r.InputErrors, Duration: r.Duration.Round(time.Millisecond).String(), Total: len(r.Images)}
 	if !r.Started.IsZero() {
 		d.Started = r.Started.UTC().Format(time.RFC3339)
 	}
-	d.Broken, d.Unknown, d.AtRisk, d.OK = c.Verdicts[scan.Broken], c.Verdicts[scan.Unknown], c.Verdicts[scan.AtRisk], c.Verdicts[scan.OK]
+	d.Broken, d.Unknown, d.AtRisk, d.OK = c.Verdicts[types.Broken], c.Verdicts[types.Unknown], c.Verdicts[types.AtRisk], c.Verdicts[types.OK]
 	for _, v := range verdictOrder {
 		if n := c.Verdicts[v]; n > 0 {
 			d.Todo = append(d.Todo, htmlTodo{Verdict: string(v), Count: n, Action: verdictActions[v]})
 		}
 	}
-	var act []*scan.Image
+	var act []*types.Image
 	for _, im := range r.Sorted() {
-		if im.Verdict == scan.OK {
+		if im.Verdict == types.OK {
 			d.OKImages = append(d.OKImages, htmlImageOf(workloadImage{Image: im, Uses: im.Uses}, "", nil))
 		} else {
 			act = append(act, im)
@@ -65,7 +64,7 @@ type htmlPage struct {
 	Todo                        []htmlTodo
 	Groups                      []htmlNamespace
 	OKImages                    []htmlImage
-	InputErrors                 []scan.InputError
+	InputErrors                 []types.InputError
 	Total                       int
 	Broken, Unknown, AtRisk, OK int
 	Started, Duration           string
@@ -93,7 +92,7 @@ type htmlWorkload struct {
 // htmlImage is one image where it is drawn: in a workload (its uses there)
 // or in the ok list (all its uses).
 type htmlImage struct {
-	*scan.Image
+	*types.Image
 	Rank   int
 	Uses   []string
 	Search string // what the filter matches, lowercased
@@ -152,16 +151,16 @@ type treeNode struct {
 
 // imageTree draws an image's tree from the walk's (Image.Tree), under its
 // tag, or alone for a pinned reference.
-func imageTree(im *scan.Image) *treeNode {
+func imageTree(im *types.Image) *treeNode {
 	ref, err := imageref.Parse(im.Reference)
 	if err != nil {
-		return &treeNode{Kind: "reference", Label: im.Reference, State: "invalid", Why: string(scan.InvalidReference)}
+		return &treeNode{Kind: "reference", Label: im.Reference, State: "invalid", Why: string(types.InvalidReference)}
 	}
 	root := &treeNode{Kind: "tag", Label: ref.EffectiveTag()}
 	if im.Tree == nil {
 		// Never resolved: the tag is gone, or the registry did not answer.
 		for _, f := range im.Findings {
-			if f.Code == scan.TagMissing {
+			if f.Code == types.TagMissing {
 				root.State, root.Why = "missing", string(f.Code)
 			} else if f.Code.Fault() && root.State == "" {
 				root.State, root.Why = "unchecked", string(f.Code)
@@ -196,10 +195,10 @@ func fromNode(n *types.Node) *treeNode {
 		if c.Kind != "attestation" {
 			continue
 		}
-		t.Children[i].Label, t.Children[i].Note = "", "for "+scan.ShortDigest(c.Subject)
+		t.Children[i].Label, t.Children[i].Note = "", "for "+types.ShortDigest(c.Subject)
 		for _, m := range n.Children {
 			if m.Digest == c.Subject && m.Label != "" {
-				t.Children[i].Note = "for the " + m.Label + " manifest " + scan.ShortDigest(c.Subject)
+				t.Children[i].Note = "for the " + m.Label + " manifest " + types.ShortDigest(c.Subject)
 			}
 		}
 	}
@@ -231,7 +230,7 @@ var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 		}
 		return printableLines(s)
 	},
-	"where":  func(ie scan.InputError) string { return printableLines(inputLocation(ie)) },
+	"where":  func(ie types.InputError) string { return printableLines(inputLocation(ie)) },
 	"plural": plural,
 }).Parse(htmlSource))
 

@@ -12,7 +12,6 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
-	"github.com/regcheck/regcheck/scan"
 	"github.com/regcheck/regcheck/types"
 	"github.com/regcheck/regcheck/walk"
 )
@@ -84,14 +83,14 @@ func buildxStore() (*store, map[string]string) {
 }
 
 // scanned walks ref over s as a scan does and returns the image.
-func scanned(t *testing.T, s *store, ref string, opts ...walk.Option) *scan.Image {
+func scanned(t *testing.T, s *store, ref string, opts ...walk.Option) *types.Image {
 	t.Helper()
 	r, err := name.ParseReference(ref)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := walk.New(s, opts...).Walk(context.Background(), r)
-	return &scan.Image{Reference: ref, Digest: got.Digest, MediaType: got.MediaType, Findings: got.Findings,
+	return &types.Image{Reference: ref, Digest: got.Digest, MediaType: got.MediaType, Findings: got.Findings,
 		Verdict: types.VerdictOf(got.Findings), Manifests: got.Manifests, Blobs: got.Blobs, Tree: got.Tree}
 }
 
@@ -125,7 +124,7 @@ func treeText(n *treeNode, names map[string]string) string {
 func TestImageTree(t *testing.T) {
 	amd := "    manifest linux/amd64 amd64\n      config amd64-config\n      layer 1 amd64-layer\n"
 	arm := "    manifest linux/arm64 arm64\n      config arm64-config\n      layer 1 arm64-layer\n"
-	att := "    attestation attestation for the linux/amd64 manifest " + scan.ShortDigest(digest.FromString("amd64").String()) +
+	att := "    attestation attestation for the linux/amd64 manifest " + types.ShortDigest(digest.FromString("amd64").String()) +
 		"\n      config attestation-config\n      layer 1 attestation-layer\n"
 	for _, tc := range []struct {
 		name   string
@@ -146,7 +145,7 @@ func TestImageTree(t *testing.T) {
 			},
 			want: "tag v1\n  index index 4 manifests and 2 blobs checked\n" +
 				"    manifest linux/amd64 amd64 missing child-missing\n" + arm +
-				"    attestation attestation missing attestation-missing for the linux/amd64 manifest " + scan.ShortDigest(digest.FromString("amd64").String()) + "\n",
+				"    attestation attestation missing attestation-missing for the linux/amd64 manifest " + types.ShortDigest(digest.FromString("amd64").String()) + "\n",
 		},
 		{
 			name: "a layer of a child gone", ref: "reg.example/app:v1",
@@ -158,7 +157,7 @@ func TestImageTree(t *testing.T) {
 			name: "an attestation's config gone", ref: "reg.example/app:v1",
 			break_: func(s *store, d map[string]string) { delete(s.blobs, d["attestation-config"]) },
 			want: "tag v1\n  index index 4 manifests and 6 blobs checked\n" + amd + arm +
-				"    attestation attestation for the linux/amd64 manifest " + scan.ShortDigest(digest.FromString("amd64").String()) +
+				"    attestation attestation for the linux/amd64 manifest " + types.ShortDigest(digest.FromString("amd64").String()) +
 				"\n      config attestation-config missing attestation-missing\n      layer 1 attestation-layer\n",
 		},
 		{
@@ -267,7 +266,7 @@ func TestMarkdownEscape(t *testing.T) {
 func TestMarkdownSharedImage(t *testing.T) {
 	r := result()
 	broken := r.Images[1]
-	broken.Uses = append(broken.Uses, scan.Use{Source: "cluster", Kind: "CronJob", Namespace: "ops", Name: "report", Container: "r"})
+	broken.Uses = append(broken.Uses, types.Use{Source: "cluster", Kind: "CronJob", Namespace: "ops", Name: "report", Container: "r"})
 	var buf bytes.Buffer
 	if err := Markdown(&buf, r); err != nil {
 		t.Fatal(err)

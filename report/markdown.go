@@ -2,12 +2,11 @@ package report
 
 import (
 	"fmt"
+	"github.com/regcheck/regcheck/types"
 	"io"
 	"regexp"
 	"strings"
 	"time"
-
-	"github.com/regcheck/regcheck/scan"
 )
 
 // Markdown writes the result as GitHub-flavoured Markdown, for a workflow's
@@ -18,17 +17,17 @@ import (
 // inputs not read. Every string from the scan is made printable
 // (Printable) and escaped for Markdown: it cannot start a table cell,
 // emphasis, a link, a code span or HTML.
-func Markdown(w io.Writer, r *scan.Result) error {
+func Markdown(w io.Writer, r *types.Result) error {
 	b := &mdWriter{}
 	c := countOf(r)
-	b.line("## regcheck: %d broken, %d unknown, %d at-risk, %d ok", c.Verdicts[scan.Broken], c.Verdicts[scan.Unknown], c.Verdicts[scan.AtRisk], c.Verdicts[scan.OK])
+	b.line("## regcheck: %d broken, %d unknown, %d at-risk, %d ok", c.Verdicts[types.Broken], c.Verdicts[types.Unknown], c.Verdicts[types.AtRisk], c.Verdicts[types.OK])
 	b.line("")
 	b.line("### What to do")
 	b.line("")
 	b.line("| verdict | images | what to do |")
 	b.line("|---|--:|---|")
 	for _, v := range verdictOrder {
-		if n := c.Verdicts[v]; n > 0 || (v == scan.OK && len(r.Images) == 0) {
+		if n := c.Verdicts[v]; n > 0 || (v == types.OK && len(r.Images) == 0) {
 			b.line("| **%s** | %d | %s |", v, n, verdictActions[v])
 		}
 	}
@@ -45,9 +44,9 @@ func Markdown(w io.Writer, r *scan.Result) error {
 	}
 	b.line("%s.", meta)
 
-	var act, ok []*scan.Image
+	var act, ok []*types.Image
 	for _, im := range r.Sorted() {
-		if im.Verdict == scan.OK {
+		if im.Verdict == types.OK {
 			ok = append(ok, im)
 		} else {
 			act = append(act, im)
@@ -56,7 +55,7 @@ func Markdown(w io.Writer, r *scan.Result) error {
 	if len(act) > 0 {
 		b.line("")
 		b.line("### Broken, unknown and at-risk images, by namespace and workload")
-		shown := map[*scan.Image]string{} // image → the workload its findings are under
+		shown := map[*types.Image]string{} // image → the workload its findings are under
 		for _, g := range byWorkload(act) {
 			b.line("")
 			title := namespaceTitle(g.Namespace, g.Workloads)
@@ -115,11 +114,11 @@ func Markdown(w io.Writer, r *scan.Result) error {
 // mdImage writes one image of a workload: its verdict, reference and
 // digest, where the workload uses it, then its findings with their advice;
 // an image already shown under another workload points there instead.
-func (b *mdWriter) mdImage(wi workloadImage, shown map[*scan.Image]string, ns string, wl *workloadGroup) {
+func (b *mdWriter) mdImage(wi workloadImage, shown map[*types.Image]string, ns string, wl *workloadGroup) {
 	im := wi.Image
 	digest := ""
 	if im.Digest != "" {
-		digest = " " + mdCode(scan.ShortDigest(im.Digest))
+		digest = " " + mdCode(types.ShortDigest(im.Digest))
 	}
 	where := ""
 	var ws []string

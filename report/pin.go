@@ -2,12 +2,12 @@ package report
 
 import (
 	"fmt"
+	"github.com/regcheck/regcheck/types"
 	"io"
 	"slices"
 	"strings"
 
 	"github.com/regcheck/regcheck/pin"
-	"github.com/regcheck/regcheck/scan"
 )
 
 // PinCheckFormats are the formats PinCheck writes.
@@ -158,7 +158,7 @@ func changeLine(ch pin.Change) string {
 }
 
 // requestSummary is "N registry requests (kind n, …)".
-func requestSummary(rc []scan.RequestCount) string {
+func requestSummary(rc []types.RequestCount) string {
 	total := 0
 	byKind := map[string]int{}
 	var kinds []string

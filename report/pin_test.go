@@ -3,11 +3,11 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/regcheck/regcheck/types"
 	"strings"
 	"testing"
 
 	"github.com/regcheck/regcheck/pin"
-	"github.com/regcheck/regcheck/scan"
 )
 
 func TestChangeLine(t *testing.T) {
@@ -37,11 +37,11 @@ func TestRequestSummary(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name string
-		rc   []scan.RequestCount
+		rc   []types.RequestCount
 		want string
 	}{
 		{"none", nil, "0 registry requests"},
-		{"by kind, over hosts and statuses", []scan.RequestCount{
+		{"by kind, over hosts and statuses", []types.RequestCount{
 			{Host: "a", Kind: "manifest-head", Status: "200", Count: 3},
 			{Host: "b", Kind: "blob-head", Status: "200", Count: 2},
 			{Host: "b", Kind: "manifest-head", Status: "404", Count: 1},
@@ -73,7 +73,7 @@ func pinReport(written bool) *pin.Report {
 			{Kind: pin.KindTemplate, File: "chart/\x9b2Jt.yaml", Message: "skipped: Helm template"},
 			{Kind: pin.KindUnpinned, File: file, Line: 1, Ref: "nginx:1", Message: "nginx:1 is not pinned to a digest"},
 		},
-		Requests: []scan.RequestCount{{Host: "r", Kind: "manifest-head", Status: "200", Count: 2}},
+		Requests: []types.RequestCount{{Host: "r", Kind: "manifest-head", Status: "200", Count: 2}},
 		Written:  written,
 	}
 }

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"github.com/regcheck/regcheck/types"
 	"io"
 	"regexp"
 	"strings"
@@ -11,14 +12,13 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/regcheck/regcheck/record"
-	"github.com/regcheck/regcheck/scan"
 )
 
 // Prometheus writes the result's metrics (Metrics) in the Prometheus text
 // exposition format 0.0.4, for node_exporter's textfile collector or a
 // Pushgateway: every metric a gauge, families and series sorted, no
 // timestamps (the textfile collector rejects them; the metrics say when).
-func Prometheus(w io.Writer, r *scan.Result) error {
+func Prometheus(w io.Writer, r *types.Result) error {
 	return WriteMetrics(w, Metrics(r))
 }
 
@@ -48,7 +48,7 @@ var UseLabels = []string{"namespace", "workload_kind", "workload", "container", 
 // and finding code of its image, valued the number of findings of that
 // code; a use whose image has no finding has one series with code "" and
 // value 0. Pods of one workload are one use. docs/formats.md lists them all.
-func Metrics(r *scan.Result) *prometheus.Registry {
+func Metrics(r *types.Result) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	gauge := func(name, help string, labels ...string) *prometheus.GaugeVec {
 		return promauto.With(reg).NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
@@ -64,7 +64,7 @@ func Metrics(r *scan.Result) *prometheus.Registry {
 		ref := ImageLabel(im.Reference)
 		verdict.WithLabelValues(ref, string(im.Verdict)).Set(1)
 		b := 0.0
-		if im.Verdict == scan.Broken {
+		if im.Verdict == types.Broken {
 			b = 1
 		}
 		broken.WithLabelValues(ref).Set(b)
@@ -79,7 +79,7 @@ func Metrics(r *scan.Result) *prometheus.Registry {
 	findings := gauge("regcheck_findings", "Findings, by code and severity.", "code", "severity")
 	uses := gauge("regcheck_use_findings", "Findings on the image each use (a workload's container) runs, by code: one series per use and code, valued the number of findings; code \"\" and 0 for an image with none.", UseLabels...)
 	for _, im := range r.Images {
-		perCode := map[scan.Code]int{}
+		perCode := map[types.Code]int{}
 		for _, f := range im.Findings {
 			findings.WithLabelValues(string(f.Code), f.Severity.String()).Inc()
 			perCode[f.Code]++
@@ -174,7 +174,7 @@ func LastSuccess(reg prometheus.Registerer, command string, unix float64) {
 // succeeded: a scan that could read no image reference at all (every
 // input in error) is not a successful run; one that found broken images,
 // or could not ask a registry, is.
-func succeeded(r *scan.Result) bool {
+func succeeded(r *types.Result) bool {
 	if len(r.Images) > 0 {
 		return true
 	}

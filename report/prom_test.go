@@ -2,10 +2,9 @@ package report
 
 import (
 	"bytes"
+	"github.com/regcheck/regcheck/types"
 	"strings"
 	"testing"
-
-	"github.com/regcheck/regcheck/scan"
 )
 
 // No credential reaches a label: not from a URL, not from a reference
@@ -32,11 +31,11 @@ func TestLabelsDropUserinfo(t *testing.T) {
 		})
 	}
 
-	r := &scan.Result{Images: []*scan.Image{{
-		Reference: "https://robot:s3cret@registry.example/app:v1", Verdict: scan.Broken,
-		Findings: []scan.Finding{{Code: scan.InvalidReference, Severity: scan.SeverityCritical}},
-		Uses:     []scan.Use{{Source: "file", File: "a.yaml", Kind: "Deployment", Namespace: "web", Name: "app", Container: "app"}},
-	}}, Requests: []scan.RequestCount{{Host: "registry.example", Kind: "ping", Status: "401", Count: 1}}}
+	r := &types.Result{Images: []*types.Image{{
+		Reference: "https://robot:s3cret@registry.example/app:v1", Verdict: types.Broken,
+		Findings: []types.Finding{{Code: types.InvalidReference, Severity: types.SeverityCritical}},
+		Uses:     []types.Use{{Source: "file", File: "a.yaml", Kind: "Deployment", Namespace: "web", Name: "app", Container: "app"}},
+	}}, Requests: []types.RequestCount{{Host: "registry.example", Kind: "ping", Status: "401", Count: 1}}}
 	var buf bytes.Buffer
 	if err := Prometheus(&buf, r); err != nil {
 		t.Fatal(err)
@@ -49,16 +48,16 @@ func TestLabelsDropUserinfo(t *testing.T) {
 // One use on a workload's many pods, or listed twice, is one series; a
 // scan that read no reference at all is no success.
 func TestPrometheusUses(t *testing.T) {
-	use := scan.Use{Source: "cluster", Kind: "Deployment", Namespace: "web", Name: "app", Container: "app"}
+	use := types.Use{Source: "cluster", Kind: "Deployment", Namespace: "web", Name: "app", Container: "app"}
 	pod1, pod2 := use, use
 	pod1.Pod, pod2.Pod = "app-1", "app-2"
-	r := &scan.Result{Images: []*scan.Image{{
-		Reference: "registry.example/app:v1", Verdict: scan.Broken,
-		Findings: []scan.Finding{
-			{Code: scan.ChildMissing, Severity: scan.SeverityCritical, Platform: "linux/amd64"},
-			{Code: scan.ChildMissing, Severity: scan.SeverityCritical, Platform: "linux/arm64"},
+	r := &types.Result{Images: []*types.Image{{
+		Reference: "registry.example/app:v1", Verdict: types.Broken,
+		Findings: []types.Finding{
+			{Code: types.ChildMissing, Severity: types.SeverityCritical, Platform: "linux/amd64"},
+			{Code: types.ChildMissing, Severity: types.SeverityCritical, Platform: "linux/arm64"},
 		},
-		Uses: []scan.Use{pod1, pod2},
+		Uses: []types.Use{pod1, pod2},
 	}}}
 	var buf bytes.Buffer
 	if err := Prometheus(&buf, r); err != nil {
@@ -78,12 +77,12 @@ func TestPrometheusUses(t *testing.T) {
 
 	for _, tc := range []struct {
 		name    string
-		r       *scan.Result
+		r       *types.Result
 		success bool
 	}{
 		{"images scanned", result(), true},
-		{"nothing to scan, a notice", &scan.Result{Started: result().Started, InputErrors: []scan.InputError{{Source: "t.yaml", Notice: true}}}, true},
-		{"no input could be read", &scan.Result{Started: result().Started, InputErrors: []scan.InputError{{Source: "a.yaml"}}}, false},
+		{"nothing to scan, a notice", &types.Result{Started: result().Started, InputErrors: []types.InputError{{Source: "t.yaml", Notice: true}}}, true},
+		{"no input could be read", &types.Result{Started: result().Started, InputErrors: []types.InputError{{Source: "a.yaml"}}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer

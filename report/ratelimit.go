@@ -2,15 +2,14 @@ package report
 
 import (
 	"fmt"
+	"github.com/regcheck/regcheck/types"
 	"time"
-
-	"github.com/regcheck/regcheck/scan"
 )
 
 // rateLimitText says a host's pull budget and what the scan spent of it:
 // "index.docker.io: 12 of 100 pulls left per 6h (10 kept in reserve); 4
 // manifest GETs sent, 2 withheld".
-func rateLimitText(rl scan.RateLimit) string {
+func rateLimitText(rl types.RateLimit) string {
 	s := rl.Host + ": "
 	switch {
 	case rl.Reported && rl.Limit > 0:
@@ -53,7 +52,7 @@ type hostGauge struct {
 
 // rateLimitGauges are the pull budgets the registries said, and the
 // manifest GETs withheld, per host; none for a scan that met no budget.
-func rateLimitGauges(rls []scan.RateLimit) []hostGauge {
+func rateLimitGauges(rls []types.RateLimit) []hostGauge {
 	if len(rls) == 0 {
 		return nil
 	}

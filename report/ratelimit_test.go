@@ -3,18 +3,17 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/regcheck/regcheck/types"
 	"reflect"
 	"strings"
 	"testing"
-
-	"github.com/regcheck/regcheck/scan"
 )
 
 // rateLimited is the demo's result on a scan that met Docker Hub's limit
 // and a cap on another registry.
-func rateLimited() *scan.Result {
+func rateLimited() *types.Result {
 	r := result()
-	r.RateLimits = []scan.RateLimit{
+	r.RateLimits = []types.RateLimit{
 		{Host: "index.docker.io", Reported: true, Limit: 100, Remaining: 10, WindowSeconds: 21600, Reserve: 10, Pulls: 4, Withheld: 2},
 		{Host: "registry.example", MaxPulls: 5, Pulls: 5, Withheld: 1},
 	}

@@ -2,13 +2,13 @@ package report
 
 import (
 	"fmt"
+	"github.com/regcheck/regcheck/types"
 	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/regcheck/regcheck/record"
-	"github.com/regcheck/regcheck/scan"
 )
 
 // RecordFormats are the formats RecordSnapshot and RecordDiff write.
@@ -31,7 +31,7 @@ func RecordSnapshot(w io.Writer, format string, res record.Result, store string)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "NAMESPACE\tOWNER\tPOD\tCONTAINER\tDIGEST\tNODE\n")
 	for _, e := range snap.Entries {
-		d := scan.ShortDigest(e.Digest)
+		d := types.ShortDigest(e.Digest)
 		if d == "" {
 			d = "(no repo digest)"
 		}
@@ -69,9 +69,9 @@ func RecordDiff(w io.Writer, format string, res record.Result) error {
 	for _, c := range res.Changes {
 		was := make([]string, len(c.From))
 		for i, d := range c.From {
-			was[i] = scan.ShortDigest(d)
+			was[i] = types.ShortDigest(d)
 		}
-		row(tw, c.Namespace, c.OwnerKind+"/"+c.OwnerName, c.Container, c.Pod, strings.Join(was, ","), scan.ShortDigest(c.To))
+		row(tw, c.Namespace, c.OwnerKind+"/"+c.OwnerName, c.Container, c.Pod, strings.Join(was, ","), types.ShortDigest(c.To))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

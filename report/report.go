@@ -2,23 +2,22 @@ package report
 
 import (
 	"fmt"
+	"github.com/regcheck/regcheck/types"
 	"io"
 	"sort"
 	"strings"
-
-	"github.com/regcheck/regcheck/scan"
 )
 
 // Renderer writes a result in one format.
 type Renderer interface {
-	Render(w io.Writer, r *scan.Result) error
+	Render(w io.Writer, r *types.Result) error
 }
 
 // RendererFunc adapts a function to Renderer.
-type RendererFunc func(w io.Writer, r *scan.Result) error
+type RendererFunc func(w io.Writer, r *types.Result) error
 
 // Render calls f.
-func (f RendererFunc) Render(w io.Writer, r *scan.Result) error { return f(w, r) }
+func (f RendererFunc) Render(w io.Writer, r *types.Result) error { return f(w, r) }
 
 var formats = map[string]Renderer{
 	"table":    RendererFunc(Table),

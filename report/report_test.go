@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/regcheck/regcheck/scan"
 	"github.com/regcheck/regcheck/types"
 )
 
@@ -25,47 +24,47 @@ const (
 
 // result is a scan result as the demo produces it, in input order: ok
 // first, so that rendering must sort.
-func result() *scan.Result {
-	return &scan.Result{
+func result() *types.Result {
+	return &types.Result{
 		Started:  time.Date(2026, 11, 11, 5, 8, 0, 0, time.UTC),
 		Duration: 59 * time.Millisecond,
-		Images: []*scan.Image{
+		Images: []*types.Image{
 			{
 				Reference: "127.0.0.1:5055/demo/single:v1", Digest: okDigest,
-				MediaType: "application/vnd.docker.distribution.manifest.v2+json", Verdict: scan.OK, Findings: []scan.Finding{},
-				Uses:      []scan.Use{{Source: "file", File: "examples/manifests/coturn.yaml", Line: 19, Kind: "Deployment", Namespace: "dam-prod", Name: "dam-coturn", Container: "coturn", PullPolicy: "Always"}},
+				MediaType: "application/vnd.docker.distribution.manifest.v2+json", Verdict: types.OK, Findings: []types.Finding{},
+				Uses:      []types.Use{{Source: "file", File: "examples/manifests/coturn.yaml", Line: 19, Kind: "Deployment", Namespace: "dam-prod", Name: "dam-coturn", Container: "coturn", PullPolicy: "Always"}},
 				Manifests: 1, Blobs: 3,
 				Tree: &types.Node{Kind: "manifest", Digest: okDigest, MediaType: "application/vnd.docker.distribution.manifest.v2+json"},
 			},
 			{
 				Reference: "127.0.0.1:5055/demo/buildx:v1", Digest: indexDigest,
-				MediaType: "application/vnd.oci.image.index.v1+json", Verdict: scan.Broken,
-				Findings: []scan.Finding{
-					{Code: scan.ChildMissing, Severity: scan.SeverityCritical, Digest: childDigest, Platform: "linux/amd64",
+				MediaType: "application/vnd.oci.image.index.v1+json", Verdict: types.Broken,
+				Findings: []types.Finding{
+					{Code: types.ChildMissing, Severity: types.SeverityCritical, Digest: childDigest, Platform: "linux/amd64",
 						Message: "the index lists a linux/amd64 manifest " + childDigest + " that the registry no longer serves",
 						Advice:  "rebuild and push; the tag resolves but its linux/amd64 manifest sha256:3e191394b100 is gone"},
-					{Code: scan.AttestationMissing, Severity: scan.SeverityWarning, Digest: attDigest, Platform: "unknown/unknown",
+					{Code: types.AttestationMissing, Severity: types.SeverityWarning, Digest: attDigest, Platform: "unknown/unknown",
 						Message: "attestation manifest " + attDigest + " (for " + childDigest + ") is gone"},
 				},
-				Uses:      []scan.Use{{Source: "file", File: "examples/manifests/signaling.yaml", Line: 19, Kind: "Deployment", Namespace: "dam-prod", Name: "signaling", Container: "signaling"}},
+				Uses:      []types.Use{{Source: "file", File: "examples/manifests/signaling.yaml", Line: 19, Kind: "Deployment", Namespace: "dam-prod", Name: "signaling", Container: "signaling"}},
 				Manifests: 3, Blobs: 0,
 				Tree: &types.Node{Kind: "index", Digest: indexDigest, MediaType: "application/vnd.oci.image.index.v1+json", Children: []*types.Node{
-					{Kind: "manifest", Label: "linux/amd64", Digest: childDigest, State: "missing", Code: scan.ChildMissing},
-					{Kind: "attestation", Label: "unknown/unknown", Digest: attDigest, Subject: childDigest, State: "missing", Code: scan.AttestationMissing},
+					{Kind: "manifest", Label: "linux/amd64", Digest: childDigest, State: "missing", Code: types.ChildMissing},
+					{Kind: "attestation", Label: "unknown/unknown", Digest: attDigest, Subject: childDigest, State: "missing", Code: types.AttestationMissing},
 				}},
 			},
 			{
-				Reference: "registry.example/app:v1", Verdict: scan.Unknown,
-				Findings: []scan.Finding{{Code: scan.Unauthorized, Severity: scan.SeverityWarning, Message: "GET https://registry.example/v2/: 401 Unauthorized"}},
-				Uses:     []scan.Use{{Source: "args"}, {Source: "images-from", File: "images.txt", Line: 3}},
+				Reference: "registry.example/app:v1", Verdict: types.Unknown,
+				Findings: []types.Finding{{Code: types.Unauthorized, Severity: types.SeverityWarning, Message: "GET https://registry.example/v2/: 401 Unauthorized"}},
+				Uses:     []types.Use{{Source: "args"}, {Source: "images-from", File: "images.txt", Line: 3}},
 			},
 		},
-		InputErrors: []scan.InputError{
+		InputErrors: []types.InputError{
 			{Source: "examples/manifests/broken.yaml", Line: 3, Message: "did not find expected ',' or ']'"},
 			{Source: "examples/chart/templates/deploy.yaml", Message: "skipped: Helm template", Notice: true},
 			{Source: "stdin", Line: 2, Message: "bufio.Scanner: token too long"},
 		},
-		Requests: []scan.RequestCount{
+		Requests: []types.RequestCount{
 			{Host: "127.0.0.1:5055", Kind: "blob-head", Status: "200", Count: 3},
 			{Host: "127.0.0.1:5055", Kind: "manifest-get", Status: "200", Count: 3},
 			{Host: "127.0.0.1:5055", Kind: "manifest-get", Status: "404", Count: 2},
@@ -117,7 +116,7 @@ func TestJSONDocument(t *testing.T) {
 			Reference, Verdict string
 			Findings           []struct{ Code, Severity, Digest string }
 		}
-		InputErrors []scan.InputError `json:"inputErrors"`
+		InputErrors []types.InputError `json:"inputErrors"`
 		Summary     struct {
 			Images             int
 			Verdicts           map[string]int

@@ -2,12 +2,12 @@ package report
 
 import (
 	"fmt"
+	"github.com/regcheck/regcheck/types"
 	"io"
 	"path/filepath"
 	"sort"
 
 	"github.com/regcheck/regcheck/internal/version"
-	"github.com/regcheck/regcheck/scan"
 )
 
 // SARIF 2.1.0, the parts GitHub code scanning reads. The model is shared by
@@ -148,11 +148,11 @@ func WriteSARIF(w io.Writer, run SARIFRun) error {
 
 // SARIFLevel is the SARIF level of a severity: critical and high are
 // errors, warning is a warning, info a note.
-func SARIFLevel(s scan.Severity) string {
+func SARIFLevel(s types.Severity) string {
 	switch {
-	case s >= scan.SeverityHigh:
+	case s >= types.SeverityHigh:
 		return "error"
-	case s == scan.SeverityWarning:
+	case s == types.SeverityWarning:
 		return "warning"
 	}
 	return "note"
@@ -173,7 +173,7 @@ var inputErrorRule = SARIFRule{ID: InputErrorRule, Name: InputErrorRule,
 
 // inputInFile reports whether an input error is about a file a repository
 // can hold, rather than stdin.
-func inputInFile(ie scan.InputError) bool {
+func inputInFile(ie types.InputError) bool {
 	return ie.Source != "" && ie.Source != "stdin" && ie.Source != "-"
 }
 
@@ -185,10 +185,10 @@ func inputInFile(ie scan.InputError) bool {
 // not read is a result of the rule input-error on its file and line; one
 // read from stdin, and an input skipped on purpose (level note), is a
 // notification of the run's invocation.
-func SARIF(w io.Writer, r *scan.Result) error {
+func SARIF(w io.Writer, r *types.Result) error {
 	run := SARIFRun{Tool: SARIFTool{Driver: SARIFDriver{Name: "regcheck", Version: ToolVersion(), InformationURI: InformationURI, Rules: []SARIFRule{}}}}
-	var codes []scan.Code
-	seen := map[scan.Code]bool{}
+	var codes []types.Code
+	seen := map[types.Code]bool{}
 	for _, im := range r.Images {
 		for _, f := range im.Findings {
 			if !seen[f.Code] {
@@ -248,7 +248,7 @@ func SARIF(w io.Writer, r *scan.Result) error {
 
 // locatedFinding is a finding placed on one file line that uses its image.
 type locatedFinding struct {
-	scan.Finding
+	types.Finding
 	file string
 	line int
 	text string // "reference: message", then the advice on its own line
@@ -258,9 +258,9 @@ type locatedFinding struct {
 // line using its image, worst images first, once per (code, line, text).
 // Findings of images used from no file have no place and are left out:
 // SARIF and GitHub annotations both need a file.
-func locatedFindings(r *scan.Result) []locatedFinding {
+func locatedFindings(r *types.Result) []locatedFinding {
 	type key struct {
-		code       scan.Code
+		code       types.Code
 		file, text string
 		line       int
 	}
@@ -287,7 +287,7 @@ func locatedFindings(r *scan.Result) []locatedFinding {
 
 // inFile reports whether a use is a line of a file a repository can hold:
 // a manifest, or an --images-from list other than stdin.
-func inFile(u scan.Use) bool {
+func inFile(u types.Use) bool {
 	return u.File != "" && !(u.Source == "images-from" && u.File == "stdin")
 }
 

@@ -2,19 +2,18 @@ package report
 
 import (
 	"fmt"
+	"github.com/regcheck/regcheck/types"
 	"io"
 	"regexp"
 	"strings"
 	"text/tabwriter"
-
-	"github.com/regcheck/regcheck/scan"
 )
 
 // Table writes one row per image, worst first, then each image's findings
 // and what to do about them, then the inputs that were not read, then a
 // summary line. Every string from the scan goes through Printable: the
 // table is for a terminal.
-func Table(w io.Writer, r *scan.Result) error {
+func Table(w io.Writer, r *types.Result) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "VERDICT\tIMAGE\tDIGEST\tUSED BY")
 	for _, im := range r.Sorted() {
@@ -64,7 +63,7 @@ func Table(w io.Writer, r *scan.Result) error {
 		inputs = fmt.Sprintf("; %s not read, %d skipped", plural(notRead, "input"), skipped)
 	}
 	_, err := fmt.Fprintf(w, "\n%d images: %d broken, %d unknown, %d at-risk, %d ok (%d requests in %s)%s\n",
-		len(r.Images), c[scan.Broken], c[scan.Unknown], c[scan.AtRisk], c[scan.OK], requests, r.Duration.Round(1e6), inputs)
+		len(r.Images), c[types.Broken], c[types.Unknown], c[types.AtRisk], c[types.OK], requests, r.Duration.Round(1e6), inputs)
 	for _, rl := range r.RateLimits {
 		if err == nil {
 			_, err = fmt.Fprintf(w, "rate limit  %s\n", Printable(rateLimitText(rl)))
@@ -74,7 +73,7 @@ func Table(w io.Writer, r *scan.Result) error {
 }
 
 // inputLocation is an input error's "source:line", or its source.
-func inputLocation(ie scan.InputError) string {
+func inputLocation(ie types.InputError) string {
 	if ie.Line > 0 {
 		return fmt.Sprintf("%s:%d", ie.Source, ie.Line)
 	}
@@ -94,7 +93,7 @@ var digestRE = regexp.MustCompile(`sha256:[0-9a-f]{64}`)
 // shortDigests abbreviates every digest in a sentence for the table; -o json
 // keeps them whole.
 func shortDigests(s string) string {
-	return digestRE.ReplaceAllStringFunc(s, func(d string) string { return scan.ShortDigest(d) + "…" })
+	return digestRE.ReplaceAllStringFunc(s, func(d string) string { return types.ShortDigest(d) + "…" })
 }
 
 // short abbreviates a digest for the table, "-" when there is none.
@@ -102,10 +101,10 @@ func short(d string) string {
 	if d == "" {
 		return "-"
 	}
-	return scan.ShortDigest(d)
+	return types.ShortDigest(d)
 }
 
-func uses(us []scan.Use) string {
+func uses(us []types.Use) string {
 	if len(us) == 0 {
 		return "-"
 	}
@@ -121,7 +120,7 @@ func uses(us []scan.Use) string {
 
 // useString names a use the way kubectl users read it: file:line, then
 // kind namespace/name container.
-func useString(u scan.Use) string {
+func useString(u types.Use) string {
 	var parts []string
 	if u.File != "" {
 		loc := u.File

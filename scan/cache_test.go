@@ -3,6 +3,7 @@ package scan_test
 import (
 	"bytes"
 	"context"
+	"github.com/regcheck/regcheck/types"
 	"log/slog"
 	"net/http"
 	"os"
@@ -23,12 +24,12 @@ var fixtureNames = []string{"single", "app-a", "app-b", "buildx", "multiarch", "
 // about a cached manifest is a fault.
 func TestCache(t *testing.T) {
 	tr := newRegistry(t)
-	var targets []scan.Target
+	var targets []types.Target
 	for _, n := range fixtureNames {
-		targets = append(targets, scan.Target{Ref: tr.ref(n, "v1")})
+		targets = append(targets, types.Target{Ref: tr.ref(n, "v1")})
 	}
 	dir := filepath.Join(t.TempDir(), "manifests")
-	run := func() *scan.Result {
+	run := func() *types.Result {
 		t.Helper()
 		res, err := scan.Run(context.Background(), targets, opts(scan.WithCache(dir, 1<<20))...)
 		if err != nil {
@@ -52,7 +53,7 @@ func TestCache(t *testing.T) {
 		t.Errorf("blob HEADs: cold %d, warm %d", a, b)
 	}
 	for i, im := range warm.Images {
-		if c := cold.Images[i]; im.Verdict != scan.OK || c.Verdict != scan.OK || im.Digest != c.Digest || im.Manifests != c.Manifests || im.Blobs != c.Blobs {
+		if c := cold.Images[i]; im.Verdict != types.OK || c.Verdict != types.OK || im.Digest != c.Digest || im.Manifests != c.Manifests || im.Blobs != c.Blobs {
 			t.Errorf("%s: warm %s %d/%d, cold %s %d/%d", im.Reference, im.Verdict, im.Manifests, im.Blobs, c.Verdict, c.Manifests, c.Blobs)
 		}
 	}
@@ -62,7 +63,7 @@ func TestCache(t *testing.T) {
 	tr.setHook(hide(manifestPath("multiarch", child.String())))
 	res := run()
 	im := res.Images[slices.Index(fixtureNames, "multiarch")]
-	if k := keys(im.Findings); im.Verdict != scan.Broken || len(k) != 1 || k[0].Code != scan.ChildMissing || k[0].Digest != child.String() {
+	if k := keys(im.Findings); im.Verdict != types.Broken || len(k) != 1 || k[0].Code != types.ChildMissing || k[0].Digest != child.String() {
 		t.Errorf("a deleted child served from the cache: %s %+v, want broken, child-missing %s", im.Verdict, k, child)
 	}
 	if n := requests(res.Requests, "manifest-get", ""); n != 0 {
@@ -78,7 +79,7 @@ func TestCache(t *testing.T) {
 		return false
 	})
 	for _, im := range run().Images {
-		if im.Verdict != scan.Unknown {
+		if im.Verdict != types.Unknown {
 			t.Errorf("%s: %s with the registry failing, want unknown", im.Reference, im.Verdict)
 		}
 	}
@@ -96,7 +97,7 @@ func TestCacheHeadNotAllowed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if im.Verdict != scan.OK || im.Manifests != 3 {
+		if im.Verdict != types.OK || im.Manifests != 3 {
 			t.Errorf("run %d: %s, %d manifests %+v", run, im.Verdict, im.Manifests, im.Findings)
 		}
 	}
@@ -118,7 +119,7 @@ func TestCacheOptions(t *testing.T) {
 	var log bytes.Buffer
 	im, err := scan.Check(context.Background(), tr.ref("single", "v1"),
 		opts(scan.WithCache(filepath.Join(file, "manifests"), 1<<20), scan.WithLogger(slog.New(slog.NewTextHandler(&log, nil))))...)
-	if err != nil || im.Verdict != scan.OK {
+	if err != nil || im.Verdict != types.OK {
 		t.Fatalf("%v %+v", err, im)
 	}
 	if !strings.Contains(log.String(), "without the manifest cache") {

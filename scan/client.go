@@ -17,10 +17,11 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
-	"github.com/google/go-containerregistry/pkg/v1/types"
+	ggcrtypes "github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/regcheck/regcheck/types"
 	"github.com/regcheck/regcheck/walk"
 )
 
@@ -29,8 +30,8 @@ import (
 var manifestAccept = strings.Join([]string{
 	ocispec.MediaTypeImageIndex,
 	ocispec.MediaTypeImageManifest,
-	string(types.DockerManifestList),
-	string(types.DockerManifestSchema2),
+	string(ggcrtypes.DockerManifestList),
+	string(ggcrtypes.DockerManifestSchema2),
 }, ", ")
 
 // maxManifest bounds a manifest read; the OCI spec suggests registries
@@ -70,7 +71,7 @@ func newClient(o *options, l layers) *client {
 // forgetFaults drops every fault the client remembers, so that the next
 // question asks the registry again: a fault is never kept for a run.
 func (c *client) forgetFaults() {
-	fault := func(err error) bool { return err != nil && faultCode(err) != "" }
+	fault := func(err error) bool { return err != nil && types.FaultCode(err) != "" }
 	c.repos.forget(fault)
 	c.tags.forget(fault)
 	c.mfs.forget(fault)
@@ -89,7 +90,7 @@ func (c *client) httpClient(ctx context.Context, repo name.Repository) (*http.Cl
 		ping := "https://" + repo.RegistryStr() + "/v2/"
 		auth, err := authn.Resolve(ctx, c.o.keychain, repo.Registry)
 		if err != nil {
-			return nil, &RegistryError{Method: http.MethodGet, URL: ping, Detail: fmt.Sprintf("resolving credentials for %s: %v", repo.RegistryStr(), err), Err: ErrCredentials}
+			return nil, &RegistryError{Method: http.MethodGet, URL: ping, Detail: fmt.Sprintf("resolving credentials for %s: %v", repo.RegistryStr(), err), Err: types.ErrCredentials}
 		}
 		var t http.RoundTripper
 		err = c.limit(ctx, func(ctx context.Context) error {
@@ -142,7 +143,7 @@ func (c *client) do(ctx context.Context, repo name.Repository, method, kind, ref
 			var t *pullTicket
 			var why string
 			if ctx, t, why = c.limits.reserve(ctx, repo.RegistryStr()); why != "" {
-				return &RegistryError{Method: method, URL: redactURL(u), Detail: why, Err: ErrPullBudget}
+				return &RegistryError{Method: method, URL: redactURL(u), Detail: why, Err: types.ErrPullBudget}
 			}
 			defer c.limits.release(t)
 		}
@@ -180,9 +181,9 @@ func readBody(method string, resp *http.Response, limit int64) ([]byte, error) {
 	u := finalURL(resp, "")
 	switch {
 	case err != nil:
-		return nil, &RegistryError{Method: method, URL: u, Status: resp.StatusCode, Detail: "body cut short: " + err.Error(), Err: ErrBadResponse}
+		return nil, &RegistryError{Method: method, URL: u, Status: resp.StatusCode, Detail: "body cut short: " + err.Error(), Err: types.ErrBadResponse}
 	case int64(len(body)) > limit:
-		return nil, &RegistryError{Method: method, URL: u, Status: resp.StatusCode, Detail: fmt.Sprintf("body larger than %d bytes", limit), Err: ErrLimit}
+		return nil, &RegistryError{Method: method, URL: u, Status: resp.StatusCode, Detail: fmt.Sprintf("body larger than %d bytes", limit), Err: types.ErrLimit}
 	}
 	return body, nil
 }
@@ -210,7 +211,7 @@ func (c *client) getTag(ctx context.Context, ref name.Tag) (walk.Descriptor, err
 	var last error
 	for range 2 {
 		resp, body, err := c.do(ctx, ref.Context(), http.MethodGet, "manifests", ref.TagStr(), maxManifest)
-		if err != nil && !errors.Is(err, ErrBadResponse) {
+		if err != nil && !errors.Is(err, types.ErrBadResponse) {
 			return walk.Descriptor{}, err
 		}
 		if err == nil {
@@ -221,7 +222,7 @@ func (c *client) getTag(ctx context.Context, ref name.Tag) (walk.Descriptor, err
 				c.mfs.put(ref.Context().Name()+"@"+d.Digest, p)
 				return d, nil
 			}
-			err = &RegistryError{Method: http.MethodGet, URL: finalURL(resp, ref.Name()), Status: resp.StatusCode, Detail: perr.Error(), Err: ErrBadResponse}
+			err = &RegistryError{Method: http.MethodGet, URL: finalURL(resp, ref.Name()), Status: resp.StatusCode, Detail: perr.Error(), Err: types.ErrBadResponse}
 		}
 		last = err
 		c.o.logger.Debug("asking again after a bad response", "ref", ref.Name(), "err", err)
@@ -258,7 +259,7 @@ func (c *client) manifest(ctx context.Context, repo name.Repository, digest stri
 // fetchManifest GETs a manifest by digest, asking once more as manifest says.
 func (c *client) fetchManifest(ctx context.Context, repo name.Repository, digest string) (fetched, error) {
 	f, err := c.getManifest(ctx, repo, digest)
-	if errors.Is(err, ErrBadResponse) || errors.Is(err, ErrDigestMismatch) {
+	if errors.Is(err, types.ErrBadResponse) || errors.Is(err, types.ErrDigestMismatch) {
 		c.o.logger.Debug("asking again after a bad response", "repository", repo.Name(), "digest", digest, "err", err)
 		f, err = c.getManifest(ctx, repo, digest)
 	}
@@ -284,17 +285,17 @@ func (c *client) getManifest(ctx context.Context, repo name.Repository, want str
 	}
 	got, err := digestOf(want, body)
 	if err != nil {
-		return fail(err.Error(), ErrRegistry)
+		return fail(err.Error(), types.ErrRegistry)
 	}
 	ct := mediaType(resp.Header.Get("Content-Type"))
 	p, perr := walk.Parse(body, ct)
 	switch {
 	case perr != nil && got != want:
-		return fail(fmt.Sprintf("%v; the body hashes to %s", perr, got), ErrBadResponse)
+		return fail(fmt.Sprintf("%v; the body hashes to %s", perr, got), types.ErrBadResponse)
 	case perr != nil:
-		return fail(perr.Error(), ErrBadResponse)
+		return fail(perr.Error(), types.ErrBadResponse)
 	case got != want:
-		return fail("body hashes to "+got, ErrDigestMismatch)
+		return fail("body hashes to "+got, types.ErrDigestMismatch)
 	}
 	return fetched{p, body, ct}, nil
 }
@@ -345,7 +346,7 @@ func (c *client) askStorage(ctx context.Context, repo name.Repository, digest st
 			return re
 		}
 		if m := noSuchObject.FindSubmatch(body); m != nil {
-			re.Err = ErrNotFound
+			re.Err = types.ErrNotFound
 			re.Detail = fmt.Sprintf("the registry redirected to its storage at %s, which has no such object (%s)", re.storage, m[1])
 		}
 		return re

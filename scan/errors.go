@@ -19,25 +19,6 @@ import (
 	"github.com/regcheck/regcheck/types"
 )
 
-// Errors a registry request can end in (see package types). A
-// *RegistryError unwraps to one.
-var (
-	ErrNotFound       = types.ErrNotFound
-	ErrUnauthorized   = types.ErrUnauthorized
-	ErrForbidden      = types.ErrForbidden
-	ErrRateLimited    = types.ErrRateLimited
-	ErrRegistry       = types.ErrRegistry
-	ErrUnreachable    = types.ErrUnreachable
-	ErrDigestMismatch = types.ErrDigestMismatch
-	ErrPing           = types.ErrPing
-	ErrToken          = types.ErrToken
-	ErrTLS            = types.ErrTLS
-	ErrBadResponse    = types.ErrBadResponse
-	ErrLimit          = types.ErrLimit
-	ErrCredentials    = types.ErrCredentials
-	ErrPullBudget     = types.ErrPullBudget
-)
-
 // RegistryError is a failed registry request: what was asked, what came back.
 type RegistryError struct {
 	Method string
@@ -70,15 +51,15 @@ func (e *RegistryError) Unwrap() error { return e.Err }
 func statusErr(status int) error {
 	switch {
 	case status == http.StatusNotFound:
-		return ErrNotFound
+		return types.ErrNotFound
 	case status == http.StatusUnauthorized:
-		return ErrUnauthorized
+		return types.ErrUnauthorized
 	case status == http.StatusForbidden:
-		return ErrForbidden
+		return types.ErrForbidden
 	case status == http.StatusTooManyRequests:
-		return ErrRateLimited
+		return types.ErrRateLimited
 	}
-	return ErrRegistry
+	return types.ErrRegistry
 }
 
 // responseError reads a non-200 answer to a request for a manifest, blob or
@@ -87,8 +68,8 @@ func statusErr(status int) error {
 func responseError(method, asked string, resp *http.Response) *RegistryError {
 	re := &RegistryError{Method: method, URL: finalURL(resp, asked), Status: resp.StatusCode, Detail: errorDetail(resp)}
 	re.Err = statusErr(resp.StatusCode)
-	if resp.Request != nil && resp.Request.URL != nil && resp.Request.URL.Host != asked && re.Err == ErrNotFound {
-		re.Err, re.storage = ErrRegistry, resp.Request.URL.Host
+	if resp.Request != nil && resp.Request.URL != nil && resp.Request.URL.Host != asked && re.Err == types.ErrNotFound {
+		re.Err, re.storage = types.ErrRegistry, resp.Request.URL.Host
 		re.Detail = strings.TrimSpace("the registry redirected to " + re.storage + ", which answered 404 without saying the object does not exist " + re.Detail)
 	}
 	return re
@@ -127,17 +108,17 @@ func classify(method, u string, err error) error {
 	if errors.Is(err, context.Canceled) {
 		return err
 	}
-	out := &RegistryError{Method: method, URL: redactURL(u), Detail: err.Error(), Err: ErrRegistry}
+	out := &RegistryError{Method: method, URL: redactURL(u), Detail: err.Error(), Err: types.ErrRegistry}
 	var te *transport.Error
 	switch {
 	case errors.Is(err, errTooManyRedirects):
 		out.Detail = errTooManyRedirects.Error()
 	case isTLSError(err):
-		out.Err, out.Detail = ErrTLS, tlsDetail(err)
+		out.Err, out.Detail = types.ErrTLS, tlsDetail(err)
 	case errors.As(err, &te):
 		classifyHandshake(out, te)
 	case errors.Is(err, context.DeadlineExceeded) || isNetError(err):
-		out.Err, out.Detail = ErrUnreachable, netDetail(err)
+		out.Err, out.Detail = types.ErrUnreachable, netDetail(err)
 	}
 	return out
 }
@@ -156,15 +137,15 @@ func classifyHandshake(out *RegistryError, te *transport.Error) {
 	ping := te.Request == nil || te.Request.URL == nil || te.Request.URL.Path == "/v2/" || te.Request.URL.Path == "/v2"
 	switch {
 	case ping:
-		out.Err = ErrPing
+		out.Err = types.ErrPing
 	case te.StatusCode == http.StatusUnauthorized:
-		out.Err = ErrUnauthorized // the token service refused the credentials
+		out.Err = types.ErrUnauthorized // the token service refused the credentials
 	case te.StatusCode == http.StatusForbidden:
-		out.Err = ErrForbidden
+		out.Err = types.ErrForbidden
 	case te.StatusCode == http.StatusTooManyRequests:
-		out.Err = ErrRateLimited
+		out.Err = types.ErrRateLimited
 	default:
-		out.Err = ErrToken
+		out.Err = types.ErrToken
 	}
 }
 
@@ -223,6 +204,3 @@ func redactURL(s string) string {
 	u.User, u.RawQuery, u.Fragment = nil, "", ""
 	return u.String()
 }
-
-// faultCode maps an error to the fault finding it is, or "" if it is not one.
-func faultCode(err error) Code { return types.FaultCode(err) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/regcheck/regcheck/types"
 	"net/http"
 	"sort"
 	"strings"
@@ -104,10 +105,10 @@ func TestNoWastedConnection(t *testing.T) {
 	// The first pass cannot get a token for single: its client is made
 	// again, with a new version check, in the second.
 	tr.setHook(chain(failFirstQuery("/token", "scope", "repository:"+prefix+single.Name+":pull", 3, http.StatusServiceUnavailable), auth.hook))
-	var targets []scan.Target
+	var targets []types.Target
 	scopes := map[string]int{}
 	for _, im := range tr.images {
-		targets = append(targets, scan.Target{Ref: im.Ref})
+		targets = append(targets, types.Target{Ref: im.Ref})
 		scopes["repository:"+prefix+im.Name+":pull"] = 1
 	}
 	sort.Slice(targets, func(i, j int) bool { return targets[i].Ref < targets[j].Ref })
@@ -125,7 +126,7 @@ func TestNoWastedConnection(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, im := range res.Images {
-			if im.Verdict != scan.OK {
+			if im.Verdict != types.OK {
 				t.Errorf("run %d: %s is %s: %+v", run, im.Reference, im.Verdict, im.Findings)
 			}
 		}

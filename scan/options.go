@@ -227,7 +227,7 @@ func WithReask(pause time.Duration) Option {
 }
 
 // WithReader walks images over r instead of the registry's HTTP API: a
-// registry's filesystem storage (gc.Storage.Reader), a cache. Run, Check,
+// registry's filesystem storage (storage.Storage.Reader), a cache. Run, Check,
 // Resolve, Manifest and Reader then read from r alone, with the same
 // passes, uses and result (whose Requests count only HTTP, so none); Tags,
 // Tagged and Catalog still ask the registry. r answers for the references'

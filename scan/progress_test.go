@@ -2,6 +2,7 @@ package scan_test
 
 import (
 	"context"
+	"github.com/regcheck/regcheck/types"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -31,9 +32,9 @@ func TestWithProgress(t *testing.T) {
 		mu.Unlock()
 		active.Add(-1)
 	})
-	targets := []scan.Target{{Ref: "Not A/Reference::"}}
+	targets := []types.Target{{Ref: "Not A/Reference::"}}
 	for _, n := range []string{"single", "buildx", "multiarch"} {
-		targets = append(targets, scan.Target{Ref: tr.fixture(n).Ref})
+		targets = append(targets, types.Target{Ref: tr.fixture(n).Ref})
 	}
 	res, err := scan.Run(context.Background(), targets, append(opts(), progress)...)
 	if err != nil {

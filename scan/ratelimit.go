@@ -13,9 +13,6 @@ import (
 	"github.com/regcheck/regcheck/types"
 )
 
-// RateLimit is types.RateLimit.
-type RateLimit = types.RateLimit
-
 // pullReserve is how many of a registry's pulls a scan leaves untouched, for
 // the nodes that pull the images it checks: a tenth of the limit, rounded
 // up, and at least one (10 of Docker Hub's 100 anonymous pulls per 6 hours).
@@ -139,7 +136,7 @@ func (r *rateLimits) RoundTrip(req *http.Request) (*http.Response, error) {
 	host := req.URL.Host
 	if requestKind(req) == "manifest-get" {
 		if why := r.admit(req); why != "" {
-			return nil, &RegistryError{Method: req.Method, URL: redactURL(req.URL.String()), Detail: why, Err: ErrPullBudget}
+			return nil, &RegistryError{Method: req.Method, URL: redactURL(req.URL.String()), Detail: why, Err: types.ErrPullBudget}
 		}
 	}
 	sent := time.Now()
@@ -231,15 +228,15 @@ func parseRateLimit(v string) (n int, window time.Duration, ok bool) {
 }
 
 // report lists the hosts that said their limit or had a GET withheld, by host.
-func (r *rateLimits) report() []RateLimit {
+func (r *rateLimits) report() []types.RateLimit {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []RateLimit
+	var out []types.RateLimit
 	for h, b := range r.hosts {
 		if !b.said && b.withheld == 0 {
 			continue
 		}
-		rl := RateLimit{Host: h, MaxPulls: r.maxPulls, Pulls: b.pulls, Withheld: b.withheld}
+		rl := types.RateLimit{Host: h, MaxPulls: r.maxPulls, Pulls: b.pulls, Withheld: b.withheld}
 		if b.said {
 			rl.Reported, rl.Limit, rl.Remaining = true, b.limit, b.remaining
 			rl.WindowSeconds, rl.Reserve = int(b.window/time.Second), pullReserve(b.limit)

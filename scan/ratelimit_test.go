@@ -3,13 +3,14 @@ package scan_test
 import (
 	"context"
 	"fmt"
+	"github.com/regcheck/regcheck/types"
 	"net/http"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
 
-	"github.com/regcheck/regcheck/internal/fixture"
+	"github.com/regcheck/regcheck/internal/testing/fixture"
 	"github.com/regcheck/regcheck/scan"
 )
 
@@ -85,11 +86,11 @@ func TestPullBudget(t *testing.T) {
 			tr := newRegistry(t)
 			pc := &pullCounter{limit: tc.limit, spent: tc.spent, pulled: map[string]bool{}}
 			tr.setHook(pc.hook)
-			var targets []scan.Target
+			var targets []types.Target
 			byRef := map[string]fixture.Image{}
 			demand := 0
 			for _, im := range tr.images {
-				targets = append(targets, scan.Target{Ref: im.Ref})
+				targets = append(targets, types.Target{Ref: im.Ref})
 				byRef[im.Ref] = im
 				demand += 1 + len(im.Children)
 			}
@@ -104,7 +105,7 @@ func TestPullBudget(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var res *scan.Result
+			var res *types.Result
 			for range max(tc.runs, 1) {
 				if res, err = s.Run(context.Background(), targets); err != nil {
 					t.Fatal(err)
@@ -137,11 +138,11 @@ func TestPullBudget(t *testing.T) {
 					all = all && pc.pulled[manifestPath(fx.Name, d)]
 				}
 				switch {
-				case im.Verdict == scan.OK && all:
-				case im.Verdict == scan.Unknown && !all:
+				case im.Verdict == types.OK && all:
+				case im.Verdict == types.Unknown && !all:
 					unknown++
 					for _, f := range im.Findings {
-						if f.Code != scan.RateLimitBudget || pc.pulled[manifestPath(fx.Name, f.Digest)] {
+						if f.Code != types.RateLimitBudget || pc.pulled[manifestPath(fx.Name, f.Digest)] {
 							t.Errorf("%s: finding %s on %s (GET: %v), want rate-limit-budget on a manifest not GET", im.Reference, f.Code, f.Digest, pc.pulled[manifestPath(fx.Name, f.Digest)])
 						}
 					}
@@ -152,20 +153,20 @@ func TestPullBudget(t *testing.T) {
 			if withholds != (unknown > 0) {
 				t.Errorf("%d images left unknown", unknown)
 			}
-			if c := res.Count(); c[scan.OK]+c[scan.Unknown] != len(res.Images) {
+			if c := res.Count(); c[types.OK]+c[types.Unknown] != len(res.Images) {
 				t.Errorf("verdicts %v", c)
 			}
-			want := []scan.RateLimit{}
+			want := []types.RateLimit{}
 			if tc.limit > 0 {
-				want = append(want, scan.RateLimit{Host: tr.host, Reported: true, Limit: tc.limit,
+				want = append(want, types.RateLimit{Host: tr.host, Reported: true, Limit: tc.limit,
 					Remaining: tc.limit - min(tc.spent+gets, tc.limit), WindowSeconds: 21600, Reserve: max(1, (tc.limit+9)/10)})
 			} else if tc.maxPulls > 0 {
-				want = append(want, scan.RateLimit{Host: tr.host})
+				want = append(want, types.RateLimit{Host: tr.host})
 			}
 			for i := range want {
 				want[i].MaxPulls, want[i].Pulls = tc.maxPulls, gets
 			}
-			got := append([]scan.RateLimit{}, res.RateLimits...)
+			got := append([]types.RateLimit{}, res.RateLimits...)
 			for i := range got {
 				if got[i].Withheld == 0 {
 					t.Errorf("%s: no GET counted as withheld", got[i].Host)

@@ -3,6 +3,7 @@ package scan_test
 import (
 	"bytes"
 	"context"
+	"github.com/regcheck/regcheck/types"
 	"io"
 	"log"
 	"net"
@@ -20,7 +21,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/regcheck/regcheck/internal/fixture"
+	"github.com/regcheck/regcheck/internal/testing/fixture"
 	"github.com/regcheck/regcheck/scan"
 )
 
@@ -228,12 +229,12 @@ func opts(extra ...scan.Option) []scan.Option {
 
 // findingKey is what tests assert of a finding.
 type findingKey struct {
-	Code     scan.Code
+	Code     types.Code
 	Digest   string
 	Platform string
 }
 
-func keys(fs []scan.Finding) []findingKey {
+func keys(fs []types.Finding) []findingKey {
 	out := []findingKey{}
 	for _, f := range fs {
 		out = append(out, findingKey{f.Code, f.Digest, f.Platform})
@@ -252,7 +253,7 @@ func keys(fs []scan.Finding) []findingKey {
 }
 
 // requests sums the requests of one kind (and status, unless "").
-func requests(rs []scan.RequestCount, kind, status string) int {
+func requests(rs []types.RequestCount, kind, status string) int {
 	n := 0
 	for _, r := range rs {
 		if r.Kind == kind && (status == "" || r.Status == status) {

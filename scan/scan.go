@@ -3,6 +3,7 @@ package scan
 import (
 	"context"
 	"fmt"
+	"github.com/regcheck/regcheck/types"
 	"slices"
 	"sync"
 	"time"
@@ -52,7 +53,7 @@ func New(opts ...Option) (*Scanner, error) {
 }
 
 // Run scans every target with a new Scanner. See Scanner.Run.
-func Run(ctx context.Context, targets []Target, opts ...Option) (*Result, error) {
+func Run(ctx context.Context, targets []types.Target, opts ...Option) (*types.Result, error) {
 	s, err := New(opts...)
 	if err != nil {
 		return nil, err
@@ -61,8 +62,8 @@ func Run(ctx context.Context, targets []Target, opts ...Option) (*Result, error)
 }
 
 // Check scans one reference with a new Scanner and returns what it found.
-func Check(ctx context.Context, ref string, opts ...Option) (*Image, error) {
-	r, err := Run(ctx, []Target{{Ref: ref, Uses: []Use{{Source: "args"}}}}, opts...)
+func Check(ctx context.Context, ref string, opts ...Option) (*types.Image, error) {
+	r, err := Run(ctx, []types.Target{{Ref: ref, Uses: []types.Use{{Source: "args"}}}}, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +76,7 @@ func Check(ctx context.Context, ref string, opts ...Option) (*Image, error) {
 // not errors: an image a transient fault left unknown is asked again once
 // after a pause (WithReask), with every fault forgotten. Run fails only when
 // ctx ends before the walk does.
-func (s *Scanner) Run(ctx context.Context, targets []Target) (*Result, error) {
+func (s *Scanner) Run(ctx context.Context, targets []types.Target) (*types.Result, error) {
 	start := time.Now()
 	res, refs := s.images(targets)
 	s.c.forgetFaults()
@@ -92,10 +93,10 @@ func (s *Scanner) Run(ctx context.Context, targets []Target) (*Result, error) {
 
 // images makes one Image per distinct reference, with the uses of every
 // target naming it, and the parsed reference of each that parses.
-func (s *Scanner) images(targets []Target) (*Result, map[*Image]name.Reference) {
-	res := &Result{Started: time.Now()}
-	byRef := map[string]*Image{}
-	refs := map[*Image]name.Reference{}
+func (s *Scanner) images(targets []types.Target) (*types.Result, map[*types.Image]name.Reference) {
+	res := &types.Result{Started: time.Now()}
+	byRef := map[string]*types.Image{}
+	refs := map[*types.Image]name.Reference{}
 	for _, t := range targets {
 		norm, ref, err := s.Parse(t.Ref)
 		key := norm
@@ -104,11 +105,11 @@ func (s *Scanner) images(targets []Target) (*Result, map[*Image]name.Reference) 
 		}
 		im, seen := byRef[key]
 		if !seen {
-			im = &Image{Reference: norm, Findings: []Finding{}}
+			im = &types.Image{Reference: norm, Findings: []types.Finding{}}
 			if err != nil {
 				im.Reference = t.Ref
-				im.Findings = append(im.Findings, newFinding(InvalidReference, "", "", "%v", err))
-				im.Verdict = verdict(im.Findings)
+				im.Findings = append(im.Findings, types.NewFinding(types.InvalidReference, "", "", "%v", err))
+				im.Verdict = types.VerdictOf(im.Findings)
 			} else {
 				refs[im] = ref
 			}
@@ -122,7 +123,7 @@ func (s *Scanner) images(targets []Target) (*Result, map[*Image]name.Reference) 
 
 // walk walks every image that has a parsed reference, calling walked (if
 // not nil) after each.
-func (s *Scanner) walk(ctx context.Context, images []*Image, refs map[*Image]name.Reference, walked func()) {
+func (s *Scanner) walk(ctx context.Context, images []*types.Image, refs map[*types.Image]name.Reference, walked func()) {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(2 * s.o.concurrency)
 	for _, im := range images {
@@ -169,10 +170,10 @@ func (s *Scanner) progress(total, done int) func() {
 // reask walks again, once, the images a transient fault left unknown,
 // after a pause and with every fault forgotten: an intermittent fault then
 // gives the true verdict, and a lasting one is still unknown.
-func (s *Scanner) reask(ctx context.Context, res *Result, refs map[*Image]name.Reference) {
-	var again []*Image
+func (s *Scanner) reask(ctx context.Context, res *types.Result, refs map[*types.Image]name.Reference) {
+	var again []*types.Image
 	for _, im := range res.Images {
-		if im.Verdict == Unknown && slices.ContainsFunc(im.Findings, func(f Finding) bool { return f.Code.Transient() }) {
+		if im.Verdict == types.Unknown && slices.ContainsFunc(im.Findings, func(f types.Finding) bool { return f.Code.Transient() }) {
 			again = append(again, im)
 		}
 	}
@@ -185,12 +186,12 @@ func (s *Scanner) reask(ctx context.Context, res *Result, refs map[*Image]name.R
 	}
 	s.c.forgetFaults()
 	for _, im := range again {
-		im.Digest, im.MediaType, im.Findings, im.Manifests, im.Blobs, im.Tree = "", "", []Finding{}, 0, 0, nil
+		im.Digest, im.MediaType, im.Findings, im.Manifests, im.Blobs, im.Tree = "", "", []types.Finding{}, 0, 0, nil
 	}
 	s.walk(ctx, again, refs, nil)
 	res.Reasked = len(again)
 	for _, im := range again {
-		if im.Verdict != Unknown {
+		if im.Verdict != types.Unknown {
 			res.Recovered++
 		}
 	}
@@ -252,4 +253,4 @@ func (s *Scanner) Resolve(ctx context.Context, ref string) (digest, mediaType st
 }
 
 // Requests returns the requests this Scanner has sent so far.
-func (s *Scanner) Requests() []RequestCount { return s.counter.counts() }
+func (s *Scanner) Requests() []types.RequestCount { return s.counter.counts() }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/regcheck/regcheck/types"
 	"net/http"
 	"reflect"
 	"sort"
@@ -16,7 +17,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/static"
-	"github.com/google/go-containerregistry/pkg/v1/types"
+	ggcrtypes "github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/regcheck/regcheck/scan"
 )
@@ -33,7 +34,7 @@ func TestCheckFixtures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if im.Verdict != scan.OK || len(im.Findings) != 0 {
+			if im.Verdict != types.OK || len(im.Findings) != 0 {
 				t.Fatalf("verdict %s, findings %+v; want ok and none", im.Verdict, im.Findings)
 			}
 			if im.Digest != fx.Digest.String() || im.MediaType != string(fx.MediaType) {
@@ -47,7 +48,7 @@ func TestCheckFixtures(t *testing.T) {
 			if im.Manifests != manifests || im.Blobs != blobs {
 				t.Errorf("checked %d manifests and %d blobs, want %d and %d", im.Manifests, im.Blobs, manifests, blobs)
 			}
-			if want := []scan.Use{{Source: "args"}}; !reflect.DeepEqual(im.Uses, want) {
+			if want := []types.Use{{Source: "args"}}; !reflect.DeepEqual(im.Uses, want) {
 				t.Errorf("uses %+v, want %+v", im.Uses, want)
 			}
 		})
@@ -77,131 +78,131 @@ func TestCheckDamage(t *testing.T) {
 		ref     string
 		hook    hook
 		options []scan.Option
-		verdict scan.Verdict
+		verdict types.Verdict
 		want    []findingKey
 	}{
 		{
 			name:    "tag missing",
 			ref:     tr.ref("single", "nope"),
-			verdict: scan.Broken,
-			want:    []findingKey{{scan.TagMissing, "", ""}},
+			verdict: types.Broken,
+			want:    []findingKey{{types.TagMissing, "", ""}},
 		},
 		{
 			name:    "digest reference missing",
 			ref:     tr.at("single", missingDigest),
-			verdict: scan.Broken,
-			want:    []findingKey{{scan.ManifestMissing, missingDigest.String(), ""}},
+			verdict: types.Broken,
+			want:    []findingKey{{types.ManifestMissing, missingDigest.String(), ""}},
 		},
 		{
 			name:    "tag points at a manifest that is gone",
 			ref:     single.Ref,
 			hook:    hide(manifestPath("single", single.Digest.String())),
-			verdict: scan.Broken,
-			want:    []findingKey{{scan.ManifestMissing, single.Digest.String(), ""}},
+			verdict: types.Broken,
+			want:    []findingKey{{types.ManifestMissing, single.Digest.String(), ""}},
 		},
 		{
 			name:    "index child missing",
 			ref:     multi.Ref,
 			hook:    hide(manifestPath("multiarch", arm.Digest.String())),
-			verdict: scan.Broken,
-			want:    []findingKey{{scan.ChildMissing, arm.Digest.String(), "linux/arm64/v8"}},
+			verdict: types.Broken,
+			want:    []findingKey{{types.ChildMissing, arm.Digest.String(), "linux/arm64/v8"}},
 		},
 		{
 			name:    "manifest list child missing",
 			ref:     list.Ref,
 			hook:    hide(manifestPath("manifestlist", list.Children[1].Digest.String())),
-			verdict: scan.Broken,
-			want:    []findingKey{{scan.ChildMissing, list.Children[1].Digest.String(), "linux/arm/v7"}},
+			verdict: types.Broken,
+			want:    []findingKey{{types.ChildMissing, list.Children[1].Digest.String(), "linux/arm/v7"}},
 		},
 		{
 			name:    "only the attestation child missing",
 			ref:     buildx.Ref,
 			hook:    hide(manifestPath("buildx", bxAtt.Digest.String())),
-			verdict: scan.AtRisk,
-			want:    []findingKey{{scan.AttestationMissing, bxAtt.Digest.String(), "unknown/unknown"}},
+			verdict: types.AtRisk,
+			want:    []findingKey{{types.AttestationMissing, bxAtt.Digest.String(), "unknown/unknown"}},
 		},
 		{
 			name:    "attestation child and image child missing",
 			ref:     buildx.Ref,
 			hook:    hide(manifestPath("buildx", bxAtt.Digest.String()), manifestPath("buildx", bxImage.Digest.String())),
-			verdict: scan.Broken,
+			verdict: types.Broken,
 			want: []findingKey{
-				{scan.AttestationMissing, bxAtt.Digest.String(), "unknown/unknown"},
-				{scan.ChildMissing, bxImage.Digest.String(), "linux/amd64"},
+				{types.AttestationMissing, bxAtt.Digest.String(), "unknown/unknown"},
+				{types.ChildMissing, bxImage.Digest.String(), "linux/amd64"},
 			},
 		},
 		{
 			name:    "attestation blob missing",
 			ref:     buildx.Ref,
 			hook:    hide(blobPath("buildx", bxAtt.Blobs[1])),
-			verdict: scan.AtRisk,
-			want:    []findingKey{{scan.AttestationMissing, bxAtt.Blobs[1].String(), "unknown/unknown"}},
+			verdict: types.AtRisk,
+			want:    []findingKey{{types.AttestationMissing, bxAtt.Blobs[1].String(), "unknown/unknown"}},
 		},
 		{
 			name:    "layer missing",
 			ref:     single.Ref,
 			hook:    hide(blobPath("single", single.Blobs[2])),
-			verdict: scan.Broken,
-			want:    []findingKey{{scan.BlobMissing, single.Blobs[2].String(), ""}},
+			verdict: types.Broken,
+			want:    []findingKey{{types.BlobMissing, single.Blobs[2].String(), ""}},
 		},
 		{
 			name:    "config missing",
 			ref:     single.Ref,
 			hook:    hide(blobPath("single", single.Blobs[0])),
-			verdict: scan.Broken,
-			want:    []findingKey{{scan.BlobMissing, single.Blobs[0].String(), ""}},
+			verdict: types.Broken,
+			want:    []findingKey{{types.BlobMissing, single.Blobs[0].String(), ""}},
 		},
 		{
 			name:    "child layer missing",
 			ref:     multi.Ref,
 			hook:    hide(blobPath("multiarch", amd.Blobs[2])),
-			verdict: scan.Broken,
-			want:    []findingKey{{scan.BlobMissing, amd.Blobs[2].String(), "linux/amd64"}},
+			verdict: types.Broken,
+			want:    []findingKey{{types.BlobMissing, amd.Blobs[2].String(), "linux/amd64"}},
 		},
 		{
 			name:    "layer shared by two children missing",
 			ref:     multi.Ref,
 			hook:    hide(blobPath("multiarch", amd.Blobs[1])),
-			verdict: scan.Broken,
+			verdict: types.Broken,
 			want: []findingKey{
-				{scan.BlobMissing, amd.Blobs[1].String(), "linux/amd64"},
-				{scan.BlobMissing, amd.Blobs[1].String(), "linux/arm64/v8"},
+				{types.BlobMissing, amd.Blobs[1].String(), "linux/amd64"},
+				{types.BlobMissing, amd.Blobs[1].String(), "linux/arm64/v8"},
 			},
 		},
 		{
 			name:    "digest mismatch by tag",
 			ref:     single.Ref,
 			hook:    corrupt(manifestPath("single", single.Digest.String())),
-			verdict: scan.Broken,
-			want:    []findingKey{{scan.DigestMismatch, single.Digest.String(), ""}},
+			verdict: types.Broken,
+			want:    []findingKey{{types.DigestMismatch, single.Digest.String(), ""}},
 		},
 		{
 			name:    "digest mismatch by digest",
 			ref:     tr.at("single", single.Digest),
 			hook:    corrupt(manifestPath("single", single.Digest.String())),
-			verdict: scan.Broken,
-			want:    []findingKey{{scan.DigestMismatch, single.Digest.String(), ""}},
+			verdict: types.Broken,
+			want:    []findingKey{{types.DigestMismatch, single.Digest.String(), ""}},
 		},
 		{
 			name:    "digest mismatch of a child",
 			ref:     multi.Ref,
 			hook:    corrupt(manifestPath("multiarch", arm.Digest.String())),
-			verdict: scan.Broken,
-			want:    []findingKey{{scan.DigestMismatch, arm.Digest.String(), "linux/arm64/v8"}},
+			verdict: types.Broken,
+			want:    []findingKey{{types.DigestMismatch, arm.Digest.String(), "linux/arm64/v8"}},
 		},
 		{
 			name:    "child of another platform missing, all platforms required",
 			ref:     multi.Ref,
 			hook:    hide(manifestPath("multiarch", arm.Digest.String())),
-			verdict: scan.Broken,
-			want:    []findingKey{{scan.ChildMissing, arm.Digest.String(), "linux/arm64/v8"}},
+			verdict: types.Broken,
+			want:    []findingKey{{types.ChildMissing, arm.Digest.String(), "linux/arm64/v8"}},
 		},
 		{
 			name:    "child of another platform missing, linux/amd64 required",
 			ref:     multi.Ref,
 			hook:    hide(manifestPath("multiarch", arm.Digest.String())),
 			options: []scan.Option{scan.WithPlatforms("linux/amd64")},
-			verdict: scan.OK,
+			verdict: types.OK,
 			want:    []findingKey{},
 		},
 		{
@@ -209,23 +210,23 @@ func TestCheckDamage(t *testing.T) {
 			ref:     multi.Ref,
 			hook:    hide(manifestPath("multiarch", arm.Digest.String())),
 			options: []scan.Option{scan.WithPlatforms("linux/arm64")},
-			verdict: scan.Broken,
-			want:    []findingKey{{scan.ChildMissing, arm.Digest.String(), "linux/arm64/v8"}},
+			verdict: types.Broken,
+			want:    []findingKey{{types.ChildMissing, arm.Digest.String(), "linux/arm64/v8"}},
 		},
 		{
 			name:    "attestation of a required platform",
 			ref:     buildx.Ref,
 			hook:    hide(manifestPath("buildx", bxAtt.Digest.String())),
 			options: []scan.Option{scan.WithPlatforms("linux/amd64")},
-			verdict: scan.AtRisk,
-			want:    []findingKey{{scan.AttestationMissing, bxAtt.Digest.String(), "unknown/unknown"}},
+			verdict: types.AtRisk,
+			want:    []findingKey{{types.AttestationMissing, bxAtt.Digest.String(), "unknown/unknown"}},
 		},
 		{
 			name:    "no child for a required platform",
 			ref:     buildx.Ref,
 			options: []scan.Option{scan.WithPlatforms("linux/arm64", "linux/amd64")},
-			verdict: scan.Broken,
-			want:    []findingKey{{scan.ChildMissing, "", "linux/arm64"}},
+			verdict: types.Broken,
+			want:    []findingKey{{types.ChildMissing, "", "linux/arm64"}},
 		},
 	}
 	for _, tc := range tests {
@@ -263,7 +264,7 @@ func TestCheckFaults(t *testing.T) {
 		name    string
 		ref     string
 		hook    hook
-		verdict scan.Verdict
+		verdict types.Verdict
 		want    []findingKey
 		// requests of a kind and status the scan must have sent.
 		kind, status string
@@ -273,15 +274,15 @@ func TestCheckFaults(t *testing.T) {
 			name:    "503 always",
 			ref:     single.Ref,
 			hook:    failFirst(repo, -1, http.StatusServiceUnavailable, nil),
-			verdict: scan.Unknown,
-			want:    []findingKey{{scan.RegistryFault, "", ""}},
+			verdict: types.Unknown,
+			want:    []findingKey{{types.RegistryFault, "", ""}},
 			kind:    "manifest-head", status: "503", count: 3, // WithRetry(3, ...)
 		},
 		{
 			name:    "503 twice",
 			ref:     single.Ref,
 			hook:    failFirst(repo, 2, http.StatusServiceUnavailable, nil),
-			verdict: scan.OK,
+			verdict: types.OK,
 			want:    []findingKey{},
 			kind:    "manifest-head", status: "503", count: 2,
 		},
@@ -289,8 +290,8 @@ func TestCheckFaults(t *testing.T) {
 			name:    "503 always on a blob",
 			ref:     single.Ref,
 			hook:    failFirst(blobPath("single", single.Blobs[1]), -1, http.StatusServiceUnavailable, nil),
-			verdict: scan.Unknown,
-			want:    []findingKey{{scan.RegistryFault, single.Blobs[1].String(), ""}},
+			verdict: types.Unknown,
+			want:    []findingKey{{types.RegistryFault, single.Blobs[1].String(), ""}},
 			kind:    "blob-head", status: "503", count: 3,
 		},
 		{
@@ -300,10 +301,10 @@ func TestCheckFaults(t *testing.T) {
 				failFirst(manifestPath("multiarch", tr.fixture("multiarch").Children[0].Digest.String()), -1, http.StatusServiceUnavailable, nil),
 				hide(manifestPath("multiarch", tr.fixture("multiarch").Children[1].Digest.String())),
 			),
-			verdict: scan.Broken,
+			verdict: types.Broken,
 			want: []findingKey{
-				{scan.ChildMissing, tr.fixture("multiarch").Children[1].Digest.String(), "linux/arm64/v8"},
-				{scan.RegistryFault, tr.fixture("multiarch").Children[0].Digest.String(), "linux/amd64"},
+				{types.ChildMissing, tr.fixture("multiarch").Children[1].Digest.String(), "linux/arm64/v8"},
+				{types.RegistryFault, tr.fixture("multiarch").Children[0].Digest.String(), "linux/amd64"},
 			},
 			kind: "manifest-get", status: "503", count: 3,
 		},
@@ -311,7 +312,7 @@ func TestCheckFaults(t *testing.T) {
 			name:    "429 with Retry-After once",
 			ref:     single.Ref,
 			hook:    failFirst(repo, 1, http.StatusTooManyRequests, http.Header{"Retry-After": {"1"}}),
-			verdict: scan.OK,
+			verdict: types.OK,
 			want:    []findingKey{},
 			kind:    "manifest-head", status: "429", count: 1,
 		},
@@ -319,39 +320,39 @@ func TestCheckFaults(t *testing.T) {
 			name:    "429 always",
 			ref:     single.Ref,
 			hook:    failFirst(repo, -1, http.StatusTooManyRequests, nil),
-			verdict: scan.Unknown,
-			want:    []findingKey{{scan.RateLimited, "", ""}},
+			verdict: types.Unknown,
+			want:    []findingKey{{types.RateLimited, "", ""}},
 			kind:    "manifest-head", status: "429", count: 3,
 		},
 		{
 			name:    "401 on the repository",
 			ref:     single.Ref,
 			hook:    failFirst(repo, -1, http.StatusUnauthorized, basic),
-			verdict: scan.Unknown,
-			want:    []findingKey{{scan.Unauthorized, "", ""}},
+			verdict: types.Unknown,
+			want:    []findingKey{{types.Unauthorized, "", ""}},
 			kind:    "manifest-head", status: "401", count: 1,
 		},
 		{
 			name:    "401 on everything, ping included",
 			ref:     single.Ref,
 			hook:    failFirst("/v2/", -1, http.StatusUnauthorized, basic),
-			verdict: scan.Unknown,
-			want:    []findingKey{{scan.Unauthorized, "", ""}},
+			verdict: types.Unknown,
+			want:    []findingKey{{types.Unauthorized, "", ""}},
 			kind:    "ping", status: "401", count: 1,
 		},
 		{
 			name:    "403 on a blob",
 			ref:     single.Ref,
 			hook:    failFirst(blobPath("single", single.Blobs[0]), -1, http.StatusForbidden, nil),
-			verdict: scan.Unknown,
-			want:    []findingKey{{scan.Forbidden, single.Blobs[0].String(), ""}},
+			verdict: types.Unknown,
+			want:    []findingKey{{types.Forbidden, single.Blobs[0].String(), ""}},
 			kind:    "blob-head", status: "403", count: 1,
 		},
 		{
 			name:    "unreachable",
 			ref:     closedAddr(t) + "/fx/single:v1",
-			verdict: scan.Unknown,
-			want:    []findingKey{{scan.Unreachable, "", ""}},
+			verdict: types.Unknown,
+			want:    []findingKey{{types.Unreachable, "", ""}},
 			kind:    "ping", status: "error", count: 3,
 		},
 	}
@@ -359,7 +360,7 @@ func TestCheckFaults(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tr.setHook(tc.hook)
 			defer tr.setHook(nil)
-			res, err := scan.Run(context.Background(), []scan.Target{{Ref: tc.ref}}, opts()...)
+			res, err := scan.Run(context.Background(), []types.Target{{Ref: tc.ref}}, opts()...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -371,7 +372,7 @@ func TestCheckFaults(t *testing.T) {
 				t.Errorf("verdict %s, want %s", im.Verdict, tc.verdict)
 			}
 			for _, f := range im.Findings {
-				if f.Code.Fault() && f.Severity != scan.SeverityWarning {
+				if f.Code.Fault() && f.Severity != types.SeverityWarning {
 					t.Errorf("fault %+v: severity %s, want warning", f, f.Severity)
 				}
 			}
@@ -387,8 +388,8 @@ func TestRunInvalidReference(t *testing.T) {
 	tr := newRegistry(t)
 	single := tr.fixture("single")
 	bad := "Not A/Reference::"
-	res, err := scan.Run(context.Background(), []scan.Target{
-		{Ref: bad, Uses: []scan.Use{{Source: "file", File: "a.yaml", Line: 3}}},
+	res, err := scan.Run(context.Background(), []types.Target{
+		{Ref: bad, Uses: []types.Use{{Source: "file", File: "a.yaml", Line: 3}}},
 		{Ref: single.Ref},
 	}, opts()...)
 	if err != nil {
@@ -398,16 +399,16 @@ func TestRunInvalidReference(t *testing.T) {
 		t.Fatalf("%d images, want 2", len(res.Images))
 	}
 	inv := res.Images[0]
-	if inv.Reference != bad || inv.Verdict != scan.Broken || !reflect.DeepEqual(keys(inv.Findings), []findingKey{{scan.InvalidReference, "", ""}}) {
+	if inv.Reference != bad || inv.Verdict != types.Broken || !reflect.DeepEqual(keys(inv.Findings), []findingKey{{types.InvalidReference, "", ""}}) {
 		t.Errorf("invalid reference: %+v", inv)
 	}
-	if want := []scan.Use{{Source: "file", File: "a.yaml", Line: 3}}; !reflect.DeepEqual(inv.Uses, want) {
+	if want := []types.Use{{Source: "file", File: "a.yaml", Line: 3}}; !reflect.DeepEqual(inv.Uses, want) {
 		t.Errorf("uses %+v, want %+v", inv.Uses, want)
 	}
-	if ok := res.Images[1]; ok.Verdict != scan.OK || ok.Digest != single.Digest.String() {
+	if ok := res.Images[1]; ok.Verdict != types.OK || ok.Digest != single.Digest.String() {
 		t.Errorf("the valid reference after it: %+v", ok)
 	}
-	if c := res.Count(); c[scan.Broken] != 1 || c[scan.OK] != 1 {
+	if c := res.Count(); c[types.Broken] != 1 || c[types.OK] != 1 {
 		t.Errorf("count %v", c)
 	}
 }
@@ -417,11 +418,11 @@ func TestRunInvalidReference(t *testing.T) {
 // for once, and each reference is one Image with every use.
 func TestRunAsksOnce(t *testing.T) {
 	tr := newRegistry(t)
-	base := static.NewLayer([]byte("shared base"), types.DockerLayer)
+	base := static.NewLayer([]byte("shared base"), ggcrtypes.DockerLayer)
 	var digests []v1.Hash
 	distinct := map[v1.Hash]bool{}
 	for _, tag := range []string{"a", "b"} {
-		img, err := mutate.AppendLayers(empty.Image, base, static.NewLayer([]byte("app "+tag), types.DockerLayer))
+		img, err := mutate.AppendLayers(empty.Image, base, static.NewLayer([]byte("app "+tag), ggcrtypes.DockerLayer))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -444,15 +445,15 @@ func TestRunAsksOnce(t *testing.T) {
 	if len(distinct) != 5 {
 		t.Fatalf("%d distinct blobs, want 5 (base, two layers, two configs)", len(distinct))
 	}
-	useA1 := scan.Use{Source: "file", File: "a.yaml", Line: 1}
-	useA2 := scan.Use{Source: "cluster", Namespace: "ns", Name: "web", Container: "app"}
-	useB := scan.Use{Source: "args"}
-	useD := scan.Use{Source: "args"}
-	res, err := scan.Run(context.Background(), []scan.Target{
-		{Ref: tr.ref("shared", "a"), Uses: []scan.Use{useA1}},
-		{Ref: tr.ref("shared", "b"), Uses: []scan.Use{useB}},
-		{Ref: " " + tr.ref("shared", "a"), Uses: []scan.Use{useA2}},
-		{Ref: tr.at("shared", digests[0]), Uses: []scan.Use{useD}},
+	useA1 := types.Use{Source: "file", File: "a.yaml", Line: 1}
+	useA2 := types.Use{Source: "cluster", Namespace: "ns", Name: "web", Container: "app"}
+	useB := types.Use{Source: "args"}
+	useD := types.Use{Source: "args"}
+	res, err := scan.Run(context.Background(), []types.Target{
+		{Ref: tr.ref("shared", "a"), Uses: []types.Use{useA1}},
+		{Ref: tr.ref("shared", "b"), Uses: []types.Use{useB}},
+		{Ref: " " + tr.ref("shared", "a"), Uses: []types.Use{useA2}},
+		{Ref: tr.at("shared", digests[0]), Uses: []types.Use{useD}},
 	}, opts()...)
 	if err != nil {
 		t.Fatal(err)
@@ -461,11 +462,11 @@ func TestRunAsksOnce(t *testing.T) {
 		t.Fatalf("%d images, want 3: %+v", len(res.Images), res.Images)
 	}
 	a, b, d := res.Images[0], res.Images[1], res.Images[2]
-	if !reflect.DeepEqual(a.Uses, []scan.Use{useA1, useA2}) || !reflect.DeepEqual(b.Uses, []scan.Use{useB}) || !reflect.DeepEqual(d.Uses, []scan.Use{useD}) {
+	if !reflect.DeepEqual(a.Uses, []types.Use{useA1, useA2}) || !reflect.DeepEqual(b.Uses, []types.Use{useB}) || !reflect.DeepEqual(d.Uses, []types.Use{useD}) {
 		t.Errorf("uses: a %+v, b %+v, digest %+v", a.Uses, b.Uses, d.Uses)
 	}
 	for i, im := range res.Images {
-		if im.Verdict != scan.OK {
+		if im.Verdict != types.OK {
 			t.Errorf("image %d %s: %s %+v", i, im.Reference, im.Verdict, im.Findings)
 		}
 	}
@@ -499,12 +500,12 @@ func TestHeadNotAllowed(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fx := tr.fixture(tc.name)
-			res, err := scan.Run(context.Background(), []scan.Target{{Ref: fx.Ref}}, opts()...)
+			res, err := scan.Run(context.Background(), []types.Target{{Ref: fx.Ref}}, opts()...)
 			if err != nil {
 				t.Fatal(err)
 			}
 			im := res.Images[0]
-			if im.Verdict != scan.OK || im.Digest != fx.Digest.String() || im.MediaType != string(fx.MediaType) {
+			if im.Verdict != types.OK || im.Digest != fx.Digest.String() || im.MediaType != string(fx.MediaType) {
 				t.Errorf("got %s %s (%s) %+v, want ok %s (%s)", im.Verdict, im.Digest, im.MediaType, im.Findings, fx.Digest, fx.MediaType)
 			}
 			if got := requests(res.Requests, "manifest-head", "405"); got != 1 {
@@ -522,9 +523,9 @@ func TestHeadNotAllowed(t *testing.T) {
 func TestConcurrencyBound(t *testing.T) {
 	tr := newRegistry(t)
 	tr.setHook(slow(10 * time.Millisecond))
-	var targets []scan.Target
+	var targets []types.Target
 	for _, fx := range tr.images {
-		targets = append(targets, scan.Target{Ref: fx.Ref})
+		targets = append(targets, types.Target{Ref: fx.Ref})
 	}
 	for _, n := range []int{1, 2} {
 		t.Run(fmt.Sprintf("limit %d", n), func(t *testing.T) {
@@ -533,7 +534,7 @@ func TestConcurrencyBound(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if c := res.Count(); c[scan.OK] != len(targets) {
+			if c := res.Count(); c[types.OK] != len(targets) {
 				t.Fatalf("verdicts %v, want all ok", c)
 			}
 			if got := tr.maxInflight.Load(); got > int64(n) || got < 1 {
@@ -600,7 +601,7 @@ func TestRunCanceled(t *testing.T) {
 	tr := newRegistry(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := scan.Run(ctx, []scan.Target{{Ref: tr.fixture("single").Ref}}, opts()...)
+	_, err := scan.Run(ctx, []types.Target{{Ref: tr.fixture("single").Ref}}, opts()...)
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("Run: %v, want context.Canceled", err)
 	}
@@ -622,11 +623,11 @@ func TestScannerReuseAfterCancel(t *testing.T) {
 			t.Fatal("Resolve with a canceled context: no error")
 		}
 	}
-	res, err := s.Run(context.Background(), []scan.Target{{Ref: single.Ref}})
+	res, err := s.Run(context.Background(), []types.Target{{Ref: single.Ref}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if im := res.Images[0]; im.Verdict != scan.OK || im.Digest != single.Digest.String() {
+	if im := res.Images[0]; im.Verdict != types.OK || im.Digest != single.Digest.String() {
 		t.Errorf("after a canceled Resolve: %s %s %+v, want ok", im.Verdict, im.Digest, im.Findings)
 	}
 	if d, _, err := s.Resolve(context.Background(), single.Ref); err != nil || d != single.Digest.String() {
@@ -655,7 +656,7 @@ func TestCallerTransport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := keys(im.Findings), []findingKey{{scan.DigestMismatch, single.Digest.String(), ""}}; !reflect.DeepEqual(got, want) {
+	if got, want := keys(im.Findings), []findingKey{{types.DigestMismatch, single.Digest.String(), ""}}; !reflect.DeepEqual(got, want) {
 		t.Errorf("findings %+v, want %+v", got, want)
 	}
 }
@@ -673,10 +674,10 @@ func TestFindingOrder(t *testing.T) {
 	tr.setHook(hide(paths...))
 	var want []findingKey
 	for _, b := range img.Blobs {
-		want = append(want, findingKey{scan.BlobMissing, b.String(), "linux/amd64"})
+		want = append(want, findingKey{types.BlobMissing, b.String(), "linux/amd64"})
 	}
 	for _, b := range att.Blobs {
-		want = append(want, findingKey{scan.AttestationMissing, b.String(), "unknown/unknown"})
+		want = append(want, findingKey{types.AttestationMissing, b.String(), "unknown/unknown"})
 	}
 	// Within one severity and platform, by digest.
 	sortKeys := func(ks []findingKey) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/regcheck/regcheck/types"
 	"net/http"
 	"net/url"
 	"strings"
@@ -139,7 +140,7 @@ func (s *Scanner) Tagged(ctx context.Context, ref string) (bool, error) {
 			case err == nil && got.Digest == want:
 				found.Store(true)
 				cancel()
-			case err != nil && !errors.Is(err, ErrNotFound) && !found.Load():
+			case err != nil && !errors.Is(err, types.ErrNotFound) && !found.Load():
 				mu.Lock()
 				errs = append(errs, err)
 				mu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/regcheck/regcheck/types"
 	"io"
 	"log/slog"
 	"net"
@@ -25,7 +26,7 @@ import (
 type counter struct {
 	next http.RoundTripper
 	mu   sync.Mutex
-	n    map[RequestCount]int
+	n    map[types.RequestCount]int
 }
 
 var _ http.RoundTripper = (*counter)(nil)
@@ -36,17 +37,17 @@ func (c *counter) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err == nil {
 		status = strconv.Itoa(resp.StatusCode)
 	}
-	k := RequestCount{Host: req.URL.Host, Kind: requestKind(req), Status: status}
+	k := types.RequestCount{Host: req.URL.Host, Kind: requestKind(req), Status: status}
 	c.mu.Lock()
 	c.n[k]++
 	c.mu.Unlock()
 	return resp, err
 }
 
-func (c *counter) counts() []RequestCount {
+func (c *counter) counts() []types.RequestCount {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make([]RequestCount, 0, len(c.n))
+	out := make([]types.RequestCount, 0, len(c.n))
 	for k, n := range c.n {
 		k.Count = n
 		out = append(out, k)
@@ -281,7 +282,7 @@ func buildTransport(o *options) layers {
 		unverified.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // only for hosts the user named
 		base = hostTLS{next: def, unverified: unverified, insecure: o.insecure}
 	}
-	c := &counter{next: tracer{next: base, log: o.logger}, n: map[RequestCount]int{}}
+	c := &counter{next: tracer{next: base, log: o.logger}, n: map[types.RequestCount]int{}}
 	limits := &rateLimits{next: c, maxPulls: o.maxPulls}
 	rt := &retry.Transport{Next: limits, Attempts: o.attempts, Base: o.backoff, Max: o.maxBackoff}
 	pings := &pingCache{next: rt}

@@ -2,6 +2,7 @@ package scan
 
 import (
 	"errors"
+	"github.com/regcheck/regcheck/types"
 	"net/http"
 	"strings"
 	"testing"
@@ -65,7 +66,7 @@ func TestBuildTransportGuards(t *testing.T) {
 	if next.calls != 1 {
 		t.Errorf("%d requests went out, want 1 (the insecure host's)", next.calls)
 	}
-	if got := cnt.counts(); len(got) != 1 || got[0] != (RequestCount{Host: "reg.internal:5000", Kind: "ping", Status: "200", Count: 1}) {
+	if got := cnt.counts(); len(got) != 1 || got[0] != (types.RequestCount{Host: "reg.internal:5000", Kind: "ping", Status: "200", Count: 1}) {
 		t.Errorf("counted %+v", got)
 	}
 }

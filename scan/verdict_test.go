@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/pem"
 	"fmt"
+	"github.com/regcheck/regcheck/types"
 	"io"
 	"log"
 	"net/http"
@@ -23,7 +24,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
 
-	"github.com/regcheck/regcheck/internal/fixture"
+	"github.com/regcheck/regcheck/internal/testing/fixture"
 	"github.com/regcheck/regcheck/scan"
 )
 
@@ -45,92 +46,92 @@ func TestVerdictsUnderFaults(t *testing.T) {
 		ref     string
 		hook    hook
 		options []scan.Option
-		verdict scan.Verdict
+		verdict types.Verdict
 		want    []findingKey
 	}{
 		{
 			name:    "ping answers 404 (a proxy, an outage)",
 			ref:     single.Ref,
 			hook:    answerPath("/v2/", http.StatusNotFound),
-			verdict: scan.Unknown,
-			want:    []findingKey{{scan.PingFailed, "", ""}},
+			verdict: types.Unknown,
+			want:    []findingKey{{types.PingFailed, "", ""}},
 		},
 		{
 			name:    "token realm answers 404",
 			ref:     single.Ref,
 			hook:    chain(bearerChallenge(), answerPath("/token", http.StatusNotFound)),
-			verdict: scan.Unknown,
-			want:    []findingKey{{scan.TokenFailed, "", ""}},
+			verdict: types.Unknown,
+			want:    []findingKey{{types.TokenFailed, "", ""}},
 		},
 		{
 			name:    "manifest body cut short once",
 			ref:     single.Ref,
 			hook:    cutShort(manifestPath("single", single.Digest.String()), 1),
-			verdict: scan.OK,
+			verdict: types.OK,
 			want:    []findingKey{},
 		},
 		{
 			name:    "manifest body cut short every time",
 			ref:     single.Ref,
 			hook:    cutShort(manifestPath("single", single.Digest.String()), -1),
-			verdict: scan.Unknown,
-			want:    []findingKey{{scan.BadResponse, single.Digest.String(), ""}},
+			verdict: types.Unknown,
+			want:    []findingKey{{types.BadResponse, single.Digest.String(), ""}},
 		},
 		{
 			name:    "child body cut short every time",
 			ref:     multi.Ref,
 			hook:    cutShort(manifestPath("multiarch", amd.Digest.String()), -1),
-			verdict: scan.Unknown,
-			want:    []findingKey{{scan.BadResponse, amd.Digest.String(), "linux/amd64"}},
+			verdict: types.Unknown,
+			want:    []findingKey{{types.BadResponse, amd.Digest.String(), "linux/amd64"}},
 		},
 		{
 			name:    "tag answers a JSON page that is not a manifest",
 			ref:     single.Ref,
 			hook:    servePage(manifestPath("single", "v1"), `{"status":"ok","items":[]}`),
-			verdict: scan.Unknown,
-			want:    []findingKey{{scan.BadResponse, "", ""}},
+			verdict: types.Unknown,
+			want:    []findingKey{{types.BadResponse, "", ""}},
 		},
 		{
 			name:    "blobs redirected to another host",
 			ref:     multi.Ref,
 			hook:    other.redirect("/v2/"+prefix+"multiarch/blobs/", http.StatusTemporaryRedirect),
-			verdict: scan.OK,
+			verdict: types.OK,
 			want:    []findingKey{},
 		},
 		{
 			name:    "blobs redirected with 302",
 			ref:     single.Ref,
 			hook:    other.redirect(repo+"blobs/", http.StatusFound),
-			verdict: scan.OK,
+			verdict: types.OK,
 			want:    []findingKey{},
 		},
 		{
 			name:    "a redirect target's 404 is not the registry's",
 			ref:     single.Ref,
 			hook:    other.redirectTo(repo+"blobs/"+single.Blobs[0].String(), "/missing"),
-			verdict: scan.Unknown,
-			want:    []findingKey{{scan.RegistryFault, single.Blobs[0].String(), ""}},
+			verdict: types.Unknown,
+			want:    []findingKey{{types.RegistryFault, single.Blobs[0].String(), ""}},
 		},
 		{
 			name:    "the registry's storage says the object does not exist",
 			ref:     single.Ref,
 			hook:    other.redirectTo(repo+"blobs/"+single.Blobs[0].String(), "/s3/missing"),
-			verdict: scan.Broken,
-			want:    []findingKey{{scan.BlobMissing, single.Blobs[0].String(), ""}},
+			verdict: types.Broken,
+			want:    []findingKey{{types.BlobMissing, single.Blobs[0].String(), ""}},
 		},
 		{
 			name:    "redirected in a loop",
 			ref:     single.Ref,
 			hook:    redirectLoop(repo + "blobs/" + single.Blobs[0].String()),
-			verdict: scan.Unknown,
-			want:    []findingKey{{scan.RegistryFault, single.Blobs[0].String(), ""}},
+			verdict: types.Unknown,
+			want:    []findingKey{{types.RegistryFault, single.Blobs[0].String(), ""}},
 		},
 		{
 			name:    "503 past the retries, then well: asked again",
 			ref:     single.Ref,
 			hook:    failFirst(repo+"manifests/v1", 4, http.StatusServiceUnavailable, nil),
 			options: []scan.Option{scan.WithReask(time.Millisecond)},
-			verdict: scan.OK,
+			verdict: types.OK,
 			want:    []findingKey{},
 		},
 		{
@@ -138,29 +139,29 @@ func TestVerdictsUnderFaults(t *testing.T) {
 			ref:     single.Ref,
 			hook:    answerFirst("/v2/", http.StatusNotFound, 1),
 			options: []scan.Option{scan.WithReask(time.Millisecond)},
-			verdict: scan.OK,
+			verdict: types.OK,
 			want:    []findingKey{},
 		},
 		{
 			name:    "index child with an invalid digest",
 			ref:     tr.ref("synthetic", "bad-child"),
 			hook:    serveManifest(prefix+"synthetic", "bad-child", badChild),
-			verdict: scan.Unknown,
-			want:    []findingKey{{scan.BadResponse, digestOf(badChild), ""}},
+			verdict: types.Unknown,
+			want:    []findingKey{{types.BadResponse, digestOf(badChild), ""}},
 		},
 		{
 			name:    "index with more children than regcheck walks",
 			ref:     tr.ref("synthetic", "huge"),
 			hook:    serveManifest(prefix+"synthetic", "huge", indexBody(manyChildren(1001)...)),
-			verdict: scan.Unknown,
-			want:    []findingKey{{scan.LimitExceeded, digestOf(indexBody(manyChildren(1001)...)), ""}},
+			verdict: types.Unknown,
+			want:    []findingKey{{types.LimitExceeded, digestOf(indexBody(manyChildren(1001)...)), ""}},
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			tr.setHook(tc.hook)
 			defer tr.setHook(nil)
-			res, err := scan.Run(context.Background(), []scan.Target{{Ref: tc.ref}}, opts(tc.options...)...)
+			res, err := scan.Run(context.Background(), []types.Target{{Ref: tc.ref}}, opts(tc.options...)...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -207,7 +208,7 @@ func TestRedirectKeepsCredentialsHome(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if im.Verdict != scan.OK || len(im.Findings) != 0 {
+	if im.Verdict != types.OK || len(im.Findings) != 0 {
 		t.Fatalf("verdict %s, findings %+v; want ok", im.Verdict, im.Findings)
 	}
 	if authorized.Load() == 0 || other.served.Load() == 0 {
@@ -241,12 +242,12 @@ func TestTLS(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		options []scan.Option
-		verdict scan.Verdict
+		verdict types.Verdict
 		want    []findingKey
 	}{
-		{"no CA", nil, scan.Unknown, []findingKey{{scan.TLSError, "", ""}}},
-		{"with its CA", []scan.Option{scan.WithCAFiles(ca)}, scan.OK, []findingKey{}},
-		{"named insecure", []scan.Option{scan.WithInsecureRegistries(host)}, scan.OK, []findingKey{}},
+		{"no CA", nil, types.Unknown, []findingKey{{types.TLSError, "", ""}}},
+		{"with its CA", []scan.Option{scan.WithCAFiles(ca)}, types.OK, []findingKey{}},
+		{"named insecure", []scan.Option{scan.WithInsecureRegistries(host)}, types.OK, []findingKey{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			im, err := scan.Check(ctx, ref, opts(tc.options...)...)
@@ -269,11 +270,11 @@ func TestReaskCounts(t *testing.T) {
 		failFirst(manifestPath("single", "v1"), 3, http.StatusServiceUnavailable, nil),
 		failFirst(manifestPath("app-a", ""), -1, http.StatusBadGateway, nil),
 	))
-	res, err := scan.Run(context.Background(), []scan.Target{{Ref: single.Ref}, {Ref: app.Ref}}, opts(scan.WithReask(time.Millisecond))...)
+	res, err := scan.Run(context.Background(), []types.Target{{Ref: single.Ref}, {Ref: app.Ref}}, opts(scan.WithReask(time.Millisecond))...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Images[0].Verdict != scan.OK || res.Images[1].Verdict != scan.Unknown {
+	if res.Images[0].Verdict != types.OK || res.Images[1].Verdict != types.Unknown {
 		t.Errorf("verdicts %s and %s, want ok and unknown", res.Images[0].Verdict, res.Images[1].Verdict)
 	}
 	if res.Reasked != 2 || res.Recovered != 1 {

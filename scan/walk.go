@@ -2,9 +2,9 @@ package scan
 
 import (
 	"context"
+	"github.com/regcheck/regcheck/types"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/regcheck/regcheck/walk"
 )
@@ -31,19 +31,10 @@ func (r remote) Blob(ctx context.Context, repo name.Repository, digest string) e
 }
 
 // walkImage walks one parsed reference into im.
-func (s *Scanner) walkImage(ctx context.Context, ref name.Reference, im *Image) {
+func (s *Scanner) walkImage(ctx context.Context, ref name.Reference, im *types.Image) {
 	got := s.walker.Walk(ctx, ref)
 	im.Digest, im.MediaType = got.Digest, got.MediaType
 	im.Findings = append(im.Findings, got.Findings...)
 	im.Manifests, im.Blobs, im.Tree = got.Manifests, got.Blobs, got.Tree
-	im.Verdict = verdict(im.Findings)
+	im.Verdict = types.VerdictOf(im.Findings)
 }
-
-// IsAttestation is walk.IsAttestation.
-func IsAttestation(d ocispec.Descriptor) bool { return walk.IsAttestation(d) }
-
-// IsForeignLayer is walk.IsForeignLayer.
-func IsForeignLayer(mediaType string) bool { return walk.IsForeignLayer(mediaType) }
-
-// PlatformString is walk.PlatformString.
-func PlatformString(p *ocispec.Platform) string { return walk.PlatformString(p) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/regcheck/regcheck/types"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -28,21 +29,21 @@ func (m mapReader) Resolve(_ context.Context, repo name.Repository, tag string) 
 	if d, ok := m.tags[repo.Name()+":"+tag]; ok {
 		return walk.Descriptor{Digest: d}, nil
 	}
-	return walk.Descriptor{}, fmt.Errorf("tag %s: %w", tag, scan.ErrNotFound)
+	return walk.Descriptor{}, fmt.Errorf("tag %s: %w", tag, types.ErrNotFound)
 }
 
 func (m mapReader) Manifest(_ context.Context, repo name.Repository, d string) (walk.Manifest, error) {
 	if mf, ok := m.manifests[repo.Name()+"@"+d]; ok {
 		return mf, nil
 	}
-	return walk.Manifest{}, fmt.Errorf("manifest %s: %w", d, scan.ErrNotFound)
+	return walk.Manifest{}, fmt.Errorf("manifest %s: %w", d, types.ErrNotFound)
 }
 
 func (m mapReader) Blob(_ context.Context, repo name.Repository, d string) error {
 	if m.blobs[repo.Name()+"@"+d] {
 		return nil
 	}
-	return fmt.Errorf("blob %s: %w", d, scan.ErrNotFound)
+	return fmt.Errorf("blob %s: %w", d, types.ErrNotFound)
 }
 
 // noHTTP fails, and counts, every request.
@@ -74,14 +75,14 @@ func TestWithReader(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	res, err := s.Run(ctx, []scan.Target{{Ref: "reg.example/app:v1"}, {Ref: "reg.example/app@" + dg('a')}, {Ref: "reg.example/app:v2"}})
+	res, err := s.Run(ctx, []types.Target{{Ref: "reg.example/app:v1"}, {Ref: "reg.example/app@" + dg('a')}, {Ref: "reg.example/app:v2"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, want := range []struct {
-		verdict scan.Verdict
-		code    scan.Code
-	}{{scan.Broken, scan.ChildMissing}, {scan.OK, ""}, {scan.Broken, scan.TagMissing}} {
+		verdict types.Verdict
+		code    types.Code
+	}{{types.Broken, types.ChildMissing}, {types.OK, ""}, {types.Broken, types.TagMissing}} {
 		im := res.Images[i]
 		if im.Verdict != want.verdict || (want.code != "" && (len(im.Findings) != 1 || im.Findings[0].Code != want.code)) {
 			t.Errorf("%s: %s %+v, want %s %s", im.Reference, im.Verdict, im.Findings, want.verdict, want.code)

@@ -32,3 +32,9 @@ func ShortDigest(d string) string {
 	}
 	return d
 }
+
+// NewAdvisedFinding makes a finding with the code's severity and the message
+// and advice given, for findings whose advice depends on more than the code.
+func NewAdvisedFinding(c Code, digest, platform, message, advice string) Finding {
+	return Finding{Code: c, Severity: c.Severity(), Digest: digest, Platform: platform, Message: message, Advice: advice}
+}

@@ -35,8 +35,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/regcheck/regcheck/internal/fixture"
-	"github.com/regcheck/regcheck/internal/testregistry"
+	"github.com/regcheck/regcheck/internal/testing/fixture"
+	"github.com/regcheck/regcheck/internal/testing/registry"
 )
 
 func main() {
@@ -62,7 +62,7 @@ func main() {
 func step(format string, args ...any) { fmt.Printf("\n==> "+format+"\n", args...) }
 
 func run(ctx context.Context, regcheck, addr, manifests string, extra []string) error {
-	bin, err := testregistry.Binary(testregistry.V2)
+	bin, err := registry.Binary(registry.V2)
 	if err != nil {
 		return err
 	}
@@ -73,7 +73,7 @@ func run(ctx context.Context, regcheck, addr, manifests string, extra []string) 
 	defer os.RemoveAll(dir)
 
 	step("starting docker/distribution v2.8.3 on %s (storage in %s)", addr, dir)
-	reg, err := testregistry.Start(ctx, bin, dir, addr)
+	reg, err := registry.Start(ctx, bin, dir, addr)
 	if err != nil {
 		return fmt.Errorf("%w\n(is something else listening on %s? pass -addr, and edit the example manifests to match)", err, addr)
 	}

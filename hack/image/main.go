@@ -1,7 +1,7 @@
 // Command image builds regcheck's container image without a Docker engine
 // (what `make image` runs): a static binary (CGO_ENABLED=0, -trimpath) per
 // platform, the build machine's CA bundle and a non-root user, assembled by
-// internal/ociimage with fixed timestamps, so that the same sources, Go
+// hack/image/ociimage with fixed timestamps, so that the same sources, Go
 // toolchain and CA bundle give the same digest. It pushes the image (an
 // index for several platforms) to -push, or writes an OCI layout to
 // -layout, and prints REF@DIGEST.
@@ -31,7 +31,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/regcheck/regcheck/internal/ociimage"
+	"github.com/regcheck/regcheck/hack/image/ociimage"
 )
 
 type flags struct {

@@ -3,6 +3,8 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"github.com/regcheck/regcheck/storage"
+	"github.com/regcheck/regcheck/types"
 	"io"
 
 	"github.com/regcheck/regcheck/cluster"
@@ -128,7 +130,7 @@ func runGCCheck(cmd *cobra.Command, s Streams, g *globals, f *gcCheckFlags) erro
 	if f.storage == "" {
 		return runGCCheckAPI(cmd, s, g, f, model, assumed, render, targets, incomplete)
 	}
-	st, err := gc.Open(f.storage)
+	st, err := storage.Open(f.storage)
 	if err != nil {
 		return usageError(fmt.Errorf("--storage: %w", err))
 	}
@@ -158,7 +160,7 @@ func gcCheckReport(s Streams, g *globals, rep *gc.Report, err error, render func
 	}
 	if len(rep.WouldBreak)+len(rep.AlreadyBroken) > 0 {
 		for _, e := range append(append([]gc.Entry{}, rep.WouldBreak...), rep.AlreadyBroken...) {
-			if e.Verdict == scan.Broken {
+			if e.Verdict == types.Broken {
 				return &exitError{code: ExitFindings}
 			}
 		}
@@ -170,7 +172,7 @@ func gcCheckReport(s Streams, g *globals, rep *gc.Report, err error, render func
 }
 
 // runGCCheckAPI is API mode: no storage, the registries' API.
-func runGCCheckAPI(cmd *cobra.Command, s Streams, g *globals, f *gcCheckFlags, model gc.Model, assumed bool, render func(io.Writer, *gc.Report) error, targets []scan.Target, incomplete bool) error {
+func runGCCheckAPI(cmd *cobra.Command, s Streams, g *globals, f *gcCheckFlags, model gc.Model, assumed bool, render func(io.Writer, *gc.Report) error, targets []types.Target, incomplete bool) error {
 	if len(targets) == 0 && f.host == "" {
 		if incomplete {
 			return &exitError{code: ExitIncomplete, err: errors.New("no image references could be read")}
@@ -191,7 +193,7 @@ func runGCCheckAPI(cmd *cobra.Command, s Streams, g *globals, f *gcCheckFlags, m
 // and with --cluster or --from-records every workload's image and every
 // digest a container runs or ran (a GC that deletes it breaks the next
 // reschedule, and any rollback).
-func gcCheckTargets(cmd *cobra.Command, s Streams, g *globals, f *gcCheckFlags) ([]scan.Target, bool, error) {
+func gcCheckTargets(cmd *cobra.Command, s Streams, g *globals, f *gcCheckFlags) ([]types.Target, bool, error) {
 	targets, incomplete := f.read(s.In, g.logger)
 	if f.cluster {
 		kt, err := f.kube.connect()
@@ -211,10 +213,10 @@ func gcCheckTargets(cmd *cobra.Command, s Streams, g *globals, f *gcCheckFlags) 
 			return nil, false, usageError(fmt.Errorf("--from-records: %w", err))
 		}
 		for _, r := range h.Records {
-			use := scan.Use{Source: "records", Kind: r.OwnerKind, Namespace: r.Namespace, Name: r.OwnerName, Container: r.Container, Pod: r.Pod, Node: r.Node, RunningDigest: r.Digest}
-			targets = append(targets, scan.Target{Ref: r.Image, Uses: []scan.Use{use}})
+			use := types.Use{Source: "records", Kind: r.OwnerKind, Namespace: r.Namespace, Name: r.OwnerName, Container: r.Container, Pod: r.Pod, Node: r.Node, RunningDigest: r.Digest}
+			targets = append(targets, types.Target{Ref: r.Image, Uses: []types.Use{use}})
 			if r.Digest != "" {
-				targets = append(targets, scan.Target{Ref: cluster.RunningRef(r.Image, r.Digest), Uses: []scan.Use{use}})
+				targets = append(targets, types.Target{Ref: cluster.RunningRef(r.Image, r.Digest), Uses: []types.Use{use}})
 			}
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/regcheck/regcheck/types"
+	"github.com/regcheck/regcheck/yamlfile"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -14,9 +16,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/regcheck/regcheck/manifest"
 	"github.com/regcheck/regcheck/render"
-	"github.com/regcheck/regcheck/scan"
 )
 
 // inputs says where image references come from.
@@ -29,7 +29,7 @@ type inputs struct {
 
 // read returns targets, logging each problem with an input (logInputErrors)
 // and reporting whether one makes the run incomplete (the second result).
-func (in inputs) read(stdin io.Reader, logger *slog.Logger) ([]scan.Target, bool) {
+func (in inputs) read(stdin io.Reader, logger *slog.Logger) ([]types.Target, bool) {
 	targets, problems := in.collect(stdin)
 	return targets, logInputErrors(logger, problems)
 }
@@ -38,11 +38,11 @@ func (in inputs) read(stdin io.Reader, logger *slog.Logger) ([]scan.Target, bool
 // every problem with an input as a scan.InputError beside what could be
 // read: one bad file never stops the run. A Helm template or a path that
 // is not a regular file is a notice.
-func (in inputs) collect(stdin io.Reader) ([]scan.Target, []scan.InputError) {
-	var out []scan.Target
-	var problems []scan.InputError
+func (in inputs) collect(stdin io.Reader) ([]types.Target, []types.InputError) {
+	var out []types.Target
+	var problems []types.InputError
 	for _, a := range in.args {
-		out = append(out, scan.Target{Ref: a, Uses: []scan.Use{{Source: "args"}}})
+		out = append(out, types.Target{Ref: a, Uses: []types.Use{{Source: "args"}}})
 	}
 	if in.imagesFrom != "" {
 		t, err := readImageList(in.imagesFrom, stdin)
@@ -52,7 +52,7 @@ func (in inputs) collect(stdin io.Reader) ([]scan.Target, []scan.InputError) {
 		}
 	}
 	for _, path := range in.filenames {
-		var imgs []manifest.Image
+		var imgs []yamlfile.Image
 		var errs []error
 		if path == "-" {
 			imgs, errs = readManifestStdin(stdin)
@@ -63,7 +63,7 @@ func (in inputs) collect(stdin io.Reader) ([]scan.Target, []scan.InputError) {
 			problems = append(problems, inputError(path, err))
 		}
 		for _, img := range imgs {
-			out = append(out, scan.Target{Ref: img.Ref, Uses: []scan.Use{{
+			out = append(out, types.Target{Ref: img.Ref, Uses: []types.Use{{
 				Source: "file", File: img.File, Line: img.Line, Kind: img.Kind,
 				Namespace: img.Namespace, Name: img.Name, Container: img.Container, PullPolicy: img.PullPolicy,
 			}}})
@@ -87,26 +87,26 @@ func addHelmValues(fl *pflag.FlagSet, into *[]string) {
 	fl.StringArrayVar(into, "helm-values", nil, "values file for the Helm charts found, after each chart's values.yaml, as helm -f (repeatable; CHART=FILE for the chart in folder CHART only)")
 }
 
-// readStdin reads standard input whole, up to manifest.MaxFileSize bytes:
+// readStdin reads standard input whole, up to yamlfile.MaxFileSize bytes:
 // more is an error, as for a file.
 func readStdin(stdin io.Reader) ([]byte, error) {
-	data, err := io.ReadAll(io.LimitReader(stdin, manifest.MaxFileSize+1))
+	data, err := io.ReadAll(io.LimitReader(stdin, yamlfile.MaxFileSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("reading stdin: %w", err)
 	}
-	if len(data) > manifest.MaxFileSize {
-		return nil, &fs.PathError{Op: "read", Path: "stdin", Err: manifest.ErrTooLarge}
+	if len(data) > yamlfile.MaxFileSize {
+		return nil, &fs.PathError{Op: "read", Path: "stdin", Err: yamlfile.ErrTooLarge}
 	}
 	return data, nil
 }
 
 // readManifestStdin reads manifests from standard input.
-func readManifestStdin(stdin io.Reader) ([]manifest.Image, []error) {
+func readManifestStdin(stdin io.Reader) ([]yamlfile.Image, []error) {
 	data, err := readStdin(stdin)
 	if err != nil {
 		return nil, []error{err}
 	}
-	imgs, err := manifest.Parse("stdin", data)
+	imgs, err := yamlfile.Parse("stdin", data)
 	if err != nil {
 		return nil, []error{err}
 	}
@@ -116,11 +116,11 @@ func readManifestStdin(stdin io.Reader) ([]manifest.Image, []error) {
 // inputError turns a problem reading the input named source into a
 // scan.InputError naming the file (and line) concerned: a parse error its
 // file:line, a problem in a folder the file in it.
-func inputError(source string, err error) scan.InputError {
-	ie := scan.InputError{Source: source, Message: err.Error()}
+func inputError(source string, err error) types.InputError {
+	ie := types.InputError{Source: source, Message: err.Error()}
 	var (
-		skip  *manifest.SkipError
-		parse *manifest.ParseError
+		skip  *yamlfile.SkipError
+		parse *yamlfile.ParseError
 		rerr  *render.Error
 		pe    *fs.PathError
 		line  *lineError
@@ -219,7 +219,7 @@ func mustExist(flag, path string) error {
 // logInputErrors logs each input problem: a notice as a warning, an input
 // not read as an error. It reports whether any was not a notice: the run
 // is then incomplete.
-func logInputErrors(logger *slog.Logger, ies []scan.InputError) (incomplete bool) {
+func logInputErrors(logger *slog.Logger, ies []types.InputError) (incomplete bool) {
 	for _, ie := range ies {
 		loc := ie.Source
 		if ie.Line > 0 {
@@ -237,8 +237,8 @@ func logInputErrors(logger *slog.Logger, ies []scan.InputError) (incomplete bool
 
 // readImageList reads one reference per line; # starts a comment; "-" is
 // stdin. A file is read only if it is a regular file (or a symlink to one);
-// a file or stdin larger than manifest.MaxFileSize is not read at all.
-func readImageList(path string, stdin io.Reader) ([]scan.Target, error) {
+// a file or stdin larger than yamlfile.MaxFileSize is not read at all.
+func readImageList(path string, stdin io.Reader) ([]types.Target, error) {
 	name := "stdin"
 	var data []byte
 	var err error
@@ -246,12 +246,12 @@ func readImageList(path string, stdin io.Reader) ([]scan.Target, error) {
 		data, err = readStdin(stdin)
 	} else {
 		name = path
-		data, err = manifest.ReadFile(path)
+		data, err = yamlfile.ReadFile(path)
 	}
 	if err != nil {
 		return nil, err
 	}
-	var out []scan.Target
+	var out []types.Target
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	line := 1
 	for ; sc.Scan(); line++ {
@@ -263,7 +263,7 @@ func readImageList(path string, stdin io.Reader) ([]scan.Target, error) {
 		if text == "" {
 			continue
 		}
-		out = append(out, scan.Target{Ref: text, Uses: []scan.Use{{Source: "images-from", File: name, Line: line}}})
+		out = append(out, types.Target{Ref: text, Uses: []types.Use{{Source: "images-from", File: name, Line: line}}})
 	}
 	if err := sc.Err(); err != nil {
 		return out, &lineError{line: line, err: err}

@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/regcheck/regcheck/types"
+	"github.com/regcheck/regcheck/yamlfile"
 	"io"
 	"io/fs"
 	"log"
@@ -22,9 +24,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/registry"
 
-	"github.com/regcheck/regcheck/manifest"
 	"github.com/regcheck/regcheck/report"
-	"github.com/regcheck/regcheck/scan"
 )
 
 // runCmd runs regcheck with args on buffers, failing the test rather than
@@ -192,7 +192,7 @@ func TestScanInputErrors(t *testing.T) {
 			if strings.Join(got, " ") != strings.Join(tc.notices, " ") {
 				t.Errorf("notices for %q, want %q", got, tc.notices)
 			}
-			if len(doc.Images) != 1 || doc.Images[0].Verdict != scan.OK {
+			if len(doc.Images) != 1 || doc.Images[0].Verdict != types.OK {
 				t.Errorf("images %+v", doc.Images)
 			}
 		})
@@ -286,23 +286,23 @@ func TestInputError(t *testing.T) {
 		name   string
 		source string
 		err    error
-		want   scan.InputError
+		want   types.InputError
 	}{
-		{"parse error", "k8s", &manifest.ParseError{File: "k8s/a.yaml", Line: 3, Msg: "bad"},
-			scan.InputError{Source: "k8s/a.yaml", Line: 3, Message: "bad"}},
-		{"Helm template", "k8s", &manifest.SkipError{File: "k8s/t.yaml", Reason: "Helm template"},
-			scan.InputError{Source: "k8s/t.yaml", Message: "skipped: Helm template", Notice: true}},
-		{"FIFO", "k8s", &manifest.SkipError{File: "k8s/f.yaml", Reason: "a named pipe, not a regular file", Err: manifest.ErrNotRegular},
-			scan.InputError{Source: "k8s/f.yaml", Message: "skipped: a named pipe, not a regular file", Notice: true}},
+		{"parse error", "k8s", &yamlfile.ParseError{File: "k8s/a.yaml", Line: 3, Msg: "bad"},
+			types.InputError{Source: "k8s/a.yaml", Line: 3, Message: "bad"}},
+		{"Helm template", "k8s", &yamlfile.SkipError{File: "k8s/t.yaml", Reason: "Helm template"},
+			types.InputError{Source: "k8s/t.yaml", Message: "skipped: Helm template", Notice: true}},
+		{"FIFO", "k8s", &yamlfile.SkipError{File: "k8s/f.yaml", Reason: "a named pipe, not a regular file", Err: yamlfile.ErrNotRegular},
+			types.InputError{Source: "k8s/f.yaml", Message: "skipped: a named pipe, not a regular file", Notice: true}},
 		{"unreadable", "k8s", &fs.PathError{Op: "open", Path: "k8s/p.yaml", Err: fs.ErrPermission},
-			scan.InputError{Source: "k8s/p.yaml", Message: "open: permission denied"}},
-		{"too large", "big.yaml", &fs.PathError{Op: "read", Path: "big.yaml", Err: manifest.ErrTooLarge},
-			scan.InputError{Source: "big.yaml", Message: manifest.ErrTooLarge.Error()}},
+			types.InputError{Source: "k8s/p.yaml", Message: "open: permission denied"}},
+		{"too large", "big.yaml", &fs.PathError{Op: "read", Path: "big.yaml", Err: yamlfile.ErrTooLarge},
+			types.InputError{Source: "big.yaml", Message: yamlfile.ErrTooLarge.Error()}},
 		{"a folder that cannot be walked", "k8s", &fs.PathError{Op: "walk", Path: "k8s/sub", Err: fs.ErrPermission},
-			scan.InputError{Source: "k8s/sub", Message: "permission denied"}},
+			types.InputError{Source: "k8s/sub", Message: "permission denied"}},
 		{"a long line", "stdin", &lineError{line: 7, err: errors.New("token too long")},
-			scan.InputError{Source: "stdin", Line: 7, Message: "token too long"}},
-		{"stdin by its name", "-", errors.New("boom"), scan.InputError{Source: "stdin", Message: "boom"}},
+			types.InputError{Source: "stdin", Line: 7, Message: "token too long"}},
+		{"stdin by its name", "-", errors.New("boom"), types.InputError{Source: "stdin", Message: "boom"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -426,7 +426,7 @@ func TestReadImageList(t *testing.T) {
 	}{
 		{"comments and blanks", "# list\nnginx:1.27 # web\n\nredis:7\n", 2, 0, false},
 		{"a line too long", "nginx:1.27\n" + long + "\nredis:7\n", 1, 2, false},
-		{"over the cap", strings.Repeat("nginx:1.27\n", manifest.MaxFileSize/11+1), 0, 0, true},
+		{"over the cap", strings.Repeat("nginx:1.27\n", yamlfile.MaxFileSize/11+1), 0, 0, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -434,13 +434,13 @@ func TestReadImageList(t *testing.T) {
 			if len(got) != tc.refs {
 				t.Errorf("%d references, want %d", len(got), tc.refs)
 			}
-			ie := scan.InputError{}
+			ie := types.InputError{}
 			if err != nil {
 				ie = inputError("stdin", err)
 			}
 			switch {
 			case tc.big:
-				if !errors.Is(err, manifest.ErrTooLarge) || ie.Source != "stdin" {
+				if !errors.Is(err, yamlfile.ErrTooLarge) || ie.Source != "stdin" {
 					t.Errorf("err %v (%+v), want too large", err, ie)
 				}
 			case tc.line > 0:

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"github.com/regcheck/regcheck/types"
 	"io"
 	"maps"
 	"strings"
@@ -12,7 +13,6 @@ import (
 
 	"github.com/regcheck/regcheck/metrics"
 	"github.com/regcheck/regcheck/report"
-	"github.com/regcheck/regcheck/scan"
 )
 
 // metricsFlags publish a run's metrics: scan's and record's
@@ -109,7 +109,7 @@ func (p *publisher) around(ctx context.Context, r report.Renderer) report.Render
 	if p.file == "" && p.push == nil {
 		return r
 	}
-	return report.RendererFunc(func(w io.Writer, res *scan.Result) error {
+	return report.RendererFunc(func(w io.Writer, res *types.Result) error {
 		if err := r.Render(w, res); err != nil {
 			return err
 		}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/registry"
 
-	"github.com/regcheck/regcheck/internal/fixture"
+	"github.com/regcheck/regcheck/internal/testing/fixture"
 )
 
 // The metrics flags are checked before anything is asked: a bad URL or

@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"github.com/regcheck/regcheck/yamlfile"
 	"regexp"
 	"slices"
 	"strings"
@@ -10,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/regcheck/regcheck/manifest"
 	"github.com/regcheck/regcheck/pin"
 	"github.com/regcheck/regcheck/record"
 	"github.com/regcheck/regcheck/report"
@@ -149,8 +149,8 @@ func runPin(cmd *cobra.Command, s Streams, g *globals, f *pinFlags) error {
 
 // chooseCluster adds, to a Running error that says the clusters of a
 // history disagree, the flag that picks one.
-func chooseCluster(running func(manifest.Image) (string, error)) func(manifest.Image) (string, error) {
-	return func(img manifest.Image) (string, error) {
+func chooseCluster(running func(yamlfile.Image) (string, error)) func(yamlfile.Image) (string, error) {
+	return func(img yamlfile.Image) (string, error) {
 		d, err := running(img)
 		var amb *pin.AmbiguousError
 		if errors.As(err, &amb) && !amb.Rollout {

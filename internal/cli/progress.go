@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"github.com/regcheck/regcheck/types"
 	"io"
 	"strings"
 	"sync"
@@ -222,7 +223,7 @@ func (p *progress) around(r report.Renderer) report.Renderer {
 	if p == nil {
 		return r
 	}
-	return report.RendererFunc(func(w io.Writer, res *scan.Result) error {
+	return report.RendererFunc(func(w io.Writer, res *types.Result) error {
 		p.end()
 		return r.Render(w, res)
 	})

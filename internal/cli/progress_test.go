@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/registry"
 
-	"github.com/regcheck/regcheck/internal/fixture"
+	"github.com/regcheck/regcheck/internal/testing/fixture"
 	"github.com/regcheck/regcheck/scan"
 )
 

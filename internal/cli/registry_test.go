@@ -13,7 +13,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/registry"
 
-	"github.com/regcheck/regcheck/internal/fixture"
+	"github.com/regcheck/regcheck/internal/testing/fixture"
 )
 
 // TestMain keeps the tests' manifest cache out of the user's.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/regcheck/regcheck/types"
 	"io"
 	"maps"
 	"net/http"
@@ -323,7 +324,7 @@ func rescueExit(p *rescue.Plan) error {
 			for _, f := range im.After {
 				if f.Code.Fault() {
 					incomplete = true
-				} else if f.Severity >= scan.SeverityWarning {
+				} else if f.Severity >= types.SeverityWarning {
 					missing = true
 				}
 			}
@@ -480,11 +481,11 @@ func brokenImages(cmd *cobra.Command, scanner *scan.Scanner, inv *inventory.Inve
 	out := map[string]string{}
 	incomplete := false
 	for _, im := range res.Images {
-		if im.Verdict == scan.Unknown {
+		if im.Verdict == types.Unknown {
 			incomplete = true
 		}
-		if im.Digest == "" || !slices.ContainsFunc(im.Findings, func(f scan.Finding) bool {
-			return f.Code == scan.ChildMissing || f.Code == scan.BlobMissing || f.Code == scan.ManifestMissing || f.Code == scan.AttestationMissing
+		if im.Digest == "" || !slices.ContainsFunc(im.Findings, func(f types.Finding) bool {
+			return f.Code == types.ChildMissing || f.Code == types.BlobMissing || f.Code == types.ManifestMissing || f.Code == types.AttestationMissing
 		}) {
 			continue
 		}

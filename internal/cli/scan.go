@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/regcheck/regcheck/types"
 	"os"
 	"strings"
 	"time"
@@ -140,9 +141,9 @@ type scanRun struct {
 	s         Streams
 	g         *globals
 	f         *scanFlags
-	threshold scan.Severity
+	threshold types.Severity
 	renderer  report.Renderer
-	shard     *scan.Shard
+	shard     *types.Shard
 	opts      []scan.Option
 	scanner   *scan.Scanner
 	prog      *progress
@@ -188,7 +189,7 @@ func (r *scanRun) cluster(ctx context.Context) error {
 		return err
 	}
 	inv = shardInventory(r.shard, inv)
-	var res *scan.Result
+	var res *types.Result
 	if r.f.pullSecrets {
 		res, err = cluster.CheckWithPullSecrets(ctx, kt.client, inv, r.opts...)
 	} else {
@@ -210,7 +211,7 @@ func (r *scanRun) inputs(ctx context.Context) error {
 			return usageError(errors.New("no image references found in the inputs"))
 		}
 		// Nothing to scan, but the report says which inputs failed.
-		res := &scan.Result{Started: time.Now(), InputErrors: inputErrs, Shard: r.shard}
+		res := &types.Result{Started: time.Now(), InputErrors: inputErrs, Shard: r.shard}
 		if err := r.renderer.Render(r.s.Out, res); err != nil {
 			return fmt.Errorf("writing the report: %w", err)
 		}
@@ -234,7 +235,7 @@ func (r *scanRun) inputs(ctx context.Context) error {
 }
 
 // finish renders a result and applies the exit-code contract to it.
-func (r *scanRun) finish(res *scan.Result) error {
+func (r *scanRun) finish(res *types.Result) error {
 	res.Shard = r.shard
 	addFlagHints(res)
 	if err := r.renderer.Render(r.s.Out, res); err != nil {
@@ -244,19 +245,19 @@ func (r *scanRun) finish(res *scan.Result) error {
 }
 
 // failNever is a threshold no finding reaches.
-const failNever = scan.Severity(1 << 10)
+const failNever = types.Severity(1 << 10)
 
 // parseFailOn reads --fail-on: a verdict name (broken, at-risk) or a severity.
-func parseFailOn(s string) (scan.Severity, error) {
+func parseFailOn(s string) (types.Severity, error) {
 	switch s {
 	case "broken":
-		return scan.SeverityCritical, nil
+		return types.SeverityCritical, nil
 	case "at-risk":
-		return scan.SeverityWarning, nil
+		return types.SeverityWarning, nil
 	case "never":
 		return failNever, nil
 	}
-	sev, err := scan.ParseSeverity(s)
+	sev, err := types.ParseSeverity(s)
 	if err != nil {
 		return 0, fmt.Errorf("--fail-on %q: want broken, high, at-risk, info or never", s)
 	}
@@ -266,7 +267,7 @@ func parseFailOn(s string) (scan.Severity, error) {
 // exitFor applies the exit-code contract to a result: 1 when a finding (not a
 // fault) is at or above threshold, else 3 when anything was left unchecked:
 // an unknown image, an input not read (a notice is not).
-func exitFor(res *scan.Result, threshold scan.Severity) error {
+func exitFor(res *types.Result, threshold types.Severity) error {
 	incomplete := false
 	for _, im := range res.Images {
 		for _, fd := range im.Findings {
@@ -274,7 +275,7 @@ func exitFor(res *scan.Result, threshold scan.Severity) error {
 				return &exitError{code: ExitFindings}
 			}
 		}
-		if im.Verdict == scan.Unknown {
+		if im.Verdict == types.Unknown {
 			incomplete = true
 		}
 	}

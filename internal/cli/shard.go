@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"github.com/regcheck/regcheck/types"
 	"hash/fnv"
 	"strconv"
 	"strings"
@@ -11,7 +12,6 @@ import (
 
 	"github.com/regcheck/regcheck/imageref"
 	"github.com/regcheck/regcheck/inventory"
-	"github.com/regcheck/regcheck/scan"
 )
 
 // Where --shard defaults from: the index Kubernetes gives each pod of an
@@ -33,7 +33,7 @@ func (f *shardFlag) addTo(fs *pflag.FlagSet) {
 // environment's index and count; nil for the whole scan. An index without
 // a count, or a count without an index, is an error: N pods of an Indexed
 // Job would each scan everything.
-func (f *shardFlag) shard(getenv func(string) string) (*scan.Shard, error) {
+func (f *shardFlag) shard(getenv func(string) string) (*types.Shard, error) {
 	if f.value != "" {
 		s, err := parseShard(f.value)
 		if err != nil {
@@ -58,7 +58,7 @@ func (f *shardFlag) shard(getenv func(string) string) (*scan.Shard, error) {
 }
 
 // parseShard reads INDEX/COUNT: 0 <= INDEX < COUNT.
-func parseShard(s string) (*scan.Shard, error) {
+func parseShard(s string) (*types.Shard, error) {
 	i, c, ok := strings.Cut(s, "/")
 	index, err1 := strconv.Atoi(i)
 	count, err2 := strconv.Atoi(c)
@@ -70,7 +70,7 @@ func parseShard(s string) (*scan.Shard, error) {
 	case index < 0 || index >= count:
 		return nil, fmt.Errorf("INDEX must be from 0 to %d", count-1)
 	}
-	return &scan.Shard{Index: index, Count: count}, nil
+	return &types.Shard{Index: index, Count: count}, nil
 }
 
 // inShard reports whether the image ref belongs to shard s (every image
@@ -78,7 +78,7 @@ func parseShard(s string) (*scan.Shard, error) {
 // (docker.io/library/nginx), or of its text when it does not parse, modulo
 // the count. It depends on nothing but the name: every run and machine
 // splits alike, and all of a repository's images fall in one shard.
-func inShard(s *scan.Shard, ref string) bool {
+func inShard(s *types.Shard, ref string) bool {
 	if s == nil {
 		return true
 	}
@@ -92,8 +92,8 @@ func inShard(s *scan.Shard, ref string) bool {
 }
 
 // shardTargets keeps the targets in shard s.
-func shardTargets(s *scan.Shard, targets []scan.Target) []scan.Target {
-	var out []scan.Target
+func shardTargets(s *types.Shard, targets []types.Target) []types.Target {
+	var out []types.Target
 	for _, t := range targets {
 		if inShard(s, t.Ref) {
 			out = append(out, t)
@@ -104,7 +104,7 @@ func shardTargets(s *scan.Shard, targets []scan.Target) []scan.Target {
 
 // shardInventory keeps the containers whose image is in shard s: the
 // running digests a cluster scan also walks are of the same repository.
-func shardInventory(s *scan.Shard, inv *inventory.Inventory) *inventory.Inventory {
+func shardInventory(s *types.Shard, inv *inventory.Inventory) *inventory.Inventory {
 	out := *inv
 	out.Containers = nil
 	for _, c := range inv.Containers {

@@ -5,25 +5,25 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/regcheck/regcheck/types"
 	"strings"
 	"testing"
 
 	"github.com/regcheck/regcheck/inventory"
-	"github.com/regcheck/regcheck/scan"
 )
 
 func TestShardFlag(t *testing.T) {
 	for _, tc := range []struct {
 		name, flag string
 		env        map[string]string
-		want       *scan.Shard
+		want       *types.Shard
 		wantErr    string
 	}{
 		{name: "none", want: nil},
-		{name: "flag", flag: "1/4", want: &scan.Shard{Index: 1, Count: 4}},
-		{name: "one of one", flag: "0/1", want: &scan.Shard{Index: 0, Count: 1}},
-		{name: "flag over env", flag: "3/4", env: map[string]string{envShardIndex: "0", envShardCount: "2"}, want: &scan.Shard{Index: 3, Count: 4}},
-		{name: "env", env: map[string]string{envShardIndex: "2", envShardCount: "3"}, want: &scan.Shard{Index: 2, Count: 3}},
+		{name: "flag", flag: "1/4", want: &types.Shard{Index: 1, Count: 4}},
+		{name: "one of one", flag: "0/1", want: &types.Shard{Index: 0, Count: 1}},
+		{name: "flag over env", flag: "3/4", env: map[string]string{envShardIndex: "0", envShardCount: "2"}, want: &types.Shard{Index: 3, Count: 4}},
+		{name: "env", env: map[string]string{envShardIndex: "2", envShardCount: "3"}, want: &types.Shard{Index: 2, Count: 3}},
 		{name: "index without count", env: map[string]string{envShardIndex: "2"}, wantErr: "REGCHECK_SHARD_COUNT is not set"},
 		{name: "count without index", env: map[string]string{envShardCount: "4"}, wantErr: "JOB_COMPLETION_INDEX is not set"},
 		{name: "env index past count", env: map[string]string{envShardIndex: "4", envShardCount: "4"}, wantErr: "INDEX must be from 0 to 3"},
@@ -66,7 +66,7 @@ func TestInShard(t *testing.T) {
 		"not a ref":                               0, // by its text
 	} {
 		for i := range 4 {
-			if got := inShard(&scan.Shard{Index: i, Count: 4}, ref); got != (i == want) {
+			if got := inShard(&types.Shard{Index: i, Count: 4}, ref); got != (i == want) {
 				t.Errorf("%s in shard %d/4: %t, want shard %d", ref, i, got, want)
 			}
 		}
@@ -81,7 +81,7 @@ func TestShardInventory(t *testing.T) {
 		Containers: []inventory.Container{{Image: "nginx:1.27"}, {Image: "127.0.0.1:5000/gc/buildx:v1"}, {Image: "nginx@sha256:" + strings.Repeat("b", 64)}},
 		NodeImages: map[string][]string{"sha256:x": {"node-a"}},
 	}
-	got := shardInventory(&scan.Shard{Index: 2, Count: 4}, inv)
+	got := shardInventory(&types.Shard{Index: 2, Count: 4}, inv)
 	if len(got.Containers) != 2 || got.Containers[0].Image != "nginx:1.27" || len(got.NodeImages) != 1 {
 		t.Errorf("shard 2/4 of the inventory: %+v", got)
 	}
@@ -105,13 +105,13 @@ func TestScanShards(t *testing.T) {
 		var doc struct {
 			Images  []json.RawMessage `json:"images"`
 			Summary struct {
-				Shard *scan.Shard `json:"shard"`
+				Shard *types.Shard `json:"shard"`
 			} `json:"summary"`
 		}
 		if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
 			t.Fatal(err)
 		}
-		if doc.Images == nil || doc.Summary.Shard == nil || *doc.Summary.Shard != (scan.Shard{Index: i, Count: 4}) {
+		if doc.Images == nil || doc.Summary.Shard == nil || *doc.Summary.Shard != (types.Shard{Index: i, Count: 4}) {
 			t.Errorf("shard %d: %s", i, out.String())
 		}
 		held += len(doc.Images)

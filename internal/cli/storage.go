@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/regcheck/regcheck/storage"
+	"github.com/regcheck/regcheck/types"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -41,19 +43,19 @@ func (f *storageFlags) validate(cluster bool) error {
 
 // scanner returns a Scanner walking the storage, as the registry whose
 // host the targets name serves it (see storageHost), and that host.
-func (f *storageFlags) scanner(targets []scan.Target, opts []scan.Option) (*scan.Scanner, string, error) {
+func (f *storageFlags) scanner(targets []types.Target, opts []scan.Option) (*scan.Scanner, string, error) {
 	host, err := storageHost(f.host, targets, "images")
 	if err != nil {
 		return nil, "", err
 	}
-	st, err := gc.Open(f.dir)
+	st, err := storage.Open(f.dir)
 	if err != nil {
 		return nil, "", usageError(fmt.Errorf("--storage: %w", err))
 	}
 	// A storage says nothing of the release serving it. As 2.x does, a
 	// manifest only its _layers link names (storage written by 2.1.0) is
 	// served; 3.x would not serve it. Anything else reads alike.
-	r := hostReader{r: st.Reader(gc.Distribution28), host: host}
+	r := hostReader{r: st.Reader(storage.V2), host: host}
 	sc, err := scan.New(append(opts, scan.WithReader(r))...)
 	if err != nil {
 		return nil, "", usageError(err)
@@ -67,7 +69,7 @@ func (f *storageFlags) scanner(targets []scan.Target, opts []scan.Option) (*scan
 // two registries by path alone would confuse ghcr.io/org/app with this
 // org/app, so several hosts without --registry are a usage error. what
 // names the targets in that message.
-func storageHost(host string, targets []scan.Target, what string) (string, error) {
+func storageHost(host string, targets []types.Target, what string) (string, error) {
 	if host != "" {
 		return host, nil
 	}
@@ -85,19 +87,19 @@ func storageHost(host string, targets []scan.Target, what string) (string, error
 // parse (their walk reports them invalid); each other one is a notice: it
 // is not in this storage, and was not checked. Without --storage it keeps
 // every target.
-func (f *storageFlags) onHost(targets []scan.Target, host string) ([]scan.Target, []scan.InputError) {
+func (f *storageFlags) onHost(targets []types.Target, host string) ([]types.Target, []types.InputError) {
 	if f.dir == "" {
 		return targets, nil
 	}
-	var keep []scan.Target
-	var notices []scan.InputError
+	var keep []types.Target
+	var notices []types.InputError
 	for _, t := range targets {
 		norm, ref, err := scan.ParseReference(t.Ref)
 		if err != nil || ref.Context().RegistryStr() == host {
 			keep = append(keep, t)
 			continue
 		}
-		ie := scan.InputError{Source: "args", Notice: true,
+		ie := types.InputError{Source: "args", Notice: true,
 			Message: fmt.Sprintf("%s: not checked: on registry %s, not in the storage of %s that --storage reads", norm, ref.Context().RegistryStr(), host)}
 		if len(t.Uses) > 0 {
 			ie.Source, ie.Line = t.Uses[0].Source, t.Uses[0].Line

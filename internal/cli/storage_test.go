@@ -13,9 +13,8 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
-	"github.com/regcheck/regcheck/gc"
 	"github.com/regcheck/regcheck/report"
-	"github.com/regcheck/regcheck/scan"
+	"github.com/regcheck/regcheck/storage"
 	"github.com/regcheck/regcheck/types"
 )
 
@@ -34,8 +33,8 @@ func TestScanStorage(t *testing.T) {
 		t.Fatal(err)
 	}
 	type want struct {
-		verdicts map[string]scan.Verdict // reference → verdict
-		codes    map[string]scan.Code    // reference → its one finding's code
+		verdicts map[string]types.Verdict // reference → verdict
+		codes    map[string]types.Code    // reference → its one finding's code
 		notices  int
 	}
 	for _, tc := range []struct {
@@ -45,19 +44,19 @@ func TestScanStorage(t *testing.T) {
 		want *want
 	}{
 		{"intact", []string{"--storage", root, "reg.example/app:v1"}, ExitClean,
-			&want{verdicts: map[string]scan.Verdict{"reg.example/app:v1": scan.OK}}},
+			&want{verdicts: map[string]types.Verdict{"reg.example/app:v1": types.OK}}},
 		{"child gone", []string{"--storage", gone, "reg.example/app:v1"}, ExitFindings,
-			&want{verdicts: map[string]scan.Verdict{"reg.example/app:v1": scan.Broken}, codes: map[string]scan.Code{"reg.example/app:v1": scan.ChildMissing}}},
+			&want{verdicts: map[string]types.Verdict{"reg.example/app:v1": types.Broken}, codes: map[string]types.Code{"reg.example/app:v1": types.ChildMissing}}},
 		{"repository not in the storage", []string{"--storage", root, "reg.example/other:v1"}, ExitFindings,
-			&want{verdicts: map[string]scan.Verdict{"reg.example/other:v1": scan.Broken}, codes: map[string]scan.Code{"reg.example/other:v1": scan.TagMissing}}},
+			&want{verdicts: map[string]types.Verdict{"reg.example/other:v1": types.Broken}, codes: map[string]types.Code{"reg.example/other:v1": types.TagMissing}}},
 		{"pinned child", []string{"--storage", root, "reg.example/app@" + child}, ExitClean,
-			&want{verdicts: map[string]scan.Verdict{"reg.example/app@" + child: scan.OK}}},
+			&want{verdicts: map[string]types.Verdict{"reg.example/app@" + child: types.OK}}},
 		{"other host is a notice", []string{"--storage", root, "--registry", "reg.example", "reg.example/app:v1", "ghcr.io/org/app:v1"}, ExitClean,
-			&want{verdicts: map[string]scan.Verdict{"reg.example/app:v1": scan.OK}, notices: 1}},
+			&want{verdicts: map[string]types.Verdict{"reg.example/app:v1": types.OK}, notices: 1}},
 		{"only other hosts", []string{"--storage", root, "--registry", "reg.example", "ghcr.io/org/app:v1"}, ExitClean,
-			&want{verdicts: map[string]scan.Verdict{}, notices: 1}},
+			&want{verdicts: map[string]types.Verdict{}, notices: 1}},
 		{"invalid reference is still a finding", []string{"--storage", root, "reg.example/app:v1", "Not/A:Valid:Ref"}, ExitFindings,
-			&want{verdicts: map[string]scan.Verdict{"reg.example/app:v1": scan.OK, "Not/A:Valid:Ref": scan.Broken}, codes: map[string]scan.Code{"Not/A:Valid:Ref": scan.InvalidReference}}},
+			&want{verdicts: map[string]types.Verdict{"reg.example/app:v1": types.OK, "Not/A:Valid:Ref": types.Broken}, codes: map[string]types.Code{"Not/A:Valid:Ref": types.InvalidReference}}},
 		{"two registries need --registry", []string{"--storage", root, "reg.example/app:v1", "ghcr.io/org/app:v1"}, ExitUsage, nil},
 		{"--registry without --storage", []string{"--registry", "reg.example", "reg.example/app:v1"}, ExitUsage, nil},
 		{"--storage with --cluster", []string{"--storage", root, "--cluster"}, ExitUsage, nil},
@@ -108,11 +107,11 @@ func TestScanStorage(t *testing.T) {
 // TestHostReader: a repository of another host is a fault, never absent.
 func TestHostReader(t *testing.T) {
 	root, child := gcStorage(t)
-	st, err := gc.Open(root)
+	st, err := storage.Open(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := hostReader{r: st.Reader(gc.Distribution28), host: "reg.example"}
+	r := hostReader{r: st.Reader(storage.V2), host: "reg.example"}
 	ctx := context.Background()
 	here, _ := name.NewRepository("reg.example/app")
 	there, _ := name.NewRepository("ghcr.io/app")
@@ -134,16 +133,16 @@ func TestHostReader(t *testing.T) {
 
 // TestStorageHost is gc-check's rule, shared: --registry, else the one host.
 func TestStorageHost(t *testing.T) {
-	ts := func(refs ...string) []scan.Target {
-		var out []scan.Target
+	ts := func(refs ...string) []types.Target {
+		var out []types.Target
 		for _, r := range refs {
-			out = append(out, scan.Target{Ref: r})
+			out = append(out, types.Target{Ref: r})
 		}
 		return out
 	}
 	for _, tc := range []struct {
 		flag    string
-		targets []scan.Target
+		targets []types.Target
 		want    string
 		err     bool
 	}{

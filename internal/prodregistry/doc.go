@@ -1,2 +1,0 @@
-// Package prodregistry runs distribution v3.1.2 as production runs it, for the integration tests: S3 storage with blob redirects, TLS from a test CA, and token authentication.
-package prodregistry

@@ -1,2 +1,0 @@
-// Package testkube runs a real kube-apiserver and etcd on loopback for tests, and creates the workloads they inspect.
-package testkube

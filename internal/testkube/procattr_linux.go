@@ -1,8 +1,0 @@
-package testkube
-
-import "syscall"
-
-// sysProcAttr makes the child die with the test process.
-func sysProcAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-}

@@ -1,2 +1,0 @@
-// Package manifest finds container image references in Kubernetes, docker-compose and kustomization YAML files.
-package manifest
