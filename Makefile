@@ -11,7 +11,7 @@ export REGCHECK_BIN
 TEST_FLAGS  ?= -count=1 -timeout 30m
 PKGS        := ./...
 
-.PHONY: all build image test unit integration demo bench lint bins bins-registry bins-bench clean
+.PHONY: all build image test unit integration demo bench lint bins bins-registry bins-bench clean docs
 
 all: build
 
@@ -71,6 +71,11 @@ BENCH_ONCE  := ^Benchmark(Compare|Scale)$$
 bench: bins-bench
 	$(GO) test -tags integration -run '^$$' -bench . -skip '$(BENCH_ONCE)' -benchmem -benchtime 3x $(PKGS)
 	$(GO) test -tags integration -run '^$$' -bench '$(BENCH_ONCE)' -benchmem -benchtime 1x -timeout 30m ./integration/
+
+# The command reference, docs/cli/*.md, generated from the cobra commands;
+# go test ./internal/cli/ fails when it is stale.
+docs:
+	$(GO) run ./hack/docs -out docs/cli
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
