@@ -16,11 +16,13 @@ import (
 func Targets(inv *inventory.Inventory) []types.Target {
 	out := make([]types.Target, 0, len(inv.Containers))
 	for _, c := range inv.Containers {
-		out = append(out, types.Target{Ref: c.Image, Uses: []types.Use{{
+		u := types.Use{
 			Source: "cluster", Kind: c.OwnerKind, Namespace: c.Namespace, Name: c.OwnerName,
 			Container: c.Container, Pod: c.Pod, Node: c.Node, PullPolicy: c.PullPolicy,
 			RunningDigest: c.RunningDigest, ImageID: c.ImageID,
-		}}})
+		}
+		usePlatforms(inv, c, &u)
+		out = append(out, types.Target{Ref: c.Image, Uses: []types.Use{u}})
 	}
 	return out
 }
@@ -47,6 +49,7 @@ func RunningTargets(inv *inventory.Inventory) []types.Target {
 		ref := RunningRef(c.Image, c.RunningDigest)
 		use := types.Use{Source: "cluster", Kind: c.OwnerKind, Namespace: c.Namespace, Name: c.OwnerName,
 			Container: c.Container, Pod: c.Pod, Node: c.Node, PullPolicy: c.PullPolicy, RunningDigest: c.RunningDigest}
+		usePlatforms(inv, c, &use)
 		if i, ok := byRef[ref]; ok {
 			out[i].Uses = append(out[i].Uses, use)
 			continue
@@ -62,12 +65,16 @@ func RunningTargets(inv *inventory.Inventory) []types.Target {
 // where the next start pulls), running digests the registry no longer has
 // (naming the nodes that still hold them), pull-always on a tag, and pinned
 // digests no tag reaches, each of which makes the image at-risk; and, as
-// info that leaves an image ok, a reference by tag. The scanner's cache is
-// shared between the two walks.
+// info that leaves an image ok, a reference by tag. A piece lost for a
+// platform is judged for the nodes each use may run on (see narrowToNodes).
+// The scanner's cache is shared between the two walks.
 func Check(ctx context.Context, s *scan.Scanner, inv *inventory.Inventory) (*types.Result, error) {
 	res, err := s.Run(ctx, Targets(inv))
 	if err != nil {
 		return res, err
+	}
+	for _, im := range res.Images {
+		narrowToNodes(im)
 	}
 
 	// Walk every running digest: what a rollback, or a node without the
@@ -79,6 +86,7 @@ func Check(ctx context.Context, s *scan.Scanner, inv *inventory.Inventory) (*typ
 			return res, err
 		}
 		for _, im := range rres.Images {
+			narrowToNodes(im)
 			for _, u := range im.Uses {
 				walked[keyOf(u)] = im
 			}

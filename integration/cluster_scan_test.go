@@ -42,8 +42,18 @@ func pushSingle(t testing.TB, ref, seed string) string {
 // whose container status reports imageID, as a kubelet would.
 func workload(t *testing.T, ctx context.Context, cs kubernetes.Interface, ns, nm, image, policy, node, imageID string) {
 	t.Helper()
+	workloadWith(t, ctx, cs, ns, nm, image, policy, node, imageID, nil)
+}
+
+// workloadWith is workload with the pod spec changed by mutate first (a
+// nodeSelector, an affinity), in the template and the pod alike.
+func workloadWith(t *testing.T, ctx context.Context, cs kubernetes.Interface, ns, nm, image, policy, node, imageID string, mutate func(*corev1.PodSpec)) {
+	t.Helper()
 	labels := map[string]string{"app": nm}
 	spec := corev1.PodSpec{Containers: []corev1.Container{{Name: nm, Image: image, ImagePullPolicy: corev1.PullPolicy(policy)}}}
+	if mutate != nil {
+		mutate(&spec)
+	}
 	dep, err := cs.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: nm, Namespace: ns},
 		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: labels},

@@ -70,6 +70,11 @@ type Container struct {
 
 	ImagePullSecrets []string // pod spec's imagePullSecrets names
 	ServiceAccount   string   // pod spec's serviceAccountName ("default" when unset)
+
+	// Placement is the spec's nodeSelector and required node affinity:
+	// which nodes, and so which platforms, the pod may run on (see
+	// Inventory.Eligible).
+	Placement Placement
 }
 
 // Template reports whether c comes from a pod template rather than a pod.
@@ -82,6 +87,9 @@ type Inventory struct {
 	// NodeImages maps a "sha256:…" repo digest to the sorted names of the
 	// nodes that hold it, from nodes[].status.images[].names.
 	NodeImages map[string][]string
+	// Nodes are the cluster's nodes with their platforms, sorted by name;
+	// empty when listing them is forbidden.
+	Nodes []Node
 	// Warnings say what List could not read without failing: the nodes,
 	// when listing them is forbidden.
 	Warnings []string
@@ -127,7 +135,7 @@ func List(ctx context.Context, c kubernetes.Interface, namespace string) (*Inven
 	containers, ran := w.podEntries()
 	containers = append(containers, templateEntries(w.templates(), ran)...)
 	slices.SortStableFunc(containers, compareContainers)
-	return &Inventory{Containers: containers, NodeImages: nodeImages(nodes), Warnings: warnings}, nil
+	return &Inventory{Containers: containers, NodeImages: nodeImages(nodes), Nodes: newNodes(nodes), Warnings: warnings}, nil
 }
 
 // podEntries returns the containers of every pod, attributed to its
@@ -338,6 +346,7 @@ func specContainer(o ownerKey, spec *corev1.PodSpec, field, name, image string, 
 		Container: name, Field: field,
 		Image: image, ImageRef: ref, PullPolicy: string(policy),
 		ImagePullSecrets: pullSecrets(spec), ServiceAccount: serviceAccount(spec),
+		Placement: placementOf(spec),
 	}
 	if c.PullPolicy == "" {
 		c.PullPolicy = defaultPullPolicy(ref)

@@ -99,7 +99,7 @@ func byWorkload(images []*types.Image) []*namespaceGroup {
 				seen[k] = i
 				w.Images = append(w.Images, workloadImage{Image: im})
 			}
-			if u != (types.Use{}) {
+			if !u.IsZero() {
 				w.Images[i].Uses = append(w.Images[i].Uses, u)
 			}
 		}

@@ -30,6 +30,13 @@ const (
 	PullAlwaysMutable    Code = "pull-always-mutable"    // imagePullPolicy Always on a mutable reference
 	PinnedDigestUntagged Code = "pinned-digest-untagged" // a pinned digest no tag points at: a GC may delete it
 	ImageIDOnly          Code = "image-id-only"          // the runtime reports an image ID, not a registry digest
+	// LostForSomeNodes: a piece only some of the nodes a workload may run
+	// on need is gone (a child of their platform, or its blob): those
+	// nodes cannot pull the image; the others can.
+	LostForSomeNodes Code = "lost-for-some-nodes"
+	// LostForOtherPlatform: a piece only another platform needs is gone:
+	// no node the workload may run on pulls it.
+	LostForOtherPlatform Code = "lost-for-other-platform"
 )
 
 // Faults: the registry could not be asked. They prove nothing about the image.
@@ -111,6 +118,10 @@ var codes = map[Code]codeInfo{
 		description: "a pinned digest no tag points at: a garbage collector may delete it"},
 	ImageIDOnly: {severity: SeverityInfo, advice: says(""),
 		description: "the runtime reports an image ID, not a registry digest"},
+	LostForSomeNodes: {severity: SeverityWarning, advice: childMissingAdvice,
+		description: "a piece of the image that only some of the eligible nodes' platform needs is gone: those nodes cannot pull it"},
+	LostForOtherPlatform: {severity: SeverityInfo, advice: childMissingAdvice,
+		description: "a piece of the image that only a platform no eligible node runs needs is gone"},
 	Unauthorized: {severity: SeverityWarning, fault: true, advice: says("give regcheck credentials for this registry (the docker config, or the pods' pull secrets in a cluster)"),
 		description: "the registry asked for credentials: the image could not be checked"},
 	Forbidden: {severity: SeverityWarning, fault: true, advice: says("the credentials used cannot pull this repository"),

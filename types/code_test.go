@@ -27,6 +27,8 @@ func TestCodes(t *testing.T) {
 		PullAlwaysMutable:    {SeverityWarning, false, false},
 		PinnedDigestUntagged: {SeverityWarning, false, false},
 		ImageIDOnly:          {SeverityInfo, false, false},
+		LostForSomeNodes:     {SeverityWarning, false, false},
+		LostForOtherPlatform: {SeverityInfo, false, false},
 		Unauthorized:         {SeverityWarning, true, false},
 		Forbidden:            {SeverityWarning, true, false},
 		RateLimited:          {SeverityWarning, true, true},

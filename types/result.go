@@ -1,6 +1,7 @@
 package types
 
 import (
+	"reflect"
 	"sort"
 	"time"
 )
@@ -29,6 +30,19 @@ type Use struct {
 	RunningDigest string `json:"runningDigest,omitempty"`
 	// ImageID is the container status's imageID as the runtime reported it.
 	ImageID string `json:"imageID,omitempty"`
+	// Platforms are what a pull for this use requires, in a cluster: the
+	// platforms of the nodes its pod may run on, each with those nodes.
+	// Empty when the nodes are not known: every platform is then required.
+	Platforms []NodePlatform `json:"platforms,omitempty"`
+	// PlatformsWhy says how the nodes were chosen (the pod's node, its
+	// nodeSelector and required node affinity, or every node).
+	PlatformsWhy string `json:"platformsWhy,omitempty"`
+}
+
+// NodePlatform is one platform (os/arch) nodes pull for, and those nodes.
+type NodePlatform struct {
+	Platform string   `json:"platform"`
+	Nodes    []string `json:"nodes"`
 }
 
 // Target is one image reference to scan and where it is used.
@@ -188,3 +202,6 @@ type RequestCount struct {
 	Status string `json:"status"`
 	Count  int    `json:"count"`
 }
+
+// IsZero reports whether u says nothing: the use of an image with none.
+func (u Use) IsZero() bool { return reflect.ValueOf(u).IsZero() }

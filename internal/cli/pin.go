@@ -225,6 +225,10 @@ func (f *pinFlags) config(cmd *cobra.Command, g *globals) (pin.Config, error) {
 		h := record.NewHistory()
 		h.Merge(record.FromInventory(kt.name, time.Now(), inv))
 		c.Running = pin.RunningFrom(h, kt.name)
+		if len(f.registry.platforms) == 0 {
+			// A child lost for a platform no node runs refuses no pin.
+			f.registry.platforms = inv.Platforms()
+		}
 	}
 	if f.check {
 		return c, c.Validate()

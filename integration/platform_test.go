@@ -1,0 +1,104 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/regcheck/regcheck/internal/cli"
+	"github.com/regcheck/regcheck/internal/testing/fixture"
+	"github.com/regcheck/regcheck/internal/testing/kubeapi"
+	"github.com/regcheck/regcheck/internal/testing/registry"
+	"github.com/regcheck/regcheck/types"
+)
+
+// TestClusterPlatforms: the real kube-apiserver with an amd64 and an arm64
+// Node, and the real docker/distribution 2.8.3 after its own GC, which
+// deletes the untagged arm64 child of partial:v1 and keeps its tagged amd64
+// child. The same image is broken, at-risk or ok by the nodes its pods may
+// run on.
+func TestClusterPlatforms(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	kc, err := kubeapi.Start(ctx, t.TempDir(), kubeapi.DefaultBinDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kc.Stop)
+	cs, err := kc.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := startEmpty(t, registry.V2)
+	digest := map[string]string{}
+	for _, prefix := range []string{"amd/", "both/", "arm/"} {
+		imgs, err := fixture.Push(ctx, reg.Host(), prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, im := range imgs {
+			if im.Name == "partial" {
+				digest[prefix] = im.Digest.String()
+			}
+		}
+	}
+	collect(t, reg)
+
+	for _, n := range []struct{ name, arch string }{{"amd-1", "amd64"}, {"arm-1", "arm64"}} {
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name, Labels: map[string]string{"kubernetes.io/os": "linux", "kubernetes.io/arch": n.arch}}}
+		if _, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ns := "shop"
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// No controller-manager: create the namespace's default service account.
+	if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	onArch := func(arch string) func(*corev1.PodSpec) {
+		return func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{"kubernetes.io/arch": arch} }
+	}
+	ref := func(prefix string) string { return reg.Host() + "/" + prefix + "partial:v1" }
+	running := func(prefix string) string { return reg.Host() + "/" + prefix + "partial@" + digest[prefix] }
+	workloadWith(t, ctx, cs, ns, "amd", ref("amd/"), "IfNotPresent", "amd-1", running("amd/"), onArch("amd64"))
+	workloadWith(t, ctx, cs, ns, "both", ref("both/"), "IfNotPresent", "amd-1", running("both/"), nil)
+	workloadWith(t, ctx, cs, ns, "arm", ref("arm/"), "IfNotPresent", "arm-1", running("arm/"), onArch("arm64"))
+
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := kc.WriteKubeconfig(kubeconfig, "k3s", adminToken(t, kc)); err != nil {
+		t.Fatal(err)
+	}
+	code, got := clusterScan(t, kubeconfig)
+	checkImages(t, got, map[string]want{
+		ref("amd/"):  {types.OK, []string{"lost-for-other-platform", "mutable-reference"}},
+		ref("both/"): {types.AtRisk, []string{"lost-for-some-nodes", "mutable-reference"}},
+		ref("arm/"):  {types.Broken, []string{"child-missing"}},
+	})
+	if code != cli.ExitFindings {
+		t.Errorf("exit %d, want 1: the arm64-only workload's image is broken", code)
+	}
+	if im := got[ref("both/")]; im != nil {
+		f := finding(im, types.LostForSomeNodes)
+		if f == nil || !strings.Contains(f.Message, "node arm-1 (linux/arm64) cannot pull it") || !strings.Contains(f.Message, "node amd-1 (linux/amd64) still can") {
+			t.Errorf("lost-for-some-nodes does not name the nodes: %+v", f)
+		}
+		if len(im.Uses) != 1 || len(im.Uses[0].Platforms) != 2 || !strings.Contains(im.Uses[0].PlatformsWhy, "every node (2)") {
+			t.Errorf("use platforms: %+v", im.Uses)
+		}
+	}
+	if im := got[ref("amd/")]; im != nil {
+		if u := im.Uses; len(u) != 1 || len(u[0].Platforms) != 1 || u[0].Platforms[0].Platform != "linux/amd64" || !strings.Contains(u[0].PlatformsWhy, "1 of 2 nodes") {
+			t.Errorf("amd64 use: platforms %+v, why %q", u, u[0].PlatformsWhy)
+		}
+	}
+}
