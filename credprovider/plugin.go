@@ -1,0 +1,178 @@
+package credprovider
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	kjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
+	credentialproviderapi "k8s.io/kubelet/pkg/apis/credentialprovider"
+	"k8s.io/kubelet/pkg/apis/credentialprovider/install"
+	credentialproviderv1 "k8s.io/kubelet/pkg/apis/credentialprovider/v1"
+
+	"github.com/regcheck/regcheck/types"
+)
+
+// Bounds on what a plugin writes: stderr is kept for the error, stdout is
+// the response.
+const (
+	maxStderr = 1 << 10
+	maxStdout = 1 << 20
+)
+
+// waitDelay is how long a killed plugin's pipes may stay open (held by a
+// child of the plugin) before the run gives up on them.
+const waitDelay = 2 * time.Second
+
+var (
+	pluginScheme = newPluginScheme()
+	// pluginCodecs decode responses strictly, as the kubelet's do.
+	pluginCodecs = serializer.NewCodecFactory(pluginScheme, serializer.EnableStrict)
+)
+
+func newPluginScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	install.Install(s)
+	return s
+}
+
+// PluginError is a plugin run that gave no usable response: it did not
+// start, exited non-zero, timed out, or wrote a response of another
+// apiVersion or kind, or one that does not decode. It wraps
+// types.ErrCredentials and the cause. Its text has the plugin's stderr
+// (at most 1 KiB) and never anything of its stdout.
+type PluginError struct {
+	// Provider is the provider's name in the config.
+	Provider string
+	// Image is the image the credentials were asked for.
+	Image string
+	// Stderr is the start of what the plugin wrote to stderr.
+	Stderr string
+	// Err is the cause.
+	Err error
+}
+
+// Error names the provider and the image and quotes stderr.
+func (e *PluginError) Error() string {
+	s := fmt.Sprintf("credential provider %q for %s: %v", e.Provider, e.Image, e.Err)
+	if e.Stderr != "" {
+		s += fmt.Sprintf("; stderr: %q", e.Stderr)
+	}
+	return s
+}
+
+// Unwrap returns types.ErrCredentials and the cause.
+func (e *PluginError) Unwrap() []error { return []error{types.ErrCredentials, e.Err} }
+
+// exec runs the plugin for image, as the kubelet's execPlugin does: the
+// request on stdin, the config's args, the environment plus the config's
+// env (which wins), the response on stdout, within the timeout.
+func (p *provider) exec(ctx context.Context, image string) (*credentialproviderv1.CredentialProviderResponse, error) {
+	req, err := encodeRequest(image, p.gv)
+	if err != nil {
+		return nil, &PluginError{Provider: p.name, Image: image, Err: err}
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	stdout := &capped{max: maxStdout}
+	stderr := &capped{max: maxStderr}
+	cmd := exec.CommandContext(ctx, p.bin, p.args...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(req), stdout, stderr
+	cmd.Env = append(os.Environ(), p.env...)
+	cmd.WaitDelay = waitDelay
+	err = cmd.Run()
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		err = fmt.Errorf("timed out after %s: %w", p.timeout, ctx.Err())
+	case ctx.Err() != nil:
+		err = ctx.Err()
+	case err != nil:
+		err = fmt.Errorf("plugin %s: %w", p.bin, err)
+	case stdout.dropped > 0:
+		err = fmt.Errorf("response over %d bytes", maxStdout)
+	}
+	if err != nil {
+		return nil, &PluginError{Provider: p.name, Image: image, Stderr: stderr.String(), Err: err}
+	}
+	resp, err := decodeResponse(stdout.Bytes(), p.apiVersion)
+	if err != nil {
+		return nil, &PluginError{Provider: p.name, Image: image, Err: err}
+	}
+	return resp, nil
+}
+
+// encodeRequest encodes a CredentialProviderRequest for image in version gv.
+func encodeRequest(image string, gv schema.GroupVersion) ([]byte, error) {
+	req := &credentialproviderv1.CredentialProviderRequest{Image: image}
+	// Through the internal type, which every version converts from.
+	var internal credentialproviderapi.CredentialProviderRequest
+	if err := pluginScheme.Convert(req, &internal, nil); err != nil {
+		return nil, fmt.Errorf("encoding request: %w", err)
+	}
+	info, ok := runtime.SerializerInfoForMediaType(pluginCodecs.SupportedMediaTypes(), runtime.ContentTypeJSON)
+	if !ok {
+		return nil, errors.New("encoding request: no JSON serializer")
+	}
+	b, err := runtime.Encode(pluginCodecs.EncoderForVersion(info.Serializer, gv), &internal)
+	if err != nil {
+		return nil, fmt.Errorf("encoding request: %w", err)
+	}
+	return b, nil
+}
+
+// decodeResponse checks that data is a CredentialProviderResponse of
+// apiVersion and decodes it. Its errors never quote data: a response that
+// fails to decode may still hold a password.
+func decodeResponse(data []byte, apiVersion string) (*credentialproviderv1.CredentialProviderResponse, error) {
+	gvk, err := kjson.DefaultMetaFactory.Interpret(data)
+	if err != nil {
+		return nil, errors.New("response is not a JSON object with apiVersion and kind")
+	}
+	if got := gvk.GroupVersion().String(); got != apiVersion {
+		return nil, fmt.Errorf("response apiVersion %q, want %q (the config's apiVersion)", got, apiVersion)
+	}
+	if gvk.Kind != "CredentialProviderResponse" {
+		return nil, fmt.Errorf("response kind %q, want CredentialProviderResponse", gvk.Kind)
+	}
+	obj, _, err := pluginCodecs.UniversalDecoder().Decode(data, nil, nil)
+	if err != nil {
+		return nil, fmt.Errorf("response of apiVersion %s does not decode (unknown or mistyped fields)", apiVersion)
+	}
+	var resp credentialproviderv1.CredentialProviderResponse
+	if err := pluginScheme.Convert(obj, &resp, nil); err != nil {
+		return nil, fmt.Errorf("converting response of apiVersion %s: %w", apiVersion, err)
+	}
+	return &resp, nil
+}
+
+// capped keeps the first max bytes written to it and counts the rest, so a
+// plugin that writes too much is neither blocked nor kept whole.
+type capped struct {
+	max     int
+	buf     bytes.Buffer
+	dropped int
+}
+
+func (c *capped) Write(b []byte) (int, error) {
+	keep := min(len(b), c.max-c.buf.Len())
+	c.buf.Write(b[:keep])
+	c.dropped += len(b) - keep
+	return len(b), nil
+}
+
+func (c *capped) Bytes() []byte { return c.buf.Bytes() }
+
+func (c *capped) String() string {
+	s := string(bytes.TrimSpace(c.buf.Bytes()))
+	if c.dropped > 0 {
+		s += fmt.Sprintf(" … (%d more bytes)", c.dropped)
+	}
+	return s
+}

@@ -1,0 +1,219 @@
+package credprovider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"golang.org/x/sync/singleflight"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	credentialproviderv1 "k8s.io/kubelet/pkg/apis/credentialprovider/v1"
+)
+
+// Providers are the credential provider plugins of a kubelet's config, in
+// its order. It is an authn.Keychain (and authn.ContextKeychain) for
+// authn.NewMultiKeychain: an image no provider gives credentials for
+// resolves to authn.Anonymous, so the next keychain is asked; a provider
+// that fails, when none gives credentials, is an error wrapping
+// types.ErrCredentials, which stops a multi keychain. Safe for concurrent
+// use.
+type Providers struct {
+	list []*provider
+	opts *options
+}
+
+var (
+	_ authn.Keychain        = (*Providers)(nil)
+	_ authn.ContextKeychain = (*Providers)(nil)
+)
+
+// provider is one plugin with its cache.
+type provider struct {
+	name        string
+	bin         string
+	args        []string
+	env         []string // NAME=VALUE, after the process's own
+	apiVersion  string
+	gv          schema.GroupVersion
+	matchImages []string
+	defaultTTL  time.Duration
+	// skip: tokenAttributes.requireServiceAccount is true. regcheck pulls
+	// for no pod, and the kubelet does not run such a plugin for a pod
+	// without a service account.
+	skip bool
+
+	timeout time.Duration
+	now     func() time.Time
+	logger  *slog.Logger
+	cache   *cache
+	group   singleflight.Group
+}
+
+func newProvider(s source, binDir string, o *options) (*provider, error) {
+	bin, err := lookPlugin(binDir, s)
+	if err != nil {
+		return nil, err
+	}
+	p := &provider{
+		name:        s.Name,
+		bin:         bin,
+		args:        s.Args,
+		apiVersion:  s.APIVersion,
+		gv:          pluginAPIVersions[s.APIVersion],
+		matchImages: s.MatchImages,
+		defaultTTL:  s.DefaultCacheDuration.Duration,
+		timeout:     o.timeout,
+		now:         o.now,
+		logger:      o.logger,
+		cache:       newCache(o.now),
+	}
+	for _, e := range s.Env {
+		p.env = append(p.env, e.Name+"="+e.Value)
+	}
+	if t := s.TokenAttributes; t != nil && t.RequireServiceAccount != nil && *t.RequireServiceAccount {
+		p.skip = true
+	}
+	return p, nil
+}
+
+// Resolve implements authn.Keychain; see ResolveContext.
+func (ps *Providers) Resolve(r authn.Resource) (authn.Authenticator, error) {
+	return ps.ResolveContext(context.Background(), r)
+}
+
+// ResolveContext implements authn.ContextKeychain: the first credential
+// Lookup gives for the resource's repository, else authn.Anonymous.
+func (ps *Providers) ResolveContext(ctx context.Context, r authn.Resource) (authn.Authenticator, error) {
+	creds, err := ps.Lookup(ctx, imageOf(r))
+	if err != nil {
+		return nil, err
+	}
+	if len(creds) == 0 {
+		return authn.Anonymous, nil
+	}
+	return creds[0], nil
+}
+
+// Lookup returns, best first, every credential the providers give for
+// image, a repository without tag or digest ("registry.example.com/team/app",
+// "docker.io/library/nginx"), as the kubelet orders them: it pulls with
+// each in turn and stops at the first that works. Each provider whose
+// matchImages match the image is asked (from its cache, else by running
+// it). A provider that fails is logged and skipped, as the kubelet skips
+// it; only when no provider gave a credential is the failure returned,
+// wrapping types.ErrCredentials. No match gives none and no error.
+func (ps *Providers) Lookup(ctx context.Context, image string) ([]*Credential, error) {
+	var k keyring
+	var errs []error
+	for _, p := range ps.list {
+		if !p.wants(image) {
+			continue
+		}
+		auth, err := p.provide(ctx, image)
+		if err != nil {
+			p.logger.Warn("credential provider failed", "provider", p.name, "image", image, "err", err)
+			errs = append(errs, err)
+			continue
+		}
+		k.add(p.name, auth)
+	}
+	creds := k.lookup(image)
+	if len(creds) == 0 && len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return creds, nil
+}
+
+// String lists the providers and what they match; never their env, which
+// may hold secrets.
+func (ps *Providers) String() string {
+	parts := make([]string, 0, len(ps.list))
+	for _, p := range ps.list {
+		parts = append(parts, fmt.Sprintf("%s (%s)", p.name, strings.Join(p.matchImages, ", ")))
+	}
+	return "credential providers: " + strings.Join(parts, "; ")
+}
+
+// wants reports whether the provider is asked for image: one of its
+// matchImages matches it.
+func (p *provider) wants(image string) bool {
+	for _, m := range p.matchImages {
+		if matches(m, image) {
+			if p.skip {
+				p.logger.Debug("credential provider needs a service account token, skipped", "provider", p.name, "image", image)
+				return false
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// provide returns the provider's auth map for image, cached or from one
+// run of the plugin shared by concurrent callers. The run is not cut
+// short by one caller's cancellation (another may wait for it); the
+// timeout bounds it.
+func (p *provider) provide(ctx context.Context, image string) (map[string]credentialproviderv1.AuthConfig, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("credential provider %q for %s: %w", p.name, image, err)
+	}
+	if auth, ok := p.cache.get(image); ok {
+		return auth, nil
+	}
+	ch := p.group.DoChan(image, func() (any, error) {
+		return p.fetch(context.WithoutCancel(ctx), image)
+	})
+	select {
+	case res := <-ch:
+		if res.Err != nil {
+			return nil, res.Err
+		}
+		return res.Val.(map[string]credentialproviderv1.AuthConfig), nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("credential provider %q for %s: %w", p.name, image, ctx.Err())
+	}
+}
+
+// fetch runs the plugin and caches its response as the response says.
+func (p *provider) fetch(ctx context.Context, image string) (map[string]credentialproviderv1.AuthConfig, error) {
+	start := p.now()
+	resp, err := p.exec(ctx, image)
+	if err != nil {
+		return nil, err
+	}
+	key, ok := cacheKey(resp.CacheKeyType, image)
+	if !ok {
+		return nil, &PluginError{Provider: p.name, Image: image,
+			Err: fmt.Errorf("response cacheKeyType %q, want Image, Registry or Global", resp.CacheKeyType)}
+	}
+	auth := resp.Auth
+	if auth == nil {
+		auth = map[string]credentialproviderv1.AuthConfig{}
+	}
+	expires, cached := expiry(p.now(), resp, p.defaultTTL)
+	if cached {
+		p.cache.put(key, auth, expires)
+	}
+	p.logger.Debug("credential provider ran", "provider", p.name, "image", image,
+		"cacheKeyType", string(resp.CacheKeyType), "cached", cached, "keys", len(auth), "elapsed", p.now().Sub(start))
+	return auth, nil
+}
+
+// imageOf is the image string the kubelet passes to plugins and matches
+// against: the repository, without tag or digest, with Docker Hub as
+// docker.io (as distribution's reference normalizes it).
+func imageOf(r authn.Resource) string {
+	s := r.String()
+	if ref, ok := r.(name.Reference); ok {
+		s = ref.Context().String()
+	}
+	if reg := r.RegistryStr(); reg == name.DefaultRegistry {
+		s = "docker.io" + strings.TrimPrefix(s, reg)
+	}
+	return s
+}
