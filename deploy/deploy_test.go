@@ -239,21 +239,28 @@ func TestKustomization(t *testing.T) {
 	}
 }
 
-// TestHistoryName: the README names the history ConfigMap the Role lets
-// the CronJob update, wherever it shows --configmap.
+// TestHistoryName: the README and the docs name the history ConfigMap the
+// Role lets the CronJob update, wherever they show --configmap.
 func TestHistoryName(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+	pages, err := filepath.Glob("../docs/*.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	refs := regexp.MustCompile(`--configmap\s+(\S+)`).FindAllStringSubmatch(string(readme), -1)
-	if len(refs) == 0 {
-		t.Fatal("the README shows no --configmap")
-	}
-	for _, m := range refs {
-		if m[1] != "regcheck/"+historyName {
-			t.Errorf("the README shows --configmap %s, want regcheck/%s (the ConfigMap deploy/rbac.yaml grants)", m[1], historyName)
+	shown := 0
+	for _, p := range append(pages, "../README.md") {
+		text, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
 		}
+		for _, m := range regexp.MustCompile(`--configmap\s+(\S+)`).FindAllStringSubmatch(string(text), -1) {
+			shown++
+			if m[1] != "regcheck/"+historyName {
+				t.Errorf("%s shows --configmap %s, want regcheck/%s (the ConfigMap deploy/rbac.yaml grants)", p, m[1], historyName)
+			}
+		}
+	}
+	if shown == 0 {
+		t.Fatal("neither the README nor docs/ show --configmap")
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -13,21 +14,36 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/push"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
 	"github.com/regcheck/regcheck/internal/atomicfile"
-	"github.com/regcheck/regcheck/report"
 )
 
 // Job is the job label of every group regcheck pushes.
 const Job = "regcheck"
+
+// Write writes what g gathers in the text exposition format 0.0.4.
+func Write(w io.Writer, g prometheus.Gatherer) error {
+	mfs, err := g.Gather()
+	if err != nil {
+		return err
+	}
+	enc := expfmt.NewEncoder(w, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range mfs {
+		if err := enc.Encode(mf); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // WriteFile writes what g gathers to path in the text exposition format, as
 // node_exporter's textfile collector reads it: a temporary file in the same
 // folder renamed over path, so that the collector never reads half of one.
 func WriteFile(path string, g prometheus.Gatherer) error {
 	var buf bytes.Buffer
-	if err := report.WriteMetrics(&buf, g); err != nil {
+	if err := Write(&buf, g); err != nil {
 		return err
 	}
 	if err := atomicfile.Write(path, buf.Bytes(), 0o644); err != nil {

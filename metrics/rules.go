@@ -36,12 +36,20 @@ const (
 	StaleHours = 26
 )
 
-// Templates the annotations share: who runs the image, named from the
-// series' labels (a use from no workload, an argument, says so).
+// Templates the annotations share: the series' labels, and who runs the
+// image, named from them (a use from no workload, an argument, says so).
 const (
-	image    = "{{ $labels.image }}"
-	workload = "{{ with $labels.workload }}{{ $labels.workload_kind }} {{ $labels.namespace }}/{{ . }} (container {{ $labels.container }}){{ else }}an image given to regcheck by name{{ end }}"
+	image    = "{{ $labels." + LabelImage + " }}"
+	code     = "{{ $labels." + LabelCode + " }}"
+	command  = "{{ $labels." + LabelCommand + " }}"
+	workload = "{{ with $labels." + LabelWorkload + " }}{{ $labels." + LabelWorkloadKind + " }} {{ $labels." + LabelNamespace + " }}/{{ . }} (container {{ $labels." + LabelContainer + " }}){{ else }}an image given to regcheck by name{{ end }}"
 )
+
+// selector is a series selector: the family's name and one label matcher
+// (op "=" or "=~").
+func selector(n Name, label, op, value string) string {
+	return fmt.Sprintf("%s{%s%s%q}", n, label, op, value)
+}
 
 // class is one alert per finding code.
 type class struct {
@@ -53,7 +61,7 @@ type class struct {
 	summary, description string
 }
 
-// findingClasses are the alerts on regcheck_use_findings, one per code
+// findingClasses are the alerts on UseFindings, one per code
 // that a person must act on. The descriptions say what to run.
 var findingClasses = []class{
 	{types.ChildMissing, "RegcheckChildMissing", "critical", "broken",
@@ -125,7 +133,7 @@ func faultAdvice() string {
 			b.WriteString("{{ else if ")
 		}
 		advice := strings.TrimSuffix(types.Code(c).Advice("", ""), ".")
-		fmt.Fprintf(&b, "eq $labels.code %q }}%s", c, strings.ToUpper(advice[:1])+advice[1:])
+		fmt.Fprintf(&b, "eq $labels.%s %q }}%s", LabelCode, c, strings.ToUpper(advice[:1])+advice[1:])
 	}
 	b.WriteString("{{ end }}")
 	return b.String()
@@ -140,7 +148,7 @@ func Rules() []RuleGroup {
 	for _, c := range findingClasses {
 		findings = append(findings, Rule{
 			Alert:       c.name,
-			Expr:        fmt.Sprintf(`regcheck_use_findings{code=%q} > 0`, c.code),
+			Expr:        selector(UseFindings, LabelCode, "=", string(c.code)) + " > 0",
 			Labels:      map[string]string{"severity": c.severity, "class": c.class},
 			Annotations: map[string]string{"summary": c.summary, "description": c.description},
 		})
@@ -148,45 +156,46 @@ func Rules() []RuleGroup {
 	unknown := []Rule{
 		{
 			Alert:  "RegcheckImageUnknown",
-			Expr:   fmt.Sprintf(`regcheck_use_findings{code=~%q} > 0`, strings.Join(faultCodes(), "|")),
+			Expr:   selector(UseFindings, LabelCode, "=~", strings.Join(faultCodes(), "|")) + " > 0",
 			For:    FaultFor,
 			Labels: map[string]string{"severity": "warning", "class": "unknown"},
 			Annotations: map[string]string{
-				"summary": workload + " uses " + image + ", which regcheck could not check for " + FaultFor + " ({{ $labels.code }})",
-				"description": "The registry of " + image + " could not be asked ({{ $labels.code }}) on every run for " + FaultFor + ": whether a node can still pull it is unknown. " +
+				"summary": workload + " uses " + image + ", which regcheck could not check for " + FaultFor + " (" + code + ")",
+				"description": "The registry of " + image + " could not be asked (" + code + ") on every run for " + FaultFor + ": whether a node can still pull it is unknown. " +
 					faultAdvice() + ". Then run `regcheck scan " + image + "` to see the verdict.",
 			},
 		},
 		{
 			Alert:  "RegcheckInputsNotRead",
-			Expr:   `regcheck_inputs_skipped{kind="error"} > 0`,
+			Expr:   selector(InputsSkipped, LabelKind, "=", SkippedError) + " > 0",
 			For:    FaultFor,
 			Labels: map[string]string{"severity": "warning", "class": "unknown"},
 			Annotations: map[string]string{
-				"summary":     "regcheck could not read {{ $value }} of its inputs for " + FaultFor,
-				"description": "Files or lines regcheck was told to read could not be read (a manifest that does not parse, a file that cannot be opened), so the images they name were not checked. regcheck_input_skipped_info{kind=\"error\"} names each file; `regcheck scan -f FILE` says what is wrong with it.",
+				"summary": "regcheck could not read {{ $value }} of its inputs for " + FaultFor,
+				"description": "Files or lines regcheck was told to read could not be read (a manifest that does not parse, a file that cannot be opened), so the images they name were not checked. " +
+					selector(InputSkippedInfo, LabelKind, "=", SkippedError) + " names each file; `regcheck scan -f FILE` says what is wrong with it.",
 			},
 		},
 	}
 	stale := []Rule{
 		{
 			Alert:  "RegcheckNoRecentSuccess",
-			Expr:   fmt.Sprintf(`(time() - regcheck_last_success_timestamp_seconds) / 3600 > %d`, StaleHours),
+			Expr:   fmt.Sprintf(`(time() - %s) / 3600 > %d`, LastSuccess, StaleHours),
 			Labels: map[string]string{"severity": "warning", "class": "stale"},
 			Annotations: map[string]string{
-				"summary": "regcheck {{ $labels.command }} has not succeeded for {{ printf \"%.0f\" $value }} hours",
-				"description": fmt.Sprintf("No run of regcheck {{ $labels.command }} has finished for over %d hours, so every other regcheck alert is out of date: an image broken since then is not reported. ", StaleHours) +
+				"summary": "regcheck " + command + " has not succeeded for {{ printf \"%.0f\" $value }} hours",
+				"description": fmt.Sprintf("No run of regcheck "+command+" has finished for over %d hours, so every other regcheck alert is out of date: an image broken since then is not reported. ", StaleHours) +
 					"Look at the last runs of the CronJob (`kubectl -n regcheck get jobs`, then `kubectl -n regcheck logs job/NAME`): exit 2 is a flag or configuration error, 3 a cluster or registry it could not read; a run that ends without pushing its metrics leaves this alert on.",
 			},
 		},
 		{
 			Alert:  "RegcheckNeverSucceeded",
-			Expr:   `absent(regcheck_last_success_timestamp_seconds{command="scan"})`,
+			Expr:   "absent(" + selector(LastSuccess, LabelCommand, "=", CommandScan) + ")",
 			For:    fmt.Sprintf("%dh", StaleHours),
 			Labels: map[string]string{"severity": "warning", "class": "stale"},
 			Annotations: map[string]string{
 				"summary": fmt.Sprintf("no regcheck scan has reported its metrics for %d hours", StaleHours),
-				"description": "Prometheus has no regcheck_last_success_timestamp_seconds{command=\"scan\"}: regcheck scan has not run, has never finished, or its metrics are not collected. " +
+				"description": "Prometheus has no " + selector(LastSuccess, LabelCommand, "=", CommandScan) + ": regcheck scan has not run, has never finished, or its metrics are not collected. " +
 					"Check the CronJob (`kubectl -n regcheck get cronjobs,jobs`), that it runs `regcheck scan --pushgateway URL` or `--metrics-file`, and that Prometheus scrapes that Pushgateway (with honor_labels: true) or node_exporter.",
 			},
 		},

@@ -1,17 +1,16 @@
 package report
 
 import (
-	"github.com/regcheck/regcheck/types"
 	"io"
 	"regexp"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
-	"github.com/prometheus/common/expfmt"
 
+	"github.com/regcheck/regcheck/metrics"
 	"github.com/regcheck/regcheck/record"
+	"github.com/regcheck/regcheck/types"
 )
 
 // Prometheus writes the result's metrics (Metrics) in the Prometheus text
@@ -19,27 +18,8 @@ import (
 // Pushgateway: every metric a gauge, families and series sorted, no
 // timestamps (the textfile collector rejects them; the metrics say when).
 func Prometheus(w io.Writer, r *types.Result) error {
-	return WriteMetrics(w, Metrics(r))
+	return metrics.Write(w, Metrics(r))
 }
-
-// WriteMetrics writes what g gathers in the text exposition format 0.0.4.
-func WriteMetrics(w io.Writer, g prometheus.Gatherer) error {
-	mfs, err := g.Gather()
-	if err != nil {
-		return err
-	}
-	enc := expfmt.NewEncoder(w, expfmt.NewFormat(expfmt.TypeTextPlain))
-	for _, mf := range mfs {
-		if err := enc.Encode(mf); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// UseLabels are the labels of a use's series, in this order: which
-// workload's container runs which image, its verdict and a finding code.
-var UseLabels = []string{"namespace", "workload_kind", "workload", "container", "image", "verdict", "code"}
 
 // Metrics returns a registry holding the result's metrics, every one a
 // gauge: a result is a snapshot, replaced by the next run's. Besides the
@@ -47,14 +27,41 @@ var UseLabels = []string{"namespace", "workload_kind", "workload", "container", 
 // per use (namespace, workload kind and name, container, image, verdict)
 // and finding code of its image, valued the number of findings of that
 // code; a use whose image has no finding has one series with code "" and
-// value 0. Pods of one workload are one use. docs/formats.md lists them all.
+// value 0. Pods of one workload are one use. Package metrics names the
+// families; docs/formats.md lists them all.
 func Metrics(r *types.Result) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
-	gauge := func(name, help string, labels ...string) *prometheus.GaugeVec {
-		return promauto.With(reg).NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
+	imageSeries(reg, r)
+	useSeries(reg, r)
+	requests := metrics.RegistryRequests.Gauge(reg)
+	for _, c := range r.Requests {
+		requests.WithLabelValues(LabelValue(c.Host), c.Kind, c.Status).Add(float64(c.Count))
 	}
-	verdict := gauge("regcheck_image_verdict", "The verdict of each image reference scanned, as a label; always 1.", "reference", "verdict")
-	broken := gauge("regcheck_image_broken", "Whether a node can no longer pull the image reference (1) or can (0).", "reference")
+	for _, g := range rateLimitGauges(r.RateLimits) {
+		if len(g.byHost) > 0 {
+			v := g.name.Gauge(reg)
+			for host, x := range g.byHost {
+				v.WithLabelValues(LabelValue(host)).Set(x)
+			}
+		}
+	}
+	inputSeries(reg, r)
+	metrics.ScanDuration.Gauge(reg).WithLabelValues().Set(r.Duration.Seconds())
+	if !r.Started.IsZero() {
+		metrics.ScanTimestamp.Gauge(reg).WithLabelValues().Set(unixSeconds(r.Started))
+		if succeeded(r) {
+			lastSuccess(reg, metrics.CommandScan, unixSeconds(r.Started.Add(r.Duration)))
+		}
+	}
+	return reg
+}
+
+// imageSeries registers the per-image families with reg: each reference's
+// verdict and whether it is broken, the images by verdict and the findings
+// by code and severity.
+func imageSeries(reg prometheus.Registerer, r *types.Result) {
+	verdict := metrics.ImageVerdict.Gauge(reg)
+	broken := metrics.ImageBroken.Gauge(reg)
 	seen := map[string]bool{}
 	for _, im := range r.Sorted() {
 		if seen[im.Reference] {
@@ -70,18 +77,26 @@ func Metrics(r *types.Result) *prometheus.Registry {
 		broken.WithLabelValues(ref).Set(b)
 	}
 
-	images := gauge("regcheck_images", "Images scanned, by verdict.", "verdict")
+	images := metrics.Images.Gauge(reg)
 	for v, n := range r.Count() {
 		images.WithLabelValues(string(v)).Set(float64(n))
 	}
+	findings := metrics.Findings.Gauge(reg)
+	for _, im := range r.Images {
+		for _, f := range im.Findings {
+			findings.WithLabelValues(string(f.Code), f.Severity.String()).Inc()
+		}
+	}
+}
 
+// useSeries registers regcheck_use_findings with reg: a series per use
+// and finding code of its image, labelled metrics.UseLabels.
+func useSeries(reg prometheus.Registerer, r *types.Result) {
 	useMax := map[string]int{} // labels joined by NUL: the largest count
-	findings := gauge("regcheck_findings", "Findings, by code and severity.", "code", "severity")
-	uses := gauge("regcheck_use_findings", "Findings on the image each use (a workload's container) runs, by code: one series per use and code, valued the number of findings; code \"\" and 0 for an image with none.", UseLabels...)
+	uses := metrics.UseFindings.Gauge(reg)
 	for _, im := range r.Images {
 		perCode := map[types.Code]int{}
 		for _, f := range im.Findings {
-			findings.WithLabelValues(string(f.Code), f.Severity.String()).Inc()
 			perCode[f.Code]++
 		}
 		ref := ImageLabel(im.Reference)
@@ -101,42 +116,56 @@ func Metrics(r *types.Result) *prometheus.Registry {
 	for key, n := range useMax {
 		uses.WithLabelValues(strings.Split(key, "\x00")...).Set(float64(n))
 	}
+}
 
-	requests := gauge("regcheck_registry_requests", "HTTP requests the scan sent, by registry host, kind and status.", "host", "kind", "status")
-	for _, c := range r.Requests {
-		requests.WithLabelValues(LabelValue(c.Host), c.Kind, c.Status).Add(float64(c.Count))
-	}
-
-	for _, g := range rateLimitGauges(r.RateLimits) {
-		if len(g.byHost) > 0 {
-			v := gauge(g.name, g.help, "host")
-			for host, x := range g.byHost {
-				v.WithLabelValues(LabelValue(host)).Set(x)
-			}
-		}
-	}
-
-	skipped := gauge("regcheck_inputs_skipped", "Inputs (files, lines) not read: kind error makes the scan incomplete, kind notice was skipped on purpose.", "kind")
-	skippedInfo := gauge("regcheck_input_skipped_info", "Each input (file, or stdin) with a part not read, by kind; always 1.", "kind", "source")
-	skipped.WithLabelValues("error")
-	skipped.WithLabelValues("notice")
+// inputSeries registers the inputs not read with reg: how many of each
+// kind (both kinds, 0 included), and which.
+func inputSeries(reg prometheus.Registerer, r *types.Result) {
+	skipped := metrics.InputsSkipped.Gauge(reg)
+	skippedInfo := metrics.InputSkippedInfo.Gauge(reg)
+	skipped.WithLabelValues(metrics.SkippedError)
+	skipped.WithLabelValues(metrics.SkippedNotice)
 	for _, ie := range r.InputErrors {
-		kind := "error"
+		kind := metrics.SkippedError
 		if ie.Notice {
-			kind = "notice"
+			kind = metrics.SkippedNotice
 		}
 		skipped.WithLabelValues(kind).Inc()
 		skippedInfo.WithLabelValues(kind, LabelValue(ie.Source)).Set(1)
 	}
+}
 
-	gauge("regcheck_scan_duration_seconds", "How long the scan took.").WithLabelValues().Set(r.Duration.Seconds())
-	if !r.Started.IsZero() {
-		gauge("regcheck_scan_timestamp_seconds", "When the scan started, in seconds since the Unix epoch.").WithLabelValues().Set(unixSeconds(r.Started))
-		if succeeded(r) {
-			LastSuccess(reg, "scan", unixSeconds(r.Started.Add(r.Duration)))
+// hostGauge is one gauge with a series per registry host.
+type hostGauge struct {
+	name   metrics.Name
+	byHost map[string]float64 // host (not yet a label value) → value
+}
+
+// rateLimitGauges are the pull budgets the registries said, and the
+// manifest GETs withheld, per host; none for a scan that met no budget.
+func rateLimitGauges(rls []types.RateLimit) []hostGauge {
+	if len(rls) == 0 {
+		return nil
+	}
+	limit := hostGauge{metrics.RateLimit, map[string]float64{}}
+	remaining := hostGauge{metrics.RateLimitRemaining, map[string]float64{}}
+	window := hostGauge{metrics.RateLimitWindow, map[string]float64{}}
+	withheld := hostGauge{metrics.PullsWithheld, map[string]float64{}}
+	for _, rl := range rls {
+		host := rl.Host
+		withheld.byHost[host] = float64(rl.Withheld)
+		if !rl.Reported {
+			continue
+		}
+		remaining.byHost[host] = float64(rl.Remaining)
+		if rl.Limit > 0 {
+			limit.byHost[host] = float64(rl.Limit)
+		}
+		if rl.WindowSeconds > 0 {
+			window.byHost[host] = float64(rl.WindowSeconds)
 		}
 	}
-	return reg
+	return []hostGauge{limit, remaining, window, withheld}
 }
 
 // RecordMetrics returns a registry holding the metrics of a record run
@@ -146,29 +175,22 @@ func Metrics(r *types.Result) *prometheus.Registry {
 // fit the store, how long the run took, and its last success.
 func RecordMetrics(snap record.Snapshot, res record.Result, start, end time.Time) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
-	gauge := func(name, help string, labels ...string) *prometheus.GaugeVec {
-		return promauto.With(reg).NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
-	}
-	gauge("regcheck_record_containers", "Containers recorded with the digest they run.").WithLabelValues().Set(float64(len(snap.Entries)))
-	changed := gauge("regcheck_record_digest_changed", "Each workload container now running another digest than at the previous snapshot; always 1.",
-		"namespace", "workload_kind", "workload", "container", "image")
+	metrics.RecordContainers.Gauge(reg).WithLabelValues().Set(float64(len(snap.Entries)))
+	changed := metrics.RecordDigestChanged.Gauge(reg)
 	for _, c := range res.Changes {
 		changed.WithLabelValues(LabelValue(c.Namespace), LabelValue(c.OwnerKind), LabelValue(c.OwnerName), LabelValue(c.Container), ImageLabel(c.Image)).Set(1)
 	}
-	gauge("regcheck_record_trimmed", "The oldest records dropped to fit the store's size limit.").WithLabelValues().Set(float64(res.Trimmed))
-	gauge("regcheck_record_duration_seconds", "How long the record run took.").WithLabelValues().Set(end.Sub(start).Seconds())
-	LastSuccess(reg, "record", unixSeconds(end))
+	metrics.RecordTrimmed.Gauge(reg).WithLabelValues().Set(float64(res.Trimmed))
+	metrics.RecordDuration.Gauge(reg).WithLabelValues().Set(end.Sub(start).Seconds())
+	lastSuccess(reg, metrics.CommandRecord, unixSeconds(end))
 	return reg
 }
 
-// LastSuccess registers regcheck_last_success_timestamp_seconds{command}
+// lastSuccess registers regcheck_last_success_timestamp_seconds{command}
 // with reg: when a run of command last finished its work, in seconds since
 // the Unix epoch.
-func LastSuccess(reg prometheus.Registerer, command string, unix float64) {
-	promauto.With(reg).NewGaugeVec(prometheus.GaugeOpts{
-		Name: "regcheck_last_success_timestamp_seconds",
-		Help: "When a run of the command last finished its work (a verdict for every input it could read), in seconds since the Unix epoch.",
-	}, []string{"command"}).WithLabelValues(command).Set(unix)
+func lastSuccess(reg prometheus.Registerer, command string, unix float64) {
+	metrics.LastSuccess.Gauge(reg).WithLabelValues(command).Set(unix)
 }
 
 // succeeded: a scan that could read no image reference at all (every

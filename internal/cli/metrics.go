@@ -42,7 +42,7 @@ func (m *metricsFlags) target(command string) (*metrics.Pushgateway, error) {
 	if _, _, err := metrics.ParseURL(m.pushgateway); err != nil {
 		return nil, fmt.Errorf("--pushgateway: %w", err)
 	}
-	p := &metrics.Pushgateway{URL: m.pushgateway, Grouping: map[string]string{"command": command}}
+	p := &metrics.Pushgateway{URL: m.pushgateway, Grouping: map[string]string{metrics.LabelCommand: command}}
 	for _, kv := range m.grouping {
 		name, value, ok := strings.Cut(kv, "=")
 		if !ok {
