@@ -12,12 +12,10 @@ import (
 	"maps"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -92,71 +90,13 @@ func startNodeStore(t *testing.T, host string) *nodeStore {
 		}
 		return &nodeStore{Dir: content, Content: content, fetch: func(ref string) error { return layOut(content, ref) }}
 	}
-	bin, _ := bins.Path("containerd-" + ContainerdVersion)
-	ctr, _ := bins.Path("ctr-" + ContainerdVersion)
-	// A socket path must be short: not under t.TempDir().
-	dir, err := os.MkdirTemp("", "ctrd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	sock := filepath.Join(dir, "c.sock")
-	root := filepath.Join(dir, "root")
-	conf := fmt.Sprintf(`version = 3
-root = %q
-state = %q
-disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.cri.v1.images", "io.containerd.cri.v1.runtime", "io.containerd.nri.v1.nri"]
-[grpc]
-  address = %q
-[ttrpc]
-  address = %q
-`, root, filepath.Join(dir, "state"), sock, sock+".ttrpc")
-	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(conf), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	logf, err := os.Create(filepath.Join(dir, "containerd.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	start := time.Now()
-	cmd := exec.Command(bin, "--config", filepath.Join(dir, "config.toml"))
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	runtime.LockOSThread()
-	err = cmd.Start()
-	runtime.UnlockOSThread()
-	if err != nil {
-		t.Fatalf("starting containerd: %v", err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); logf.Close(); close(done) }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	})
+	cd := startContainerd(t, false)
+	root := cd.root
 	run := func(args ...string) error {
-		out, err := exec.Command(ctr, append([]string{"--address", sock, "--namespace", "k8s.io"}, args...)...).CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("ctr %s: %w\n%s", strings.Join(args, " "), err, out)
-		}
-		return nil
+		_, err := cd.ctr("k8s.io", args...)
+		return err
 	}
-	for run("version") != nil {
-		select {
-		case <-done:
-			b, _ := os.ReadFile(filepath.Join(dir, "containerd.log"))
-			t.Fatalf("containerd exited before it was ready:\n%s", b)
-		case <-time.After(100 * time.Millisecond):
-		}
-		if time.Since(start) > 30*time.Second {
-			t.Fatal("containerd not ready after 30s")
-		}
-	}
+	start := cd.started
 	t.Logf("containerd %s ready in %v (root %s)", ContainerdVersion, time.Since(start).Round(time.Millisecond), root)
 	return &nodeStore{Dir: root, Content: filepath.Join(root, "io.containerd.content.v1.content"), Real: true,
 		fetch: func(ref string) error {

@@ -14,7 +14,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	ggcrtypes "github.com/google/go-containerregistry/pkg/v1/types"
@@ -62,6 +61,9 @@ type client struct {
 	tagLists memo[string, []string]
 	rt       http.RoundTripper
 	limits   *rateLimits
+	// at is the endpoint of a node's pull path this client asks instead
+	// of each reference's registry (see pathReader); nil for the registry.
+	at *endpointAt
 }
 
 func newClient(o *options, l layers) *client {
@@ -88,7 +90,7 @@ func (c *client) forgetFaults() {
 func (c *client) httpClient(ctx context.Context, repo name.Repository) (*http.Client, error) {
 	return c.repos.do(ctx, repo.Name(), func() (*http.Client, error) {
 		ping := "https://" + repo.RegistryStr() + "/v2/"
-		auth, err := authn.Resolve(ctx, c.o.keychain, repo.Registry)
+		auth, err := c.auth(ctx, repo)
 		if err != nil {
 			return nil, &RegistryError{Method: http.MethodGet, URL: ping, Detail: fmt.Sprintf("resolving credentials for %s: %v", repo.RegistryStr(), err), Err: types.ErrCredentials}
 		}
@@ -131,7 +133,7 @@ func (c *client) limit(ctx context.Context, f func(context.Context) error) error
 // is a pull: it is sent only within the registry's pull budget (see
 // rateLimits), else it fails with ErrPullBudget.
 func (c *client) do(ctx context.Context, repo name.Repository, method, kind, ref string, limit int64) (*http.Response, []byte, error) {
-	u := fmt.Sprintf("%s://%s/v2/%s/%s/%s", repo.Scheme(), repo.RegistryStr(), repo.RepositoryStr(), kind, ref)
+	repo, u := c.where(repo, kind, ref)
 	hc, err := c.httpClient(ctx, repo)
 	if err != nil {
 		return nil, nil, err
@@ -320,7 +322,7 @@ func (c *client) blob(ctx context.Context, repo name.Repository, digest string) 
 // storage: there (200, 206), absent as the storage itself says (404 with
 // NoSuchKey or BlobNotFound), or a fault.
 func (c *client) askStorage(ctx context.Context, repo name.Repository, digest string) error {
-	u := fmt.Sprintf("%s://%s/v2/%s/blobs/%s", repo.Scheme(), repo.RegistryStr(), repo.RepositoryStr(), digest)
+	repo, u := c.where(repo, "blobs", digest)
 	hc, err := c.httpClient(ctx, repo)
 	if err != nil {
 		return err

@@ -7,13 +7,13 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/regcheck/regcheck/pullpath"
 	"github.com/regcheck/regcheck/walk"
 )
 
@@ -38,6 +38,7 @@ type options struct {
 	caFiles     []string
 	reaskPause  time.Duration
 	reader      walk.Reader // nil: the registry, over HTTP
+	pullPath    *pullpath.Config
 	progress    func(Progress)
 }
 
@@ -199,16 +200,10 @@ func WithCAFiles(paths ...string) Option {
 			}
 			o.roots = pool
 		}
-		for _, p := range paths {
-			pem, err := os.ReadFile(p)
-			if err != nil {
-				return fmt.Errorf("reading CA file: %w", err)
-			}
-			if !o.roots.AppendCertsFromPEM(pem) {
-				return fmt.Errorf("CA file %s: no PEM certificate in it", p)
-			}
-			o.caFiles = append(o.caFiles, p)
+		if err := appendPEM(o.roots, paths...); err != nil {
+			return err
 		}
+		o.caFiles = append(o.caFiles, paths...)
 		return nil
 	}
 }

@@ -22,6 +22,7 @@ type Scanner struct {
 	r       walk.Reader // what walks, Resolve and Manifest read: remote{c}, or WithReader's
 	counter *counter
 	walker  *walk.Walker
+	path    *pathReader // the node's pull path (WithPullPath), or nil
 }
 
 // sleep waits d, or until ctx ends; tests need not wait.
@@ -45,11 +46,16 @@ func New(opts ...Option) (*Scanner, error) {
 	l := buildTransport(o)
 	c := newClient(o, l)
 	r := cached(o, remote{c})
-	if o.reader != nil {
+	var path *pathReader
+	switch {
+	case o.reader != nil:
 		r = o.reader
+	case o.pullPath != nil:
+		path = newPathReader(o, l, c.sem)
+		r = path
 	}
 	w := walk.New(r, walk.WithPlatforms(o.platforms...), walk.WithConcurrency(o.concurrency))
-	return &Scanner{o: o, c: c, r: r, counter: l.counter, walker: w}, nil
+	return &Scanner{o: o, c: c, r: r, counter: l.counter, walker: w, path: path}, nil
 }
 
 // Run scans every target with a new Scanner. See Scanner.Run.
@@ -253,4 +259,9 @@ func (s *Scanner) Resolve(ctx context.Context, ref string) (digest, mediaType st
 }
 
 // Requests returns the requests this Scanner has sent so far.
-func (s *Scanner) Requests() []types.RequestCount { return s.counter.counts() }
+func (s *Scanner) Requests() []types.RequestCount {
+	if s.path == nil {
+		return s.counter.counts()
+	}
+	return mergeCounts(append(s.counter.counts(), s.path.counts()...))
+}

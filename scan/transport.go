@@ -2,7 +2,6 @@ package scan
 
 import (
 	"bytes"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"github.com/regcheck/regcheck/types"
@@ -52,6 +51,27 @@ func (c *counter) counts() []types.RequestCount {
 		k.Count = n
 		out = append(out, k)
 	}
+	return sortCounts(out)
+}
+
+// mergeCounts sums the counts of several counters, by host, kind and status.
+func mergeCounts(rs []types.RequestCount) []types.RequestCount {
+	sum := map[types.RequestCount]int{}
+	for _, r := range rs {
+		n := r.Count
+		r.Count = 0
+		sum[r] += n
+	}
+	out := make([]types.RequestCount, 0, len(sum))
+	for k, n := range sum {
+		k.Count = n
+		out = append(out, k)
+	}
+	return sortCounts(out)
+}
+
+// sortCounts orders counts by host, kind and status.
+func sortCounts(out []types.RequestCount) []types.RequestCount {
 	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i], out[j]
 		if a.Host != b.Host {
@@ -273,14 +293,7 @@ type layers struct {
 func buildTransport(o *options) layers {
 	base := o.transport
 	if base == nil {
-		def := http.DefaultTransport.(*http.Transport).Clone()
-		def.MaxIdleConnsPerHost = max(o.concurrency, 2)
-		if o.roots != nil {
-			def.TLSClientConfig = &tls.Config{RootCAs: o.roots, MinVersion: tls.VersionTLS12}
-		}
-		unverified := def.Clone()
-		unverified.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // only for hosts the user named
-		base = hostTLS{next: def, unverified: unverified, insecure: o.insecure}
+		base = NewBaseTransport(o.roots, o.insecure, o.concurrency)
 	}
 	c := &counter{next: tracer{next: base, log: o.logger}, n: map[types.RequestCount]int{}}
 	limits := &rateLimits{next: c, maxPulls: o.maxPulls}

@@ -36,5 +36,8 @@ func (s *Scanner) walkImage(ctx context.Context, ref name.Reference, im *types.I
 	im.Digest, im.MediaType = got.Digest, got.MediaType
 	im.Findings = append(im.Findings, got.Findings...)
 	im.Manifests, im.Blobs, im.Tree = got.Manifests, got.Blobs, got.Tree
+	if s.path != nil {
+		im.Findings = append(im.Findings, s.pathFindings(ctx, ref, im)...)
+	}
 	im.Verdict = types.VerdictOf(im.Findings)
 }

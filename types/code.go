@@ -39,6 +39,20 @@ const (
 	LostForOtherPlatform Code = "lost-for-other-platform"
 )
 
+// Findings about the node's pull path (scan --registries-config): where a
+// node's runtime got each piece, when it is not simply the registry.
+const (
+	// MirrorOnly: a mirror serves a piece the registry no longer has:
+	// the node pulls it, one cache eviction from broken.
+	MirrorOnly Code = "mirror-only"
+	// MirrorLacks: a mirror does not hold a piece, or holds another
+	// digest for the tag: the node falls back, or runs the mirror's bits.
+	MirrorLacks Code = "mirror-lacks"
+	// MirrorUnavailable: an endpoint of the pull path could not be asked;
+	// the node moved on to one that serves the piece.
+	MirrorUnavailable Code = "mirror-unavailable"
+)
+
 // Faults: the registry could not be asked. They prove nothing about the image.
 const (
 	Unauthorized  Code = "unauthorized"
@@ -122,6 +136,12 @@ var codes = map[Code]codeInfo{
 		description: "a piece of the image that only some of the eligible nodes' platform needs is gone: those nodes cannot pull it"},
 	LostForOtherPlatform: {severity: SeverityInfo, advice: childMissingAdvice,
 		description: "a piece of the image that only a platform no eligible node runs needs is gone"},
+	MirrorOnly: {severity: SeverityWarning, advice: says("push the image to the registry again from the mirror (regcheck rescue --from-registry MIRROR), or pin the workload to a digest the registry holds: the mirror's copy is one eviction from gone"),
+		description: "only a mirror of the node's pull path still serves a piece the registry has lost"},
+	MirrorLacks: {severity: SeverityInfo, advice: says(""),
+		description: "a mirror of the node's pull path does not hold a piece, or resolves the tag to another digest: the node falls back, or runs the mirror's digest"},
+	MirrorUnavailable: {severity: SeverityInfo, advice: says(""),
+		description: "an endpoint of the node's pull path could not be asked; the node moved on to one that serves the piece"},
 	Unauthorized: {severity: SeverityWarning, fault: true, advice: says("give regcheck credentials for this registry (the docker config, or the pods' pull secrets in a cluster)"),
 		description: "the registry asked for credentials: the image could not be checked"},
 	Forbidden: {severity: SeverityWarning, fault: true, advice: says("the credentials used cannot pull this repository"),

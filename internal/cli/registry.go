@@ -25,6 +25,8 @@ type registryFlags struct {
 	noCache     bool
 	cacheMax    byteSize
 	maxPulls    int
+	// pullPath is --registries-config: the nodes' registry configuration.
+	pullPath string
 }
 
 // addTo adds the flags; withPlatform is false for commands that walk no
@@ -41,6 +43,7 @@ func (r *registryFlags) addTo(fs *pflag.FlagSet, withPlatform bool) {
 	fs.BoolVar(&r.noCache, "no-cache", false, "keep no manifests on disk: GET every one (overrides --cache-dir)")
 	r.cacheMax = 256 << 20
 	fs.Var(&r.cacheMax, "cache-max-size", "most the manifest cache holds, least recently used out (bytes, or with KiB, MiB, GiB, kB, MB, GB)")
+	fs.StringVar(&r.pullPath, "registries-config", "", "walk each image as a node reading this registry configuration pulls it: its mirrors in order, with their rewrites, then the registry unless disabled (a k3s/RKE2 registries.yaml, a containerd hosts directory such as /etc/containerd/certs.d, or a CRI-O registries.conf; told apart by content). The manifest cache is not used with it")
 	fs.IntVar(&r.maxPulls, "max-pulls", 0, "send at most N manifest GETs (Docker Hub's pulls) to each registry host, retries included; 0: no cap. RateLimit headers are heeded anyway, a tenth of the limit kept in reserve")
 }
 
@@ -55,6 +58,9 @@ func (r *registryFlags) options(g *globals) []scan.Option {
 		scan.WithMaxPulls(r.maxPulls),
 		scan.WithLogger(g.logger),
 		scan.WithUserAgent("regcheck/" + Version),
+	}
+	if r.pullPath != "" {
+		return append(opts, scan.WithPullPathFile(r.pullPath))
 	}
 	if dir := r.cacheFolder(g); dir != "" {
 		opts = append(opts, scan.WithCache(dir, int64(r.cacheMax)))

@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,13 +8,11 @@ import (
 	"io"
 	"maps"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
 	"sync/atomic"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -349,42 +345,15 @@ func rescueExit(p *rescue.Plan) error {
 // sources) through: TLS verified against the system roots plus the CA
 // files, and not verified for the hosts named insecure.
 func writeTransport(caFiles, insecure []string) (http.RoundTripper, error) {
-	base := remote.DefaultTransport.(*http.Transport).Clone()
-	if len(caFiles) > 0 {
-		pool, err := x509.SystemCertPool()
-		if err != nil || pool == nil {
-			pool = x509.NewCertPool()
-		}
-		for _, p := range caFiles {
-			pem, err := os.ReadFile(p)
-			if err != nil {
-				return nil, fmt.Errorf("--ca-file: %w", err)
-			}
-			if !pool.AppendCertsFromPEM(pem) {
-				return nil, fmt.Errorf("--ca-file %s: no PEM certificate in it", p)
-			}
-		}
-		base.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	roots, err := scan.LoadRoots(caFiles...)
+	if err != nil {
+		return nil, fmt.Errorf("--ca-file: %w", err)
 	}
-	if len(insecure) == 0 {
-		return base, nil
+	hosts := map[string]bool{}
+	for _, h := range insecure {
+		hosts[h] = true
 	}
-	unverified := base.Clone()
-	unverified.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // only for hosts the user named
-	return hostSwitch{next: base, unverified: unverified, hosts: insecure}, nil
-}
-
-// hostSwitch sends requests to the named hosts through unverified.
-type hostSwitch struct {
-	next, unverified http.RoundTripper
-	hosts            []string
-}
-
-func (h hostSwitch) RoundTrip(req *http.Request) (*http.Response, error) {
-	if slices.Contains(h.hosts, req.URL.Host) {
-		return h.unverified.RoundTrip(req)
-	}
-	return h.next.RoundTrip(req)
+	return scan.NewBaseTransport(roots, hosts, 0), nil
 }
 
 // runRescueCluster is --cluster: the broken images the cluster runs, the

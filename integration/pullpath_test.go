@@ -1,0 +1,200 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/regcheck/regcheck/internal/testing/fixture"
+	"github.com/regcheck/regcheck/internal/testing/registry"
+	"github.com/regcheck/regcheck/pullpath"
+	"github.com/regcheck/regcheck/types"
+)
+
+// pathCase is one node configuration of the parity test: a containerd
+// hosts.toml for the upstream registry, or a k3s registries.yaml that k3s
+// would translate into one.
+type pathCase struct {
+	name string
+	// hosts is the hosts.toml of the upstream's host directory; k3s, a
+	// registries.yaml (ctr is given its translation, as k3s writes it).
+	hosts, k3s string
+	// codes are finding codes the case must show on some image.
+	codes []types.Code
+}
+
+// TestPullPathParity: the real containerd v2.4.2 is the ground truth. For
+// every fixture and node configuration, regcheck scan --registries-config
+// says broken exactly when `ctr content fetch --skip-metadata --platform
+// linux/amd64 --hosts-dir DIR` (the kubelet's pull: resolve, then fetch
+// the platform's manifest, config and layers, without other platforms'
+// metadata) fails. Upstream: docker/distribution 2.8.3 after its own GC;
+// mirror: distribution 3.1.2 holding the same digests.
+func TestPullPathParity(t *testing.T) {
+	if why := containerdReason(); why != "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("containerd cannot run: %s", why)
+		}
+		t.Skip(why)
+	}
+	up, imgs := startRegistry(t, registry.V2)
+	collect(t, up)
+	mirror := startEmpty(t, registry.V3)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := fixture.Push(ctx, mirror.Host(), "gc/"); err != nil {
+		t.Fatal(err)
+	}
+	empty := startEmpty(t, registry.V3)
+	closed := closedAddr(t)
+	cd := startContainerd(t, true)
+
+	U, M, E, C := up.Host(), mirror.Host(), empty.Host(), closed
+	mirrorOf := func(host, caps string) string {
+		return fmt.Sprintf("server = %q\n\n[host.%q]\n  capabilities = [%s]\n", "http://"+U, "http://"+host, caps)
+	}
+	k3sMirror := func(endpoints ...string) string {
+		return fmt.Sprintf("mirrors:\n  %q:\n    endpoint: [%s]\n", U, strings.Join(endpoints, ", "))
+	}
+	cases := []pathCase{
+		{name: "no mirror", hosts: fmt.Sprintf("server = %q\n", "http://"+U)},
+		{name: "mirror whole", hosts: mirrorOf(M, `"pull", "resolve"`), codes: []types.Code{types.MirrorOnly}},
+		{name: "mirror empty", hosts: mirrorOf(E, `"pull", "resolve"`), codes: []types.Code{types.MirrorLacks}},
+		{name: "mirror unreachable", hosts: mirrorOf(C, `"pull", "resolve"`), codes: []types.Code{types.MirrorUnavailable}},
+		{name: "fallback disabled, mirror whole", hosts: fmt.Sprintf("server = %q\n", "http://"+M), codes: []types.Code{types.MirrorOnly}},
+		{name: "fallback disabled, mirror empty", hosts: fmt.Sprintf("server = %q\n", "http://"+E)},
+		{name: "pull-only mirror", hosts: mirrorOf(M, `"pull"`), codes: []types.Code{types.MirrorOnly}},
+		{name: "k3s: no mirror", k3s: "mirrors: {}\n"},
+		{name: "k3s: mirror whole", k3s: k3sMirror(`"http://` + M + `"`), codes: []types.Code{types.MirrorOnly}},
+		{name: "k3s: mirror empty", k3s: k3sMirror(`"http://` + E + `"`), codes: []types.Code{types.MirrorLacks}},
+		{name: "k3s: mirror unreachable", k3s: k3sMirror(`"http://` + C + `"`), codes: []types.Code{types.MirrorUnavailable}},
+	}
+	var table []string
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			config, hostsDir := pathConfig(t, tc, U)
+			fetched := map[string]string{} // ref → ctr's error, "" when it fetched
+			var refs []string
+			for _, im := range imgs {
+				ref := im.Ref
+				refs = append(refs, ref)
+				out, err := cd.ctr(fmt.Sprintf("case%d", i), "content", "fetch", "--skip-metadata", "--platform", "linux/amd64", "--hosts-dir", hostsDir, ref)
+				fetched[ref] = ""
+				if err != nil {
+					fetched[ref] = lastLine(string(out))
+				}
+			}
+			doc, _, _ := scanCLI(t, append([]string{"--platform", "linux/amd64", "--registries-config", config, "--no-cache"}, refs...)...)
+			got := byReference(doc)
+			seen := map[types.Code]bool{}
+			for _, ref := range refs {
+				im := got[ref]
+				if im == nil {
+					t.Errorf("%s: not in the report", ref)
+					continue
+				}
+				for _, f := range im.Findings {
+					seen[f.Code] = true
+					t.Logf("%s: %s %s: %s", shortRef(ref), f.Severity, f.Code, f.Message)
+				}
+				ctrFails := fetched[ref] != ""
+				if (im.Verdict == types.Broken) != ctrFails || im.Verdict == types.Unknown {
+					t.Errorf("%s: regcheck %s, ctr fetch %s", ref, im.Verdict, orOK(fetched[ref]))
+					for _, f := range im.Findings {
+						t.Logf("    %s %s: %s", f.Severity, f.Code, f.Message)
+					}
+				}
+				table = append(table, fmt.Sprintf("| %s | %s | %s | %s |", tc.name, shortRef(ref), im.Verdict, orOK(fetched[ref])))
+			}
+			for _, c := range tc.codes {
+				if !seen[c] {
+					t.Errorf("no image has a %s finding", c)
+				}
+			}
+		})
+	}
+	sort.Strings(table)
+	t.Logf("ctr parity (linux/amd64):\n| case | image | regcheck | ctr content fetch |\n|---|---|---|---|\n%s", strings.Join(table, "\n"))
+}
+
+// pathConfig writes a case's configuration: what regcheck reads, and the
+// hosts directory ctr reads (for a k3s case, its translation).
+func pathConfig(t *testing.T, tc pathCase, upstream string) (config, hostsDir string) {
+	t.Helper()
+	dir := t.TempDir()
+	hostsDir = filepath.Join(dir, "certs.d")
+	if tc.k3s == "" {
+		if err := os.MkdirAll(filepath.Join(hostsDir, upstream), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(hostsDir, upstream, "hosts.toml"), []byte(tc.hosts), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return hostsDir, hostsDir
+	}
+	config = filepath.Join(dir, "registries.yaml")
+	if err := os.WriteFile(config, []byte(tc.k3s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := pullpath.Load(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pullpath.WriteHostsDir(cfg, hostsDir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(hostsDir, upstream, "hosts.toml")); os.IsNotExist(err) {
+		// No mirror for the host: k3s writes nothing, and containerd
+		// asks the registry itself, over plain HTTP as the loopback
+		// registry speaks it.
+		if err := os.MkdirAll(filepath.Join(hostsDir, upstream), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(hostsDir, upstream, "hosts.toml"), []byte(fmt.Sprintf("server = %q\n", "http://"+upstream)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return config, hostsDir
+}
+
+// closedAddr is a loopback address nothing listens on.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+func orOK(s string) string {
+	if s == "" {
+		return "ok"
+	}
+	if len(s) > 120 {
+		s = s[:120] + "…"
+	}
+	return "fails: " + s
+}
+
+func shortRef(ref string) string {
+	if i := strings.Index(ref, "/"); i >= 0 {
+		return ref[i+1:]
+	}
+	return ref
+}

@@ -1,0 +1,50 @@
+package scan
+
+import (
+	"errors"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+
+	"github.com/regcheck/regcheck/pullpath"
+	"github.com/regcheck/regcheck/types"
+)
+
+// TestPathError: a piece no endpoint served is absent only on the
+// registry's own 404, or, where the node never asks the registry, on a
+// 404 with no endpoint left unasked by a fault.
+func TestPathError(t *testing.T) {
+	ep := func(host string, mirror bool) pullpath.Endpoint {
+		return pullpath.Endpoint{URL: &url.URL{Scheme: "http", Host: host, Path: "/v2"}, Repository: "app", Mirror: mirror}
+	}
+	mirror, upstream := ep("mirror:5000", true), ep("reg:5000", false)
+	notFound := &RegistryError{Method: "HEAD", URL: "u", Status: 404, Err: types.ErrNotFound}
+	refused := &RegistryError{Method: "HEAD", URL: "u", Detail: "connection refused", Err: types.ErrUnreachable}
+	ref, _ := name.ParseReference("reg:5000/app:v1")
+	for _, tc := range []struct {
+		name    string
+		answers []epAnswer
+		want    error
+	}{
+		{"registry 404 after a mirror 404", []epAnswer{{mirror, notFound}, {upstream, notFound}}, types.ErrNotFound},
+		{"registry 404 after a mirror refused", []epAnswer{{mirror, refused}, {upstream, notFound}}, types.ErrNotFound},
+		{"registry refused after a mirror 404", []epAnswer{{mirror, notFound}, {upstream, refused}}, types.ErrUnreachable},
+		{"no registry asked: a mirror 404", []epAnswer{{mirror, notFound}}, types.ErrNotFound},
+		{"no registry asked: one mirror 404, one refused", []epAnswer{{mirror, notFound}, {ep("m2:5000", true), refused}}, types.ErrUnreachable},
+		{"every endpoint blocked", []epAnswer{{mirror, errBlocked}}, types.ErrNotFound},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := pathError(ref, tc.answers)
+			if !errors.Is(err, tc.want) {
+				t.Errorf("pathError = %v, want %v", err, tc.want)
+			}
+			for _, a := range tc.answers {
+				if !strings.Contains(err.Error(), a.ep.URL.Host) {
+					t.Errorf("%q does not name %s", err, a.ep.URL.Host)
+				}
+			}
+		})
+	}
+}
