@@ -30,11 +30,15 @@ type registryFlags struct {
 }
 
 // addTo adds the flags; withPlatform is false for commands that walk no
-// index (gc-check's API mode).
+// index or ask the registry itself (gc-check, rescue): they get neither
+// --platform nor --registries-config.
 func (r *registryFlags) addTo(fs *pflag.FlagSet, withPlatform bool) {
 	fs.IntVar(&r.concurrency, "concurrency", 8, "registry requests in flight at once")
 	fs.DurationVar(&r.timeout, "timeout", 30*time.Second, "timeout of each registry request, its retries included")
 	if withPlatform {
+		// The commands that walk images as nodes pull them (scan, pin):
+		// gc-check and rescue ask the registry itself.
+		fs.StringVar(&r.pullPath, "registries-config", "", "walk each image as a node reading this registry configuration pulls it: its mirrors in order, with their rewrites, then the registry unless disabled (a k3s/RKE2 registries.yaml, a containerd hosts directory such as /etc/containerd/certs.d, or a CRI-O registries.conf; told apart by content). The manifest cache is not used with it")
 		fs.StringArrayVar(&r.platforms, "platform", nil, "only require index children for this os/arch[/variant] (repeatable; default: every child)")
 	}
 	fs.StringArrayVar(&r.insecure, "insecure-registry", nil, "allow plain HTTP and unverified TLS for this host[:port] only (repeatable)")
@@ -43,7 +47,6 @@ func (r *registryFlags) addTo(fs *pflag.FlagSet, withPlatform bool) {
 	fs.BoolVar(&r.noCache, "no-cache", false, "keep no manifests on disk: GET every one (overrides --cache-dir)")
 	r.cacheMax = 256 << 20
 	fs.Var(&r.cacheMax, "cache-max-size", "most the manifest cache holds, least recently used out (bytes, or with KiB, MiB, GiB, kB, MB, GB)")
-	fs.StringVar(&r.pullPath, "registries-config", "", "walk each image as a node reading this registry configuration pulls it: its mirrors in order, with their rewrites, then the registry unless disabled (a k3s/RKE2 registries.yaml, a containerd hosts directory such as /etc/containerd/certs.d, or a CRI-O registries.conf; told apart by content). The manifest cache is not used with it")
 	fs.IntVar(&r.maxPulls, "max-pulls", 0, "send at most N manifest GETs (Docker Hub's pulls) to each registry host, retries included; 0: no cap. RateLimit headers are heeded anyway, a tenth of the limit kept in reserve")
 }
 
