@@ -461,3 +461,51 @@ func TestCompose(t *testing.T) {
 		t.Errorf("scan: read_only %v, tmpfs %q: want a read-only root and HOME on a tmpfs", scan.ReadOnly, scan.Tmpfs)
 	}
 }
+
+// TestNodePullPathOverlay: deploy/node-pull-path/ runs the nightly scan
+// with the node's registries.yaml, mounted read-only from the host, as
+// --registries-config; the record container is left as it is.
+func TestNodePullPathOverlay(t *testing.T) {
+	data, err := os.ReadFile("node-pull-path/kustomization.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	overlay := strings.Replace(string(data), "  - ..\n", "  - ../base\n", 1)
+	var cj *batchv1.CronJob
+	for _, o := range render(t, overlay) {
+		if v, ok := o.(*batchv1.CronJob); ok {
+			cj = v
+		}
+	}
+	if cj == nil {
+		t.Fatal("no CronJob")
+	}
+	pod := cj.Spec.JobTemplate.Spec.Template.Spec
+	scan := pod.Containers[0]
+	if n := len(scan.Args); n < 2 || scan.Args[n-2] != "--registries-config" || scan.Args[n-1] != "/etc/regcheck/registries.yaml" {
+		t.Errorf("scan args %q do not end with --registries-config /etc/regcheck/registries.yaml", scan.Args)
+	}
+	mounted := false
+	for _, m := range scan.VolumeMounts {
+		if m.MountPath == "/etc/regcheck/registries.yaml" {
+			mounted = m.ReadOnly && m.Name == "node-registries"
+		}
+	}
+	if !mounted {
+		t.Errorf("the scan container does not mount node-registries read-only: %+v", scan.VolumeMounts)
+	}
+	found := false
+	for _, v := range pod.Volumes {
+		if v.Name == "node-registries" {
+			found = v.HostPath != nil && v.HostPath.Path == "/etc/rancher/k3s/registries.yaml" && v.HostPath.Type != nil && *v.HostPath.Type == corev1.HostPathFile
+		}
+	}
+	if !found {
+		t.Errorf("no hostPath volume of type File for the node's registries.yaml: %+v", pod.Volumes)
+	}
+	for _, a := range pod.InitContainers[0].Args {
+		if a == "--registries-config" {
+			t.Error("record got --registries-config: it asks no registry")
+		}
+	}
+}
