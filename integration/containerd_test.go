@@ -29,7 +29,7 @@ type containerdProc struct {
 // isolated, content is not shared across namespaces
 // (content_sharing_policy = "isolated"): a piece one namespace fetched
 // cannot hide a missing piece from another.
-func startContainerd(t *testing.T, isolated bool) *containerdProc {
+func startContainerd(t testing.TB, isolated bool) *containerdProc {
 	t.Helper()
 	bin, _ := bins.Path("containerd-" + ContainerdVersion)
 	ctr, _ := bins.Path("ctr-" + ContainerdVersion)

@@ -60,7 +60,7 @@ func startRegistry(t *testing.T, version string) (*registry.Registry, []fixture.
 
 // collect runs the registry's own garbage collector with --delete-untagged
 // and restarts it.
-func collect(t *testing.T, r *registry.Registry) {
+func collect(t testing.TB, r *registry.Registry) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
