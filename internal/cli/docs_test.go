@@ -79,7 +79,6 @@ func TestDocsUpToDate(t *testing.T) {
 	}
 }
 
-
 func readPages(t *testing.T, dir string) map[string][]byte {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(dir, "*.md"))
