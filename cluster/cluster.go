@@ -3,12 +3,12 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"github.com/regcheck/regcheck/types"
 	"strings"
 
 	"github.com/regcheck/regcheck/imageref"
 	"github.com/regcheck/regcheck/inventory"
 	"github.com/regcheck/regcheck/scan"
+	"github.com/regcheck/regcheck/types"
 )
 
 // Targets turns an inventory into scan targets: one use per container, with

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/regcheck/regcheck/types"
 	"io"
 	"log"
 	"net/http"
@@ -36,6 +35,7 @@ import (
 	"github.com/regcheck/regcheck/internal/testing/fixture"
 	"github.com/regcheck/regcheck/inventory"
 	"github.com/regcheck/regcheck/scan"
+	"github.com/regcheck/regcheck/types"
 )
 
 func push(t *testing.T, ref, content string) string {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/regcheck/regcheck/storage"
-	"github.com/regcheck/regcheck/types"
 	"sort"
 	"strings"
 	"sync"
@@ -13,6 +11,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/regcheck/regcheck/scan"
+	"github.com/regcheck/regcheck/storage"
+	"github.com/regcheck/regcheck/types"
 	"github.com/regcheck/regcheck/walk"
 )
 

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/regcheck/regcheck/types"
 	"io"
 	"net/http"
 	"os"
@@ -28,6 +27,7 @@ import (
 	"github.com/regcheck/regcheck/internal/testing/bins"
 	"github.com/regcheck/regcheck/internal/testing/registry"
 	"github.com/regcheck/regcheck/report"
+	"github.com/regcheck/regcheck/types"
 )
 
 // CraneBinary is the crane hack/build-bins.sh builds (its crane set).

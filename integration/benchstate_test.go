@@ -5,7 +5,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"github.com/regcheck/regcheck/types"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -27,6 +26,7 @@ import (
 
 	"github.com/regcheck/regcheck/internal/testing/fixture"
 	"github.com/regcheck/regcheck/internal/testing/registry"
+	"github.com/regcheck/regcheck/types"
 )
 
 // stateConfig says what generateState pushes: Images targets over Repos

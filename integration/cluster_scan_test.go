@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/regcheck/regcheck/types"
 	"os"
 	"path/filepath"
 	"slices"
@@ -26,6 +25,7 @@ import (
 	"github.com/regcheck/regcheck/internal/testing/kubeapi"
 	"github.com/regcheck/regcheck/internal/testing/registry"
 	"github.com/regcheck/regcheck/report"
+	"github.com/regcheck/regcheck/types"
 )
 
 // pushSingle pushes fixture.Single(seed) to ref and returns its digest.
@@ -153,15 +153,7 @@ func finding(im *types.Image, code types.Code) *types.Finding {
 func TestClusterScan(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	kc, err := kubeapi.Start(ctx, t.TempDir(), kubeapi.DefaultBinDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(kc.Stop)
-	cs, err := kc.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
+	kc, cs := startKube(t, ctx)
 	reg, imgs := startRegistry(t, registry.V2)
 	host := reg.Host()
 	var buildx fixture.Image
@@ -178,13 +170,7 @@ func TestClusterScan(t *testing.T) {
 	orphanO1 := pushSingle(t, ref("c/orphanpin", ":v1"), "orphan pin, first build")
 
 	ns := "dam-prod"
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	// No controller-manager: create the namespace's default service account.
-	if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	namespaceWithSA(t, ctx, cs, ns)
 	node, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)

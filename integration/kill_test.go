@@ -9,7 +9,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/regcheck/regcheck/yamlfile"
 	"maps"
 	"math/rand/v2"
 	"os"
@@ -27,6 +26,7 @@ import (
 	"github.com/regcheck/regcheck/internal/testing/kubeapi"
 	"github.com/regcheck/regcheck/internal/testing/registry"
 	"github.com/regcheck/regcheck/record"
+	"github.com/regcheck/regcheck/yamlfile"
 )
 
 var killSeed = flag.Uint64("kill-seed", 0, "seed of TestKill's kill delays and cluster changes (0: time-based; the seed used is logged)")

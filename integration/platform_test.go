@@ -14,7 +14,6 @@ import (
 
 	"github.com/regcheck/regcheck/internal/cli"
 	"github.com/regcheck/regcheck/internal/testing/fixture"
-	"github.com/regcheck/regcheck/internal/testing/kubeapi"
 	"github.com/regcheck/regcheck/internal/testing/registry"
 	"github.com/regcheck/regcheck/types"
 )
@@ -27,15 +26,7 @@ import (
 func TestClusterPlatforms(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	kc, err := kubeapi.Start(ctx, t.TempDir(), kubeapi.DefaultBinDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(kc.Stop)
-	cs, err := kc.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
+	kc, cs := startKube(t, ctx)
 	reg := startEmpty(t, registry.V2)
 	digest := map[string]string{}
 	for _, prefix := range []string{"amd/", "both/", "arm/"} {
@@ -58,13 +49,7 @@ func TestClusterPlatforms(t *testing.T) {
 		}
 	}
 	ns := "shop"
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	// No controller-manager: create the namespace's default service account.
-	if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	namespaceWithSA(t, ctx, cs, ns)
 	onArch := func(arch string) func(*corev1.PodSpec) {
 		return func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{"kubernetes.io/arch": arch} }
 	}

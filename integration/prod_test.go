@@ -8,7 +8,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"github.com/regcheck/regcheck/types"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -24,10 +23,10 @@ import (
 	"github.com/regcheck/regcheck/gc"
 	"github.com/regcheck/regcheck/internal/cli"
 	"github.com/regcheck/regcheck/internal/testing/fixture"
-	"github.com/regcheck/regcheck/internal/testing/kubeapi"
 	"github.com/regcheck/regcheck/internal/testing/s3registry"
 	"github.com/regcheck/regcheck/record"
 	"github.com/regcheck/regcheck/report"
+	"github.com/regcheck/regcheck/types"
 )
 
 // prodRun is one regcheck command run against the production-shaped
@@ -345,15 +344,7 @@ func TestProdRegistry(t *testing.T) {
 // prodCluster: pods on a real kube-apiserver whose imagePullSecrets hold the
 // registry's credentials; the Docker config holds none.
 func prodCluster(t *testing.T, ctx context.Context, c *prodCLI, reg *s3registry.Registry, fx map[string]fixture.Image, secretJSON []byte, ca []string) {
-	kc, err := kubeapi.Start(ctx, t.TempDir(), kubeapi.DefaultBinDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(kc.Stop)
-	cs, err := kc.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
+	kc, cs := startKube(t, ctx)
 	const ns = "prod"
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

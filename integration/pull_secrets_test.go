@@ -8,7 +8,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"github.com/regcheck/regcheck/types"
 	"os"
 	"path/filepath"
 	"slices"
@@ -28,9 +27,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/regcheck/regcheck/internal/cli"
-	"github.com/regcheck/regcheck/internal/testing/kubeapi"
 	"github.com/regcheck/regcheck/internal/testing/registry"
 	"github.com/regcheck/regcheck/report"
+	"github.com/regcheck/regcheck/types"
 )
 
 // TestClusterPullSecrets: a registry that requires a password, a pod whose
@@ -69,15 +68,7 @@ func TestClusterPullSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	kc, err := kubeapi.Start(ctx, t.TempDir(), kubeapi.DefaultBinDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(kc.Stop)
-	cs, err := kc.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
+	kc, cs := startKube(t, ctx)
 	ns := "private"
 	for _, create := range []func() error{
 		func() error {

@@ -5,7 +5,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"sort"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/regcheck/regcheck/internal/testing/fixture"
+	"github.com/regcheck/regcheck/internal/testing/loopback"
 	"github.com/regcheck/regcheck/internal/testing/registry"
 	"github.com/regcheck/regcheck/pullpath"
 	"github.com/regcheck/regcheck/types"
@@ -165,15 +165,13 @@ func pathConfig(t *testing.T, tc pathCase, upstream string) (config, hostsDir st
 	return config, hostsDir
 }
 
-// closedAddr is a loopback address nothing listens on.
+// closedAddr returns a loopback address nothing listens on.
 func closedAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := loopback.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := l.Addr().String()
-	l.Close()
 	return addr
 }
 

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/regcheck/regcheck/types"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
@@ -30,6 +29,7 @@ import (
 	"github.com/regcheck/regcheck/inventory"
 	"github.com/regcheck/regcheck/record"
 	"github.com/regcheck/regcheck/report"
+	"github.com/regcheck/regcheck/types"
 )
 
 // Sizes of the scale benchmarks (issue 11, point 7).

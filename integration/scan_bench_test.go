@@ -5,7 +5,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"github.com/regcheck/regcheck/types"
 	"testing"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/regcheck/regcheck/internal/testing/fixture"
 	"github.com/regcheck/regcheck/internal/testing/registry"
 	"github.com/regcheck/regcheck/scan"
+	"github.com/regcheck/regcheck/types"
 )
 
 // BenchmarkScan walks 210 images (30 copies of the seven fixture shapes:

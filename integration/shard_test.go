@@ -5,7 +5,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"github.com/regcheck/regcheck/types"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/regcheck/regcheck/internal/cli"
 	"github.com/regcheck/regcheck/internal/testing/fixture"
 	"github.com/regcheck/regcheck/internal/testing/registry"
+	"github.com/regcheck/regcheck/types"
 )
 
 // TestShardUnion scans the fixtures on the real distribution 3.x whole,

@@ -2,10 +2,11 @@ package report
 
 import (
 	"fmt"
-	"github.com/regcheck/regcheck/types"
 	"io"
 	"path/filepath"
 	"strings"
+
+	"github.com/regcheck/regcheck/types"
 )
 
 // Annotation is one GitHub Actions annotation: a workflow command that

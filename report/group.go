@@ -2,10 +2,11 @@ package report
 
 import (
 	"cmp"
-	"github.com/regcheck/regcheck/types"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/regcheck/regcheck/types"
 )
 
 // The reports people read (markdown, HTML) say, for each verdict, the one

@@ -1,8 +1,9 @@
 package report
 
 import (
-	"github.com/regcheck/regcheck/types"
 	"io"
+
+	"github.com/regcheck/regcheck/types"
 )
 
 // SchemaVersion is the version of the JSON document JSON writes. It changes

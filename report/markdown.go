@@ -2,11 +2,12 @@ package report
 
 import (
 	"fmt"
-	"github.com/regcheck/regcheck/types"
 	"io"
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/regcheck/regcheck/types"
 )
 
 // Markdown writes the result as GitHub-flavoured Markdown, for a workflow's

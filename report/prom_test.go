@@ -2,9 +2,10 @@ package report
 
 import (
 	"bytes"
-	"github.com/regcheck/regcheck/types"
 	"strings"
 	"testing"
+
+	"github.com/regcheck/regcheck/types"
 )
 
 // No credential reaches a label: not from a URL, not from a reference

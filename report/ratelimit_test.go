@@ -3,10 +3,11 @@ package report
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/regcheck/regcheck/types"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/regcheck/regcheck/types"
 )
 
 // rateLimited is the demo's result on a scan that met Docker Hub's limit

@@ -2,13 +2,13 @@ package report
 
 import (
 	"fmt"
-	"github.com/regcheck/regcheck/types"
 	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/regcheck/regcheck/record"
+	"github.com/regcheck/regcheck/types"
 )
 
 // RecordFormats are the formats RecordSnapshot and RecordDiff write.

@@ -2,10 +2,11 @@ package report
 
 import (
 	"fmt"
-	"github.com/regcheck/regcheck/types"
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/regcheck/regcheck/types"
 )
 
 // Renderer writes a result in one format.

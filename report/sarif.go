@@ -2,12 +2,12 @@ package report
 
 import (
 	"fmt"
-	"github.com/regcheck/regcheck/types"
 	"io"
 	"path/filepath"
 	"sort"
 
 	"github.com/regcheck/regcheck/internal/version"
+	"github.com/regcheck/regcheck/types"
 )
 
 // SARIF 2.1.0, the parts GitHub code scanning reads. The model is shared by

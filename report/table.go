@@ -2,11 +2,12 @@ package report
 
 import (
 	"fmt"
-	"github.com/regcheck/regcheck/types"
 	"io"
 	"regexp"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/regcheck/regcheck/types"
 )
 
 // Table writes one row per image, worst first, then each image's findings

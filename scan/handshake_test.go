@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/regcheck/regcheck/types"
 	"net/http"
 	"sort"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/regcheck/regcheck/scan"
+	"github.com/regcheck/regcheck/types"
 )
 
 // bearerAuth is a token service on the test registry's own host, as

@@ -2,13 +2,13 @@ package scan_test
 
 import (
 	"context"
-	"github.com/regcheck/regcheck/types"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/regcheck/regcheck/scan"
+	"github.com/regcheck/regcheck/types"
 )
 
 // WithProgress is called once as a Run starts (an invalid reference is

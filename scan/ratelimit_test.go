@@ -3,7 +3,6 @@ package scan_test
 import (
 	"context"
 	"fmt"
-	"github.com/regcheck/regcheck/types"
 	"net/http"
 	"sort"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/regcheck/regcheck/internal/testing/fixture"
 	"github.com/regcheck/regcheck/scan"
+	"github.com/regcheck/regcheck/types"
 )
 
 // pullCounter makes the test registry count pulls as Docker Hub does: each

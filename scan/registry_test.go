@@ -3,10 +3,8 @@ package scan_test
 import (
 	"bytes"
 	"context"
-	"github.com/regcheck/regcheck/types"
 	"io"
 	"log"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"sort"
@@ -22,7 +20,9 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/regcheck/regcheck/internal/testing/fixture"
+	"github.com/regcheck/regcheck/internal/testing/loopback"
 	"github.com/regcheck/regcheck/scan"
+	"github.com/regcheck/regcheck/types"
 )
 
 // prefix is where the fixtures are pushed in each test registry.
@@ -266,11 +266,9 @@ func requests(rs []types.RequestCount, kind, status string) int {
 // closedAddr returns a loopback address nothing listens on.
 func closedAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := loopback.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := l.Addr().String()
-	l.Close()
 	return addr
 }

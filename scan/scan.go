@@ -3,7 +3,6 @@ package scan
 import (
 	"context"
 	"fmt"
-	"github.com/regcheck/regcheck/types"
 	"slices"
 	"sync"
 	"time"
@@ -12,6 +11,8 @@ import (
 	"github.com/regcheck/regcheck/imageref"
 	"github.com/regcheck/regcheck/walk"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/regcheck/regcheck/types"
 )
 
 // Scanner walks images and remembers what it has asked: a digest fetched for

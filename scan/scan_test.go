@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/regcheck/regcheck/types"
 	"net/http"
 	"reflect"
 	"sort"
@@ -20,6 +19,7 @@ import (
 	ggcrtypes "github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/regcheck/regcheck/scan"
+	"github.com/regcheck/regcheck/types"
 )
 
 // TestCheckFixtures checks each fixture shape intact: every one is ok, with

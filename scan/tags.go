@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/regcheck/regcheck/types"
 	"net/http"
 	"net/url"
 	"strings"
@@ -14,6 +13,8 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/regcheck/regcheck/types"
 )
 
 // maxTagPages bounds the pages of one tag listing a registry may send.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/regcheck/regcheck/types"
 	"io"
 	"log/slog"
 	"net"
@@ -18,6 +17,8 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/regcheck/regcheck/scan/internal/retry"
+
+	"github.com/regcheck/regcheck/types"
 )
 
 // counter is the innermost transport layer: it counts every request that

@@ -2,10 +2,11 @@ package scan
 
 import (
 	"errors"
-	"github.com/regcheck/regcheck/types"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/regcheck/regcheck/types"
 )
 
 type okTransport struct{ calls int }

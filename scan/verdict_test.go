@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/pem"
 	"fmt"
-	"github.com/regcheck/regcheck/types"
 	"io"
 	"log"
 	"net/http"
@@ -26,6 +25,7 @@ import (
 
 	"github.com/regcheck/regcheck/internal/testing/fixture"
 	"github.com/regcheck/regcheck/scan"
+	"github.com/regcheck/regcheck/types"
 )
 
 // TestVerdictsUnderFaults is the verdict contract: only the registry's own

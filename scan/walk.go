@@ -2,10 +2,10 @@ package scan
 
 import (
 	"context"
-	"github.com/regcheck/regcheck/types"
 
 	"github.com/google/go-containerregistry/pkg/name"
 
+	"github.com/regcheck/regcheck/types"
 	"github.com/regcheck/regcheck/walk"
 )
 

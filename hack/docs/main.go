@@ -48,23 +48,9 @@ func run(out string) error {
 	return checkLeaks(out)
 }
 
-// root is regcheck's root command as a user meets it: what Execute adds
-// (the --version flag, the completion command) added, and no "Auto
-// generated on <date>" line, so that the pages change only with the
-// commands. internal/cli's docs test prepares the root the same way.
+// root is the reference's root command (see cli.NewReferenceRoot).
 func root() *cobra.Command {
-	r := cli.NewRootCommand(cli.Streams{In: strings.NewReader(""), Out: io.Discard, Err: io.Discard})
-	r.InitDefaultVersionFlag()
-	r.InitDefaultCompletionCmd()
-	var walk func(*cobra.Command)
-	walk = func(c *cobra.Command) {
-		c.DisableAutoGenTag = true
-		for _, sub := range c.Commands() {
-			walk(sub)
-		}
-	}
-	walk(r)
-	return r
+	return cli.NewReferenceRoot(cli.Streams{In: strings.NewReader(""), Out: io.Discard, Err: io.Discard})
 }
 
 // checkLeaks fails when a page holds a path of this machine (its home,

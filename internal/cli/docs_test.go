@@ -13,23 +13,8 @@ import (
 	"github.com/spf13/cobra/doc"
 )
 
-// docsRoot is the root command as hack/docs prepares it for the reference:
-// what Execute adds (the --version flag, the completion command) added, and
-// no dated "Auto generated" line. Keep the two alike.
-func docsRoot() *cobra.Command {
-	r := NewRootCommand(Streams{In: strings.NewReader("")})
-	r.InitDefaultVersionFlag()
-	r.InitDefaultCompletionCmd()
-	var walk func(*cobra.Command)
-	walk = func(c *cobra.Command) {
-		c.DisableAutoGenTag = true
-		for _, sub := range c.Commands() {
-			walk(sub)
-		}
-	}
-	walk(r)
-	return r
-}
+// docsRoot is the root command hack/docs generates the reference from.
+func docsRoot() *cobra.Command { return NewReferenceRoot(Streams{In: strings.NewReader("")}) }
 
 // TestDocsUpToDate generates the command reference as make docs does and
 // compares it, page by page, with docs/cli. It generates in an environment

@@ -5,8 +5,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/regcheck/regcheck/types"
-	"github.com/regcheck/regcheck/yamlfile"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -17,6 +15,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/regcheck/regcheck/render"
+	"github.com/regcheck/regcheck/types"
+	"github.com/regcheck/regcheck/yamlfile"
 )
 
 // inputs says where image references come from.

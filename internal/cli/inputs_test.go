@@ -8,8 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/regcheck/regcheck/types"
-	"github.com/regcheck/regcheck/yamlfile"
 	"io"
 	"io/fs"
 	"log"
@@ -25,6 +23,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/registry"
 
 	"github.com/regcheck/regcheck/report"
+	"github.com/regcheck/regcheck/types"
+	"github.com/regcheck/regcheck/yamlfile"
 )
 
 // runCmd runs regcheck with args on buffers, failing the test rather than

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"github.com/regcheck/regcheck/types"
 	"io"
 	"maps"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/regcheck/regcheck/metrics"
 	"github.com/regcheck/regcheck/report"
+	"github.com/regcheck/regcheck/types"
 )
 
 // metricsFlags publish a run's metrics: scan's and record's

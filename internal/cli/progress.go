@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"github.com/regcheck/regcheck/types"
 	"io"
 	"strings"
 	"sync"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/regcheck/regcheck/report"
 	"github.com/regcheck/regcheck/scan"
+	"github.com/regcheck/regcheck/types"
 )
 
 // isTerminal reports whether w is a terminal; the tests replace it.

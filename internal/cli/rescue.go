@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/regcheck/regcheck/types"
 	"io"
 	"maps"
 	"net/http"
@@ -22,6 +21,7 @@ import (
 	"github.com/regcheck/regcheck/inventory"
 	"github.com/regcheck/regcheck/rescue"
 	"github.com/regcheck/regcheck/scan"
+	"github.com/regcheck/regcheck/types"
 )
 
 type rescueFlags struct {

@@ -15,6 +15,25 @@ func NewRootCommand(s Streams) *cobra.Command {
 	return newRootCommand(s, &globals{})
 }
 
+// NewReferenceRoot is the root command the command reference (docs/cli)
+// is generated from: NewRootCommand with what Execute adds (the --version
+// flag, the completion command), and no dated "Auto generated" line on any
+// command, so that the pages change only with the commands.
+func NewReferenceRoot(s Streams) *cobra.Command {
+	r := NewRootCommand(s)
+	r.InitDefaultVersionFlag()
+	r.InitDefaultCompletionCmd()
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.DisableAutoGenTag = true
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(r)
+	return r
+}
+
 // newRootCommand builds the root command over g, the flags every command
 // shares: the one Run executes and hack/docs documents.
 func newRootCommand(s Streams, g *globals) *cobra.Command {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/regcheck/regcheck/types"
 	"os"
 	"strings"
 	"time"
@@ -13,6 +12,8 @@ import (
 	"github.com/regcheck/regcheck/report"
 	"github.com/regcheck/regcheck/scan"
 	"github.com/spf13/cobra"
+
+	"github.com/regcheck/regcheck/types"
 )
 
 type scanFlags struct {

@@ -3,7 +3,6 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"github.com/regcheck/regcheck/types"
 	"hash/fnv"
 	"strconv"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/regcheck/regcheck/imageref"
 	"github.com/regcheck/regcheck/inventory"
+	"github.com/regcheck/regcheck/types"
 )
 
 // Where --shard defaults from: the index Kubernetes gives each pod of an

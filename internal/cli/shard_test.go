@@ -5,11 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/regcheck/regcheck/types"
 	"strings"
 	"testing"
 
 	"github.com/regcheck/regcheck/inventory"
+	"github.com/regcheck/regcheck/types"
 )
 
 func TestShardFlag(t *testing.T) {

@@ -11,7 +11,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"github.com/regcheck/regcheck/internal/testing/bins"
 	"io"
 	"net"
 	"net/http"
@@ -28,6 +27,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/regcheck/regcheck/internal/testing/bins"
 )
 
 // Versions of the binaries hack/build-bins.sh builds.

@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/regcheck/regcheck/internal/testing/bins"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -14,6 +12,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/regcheck/regcheck/internal/testing/bins"
+	"github.com/regcheck/regcheck/internal/testing/loopback"
 )
 
 // Versions the build script (hack/build-bins.sh) produces, by binary name.
@@ -61,7 +62,7 @@ func Start(ctx context.Context, binary, dir, addr string, opts ...Option) (*Regi
 		o(&c)
 	}
 	if addr == "" || strings.HasSuffix(addr, ":0") {
-		free, err := freeAddr()
+		free, err := loopback.FreeAddr()
 		if err != nil {
 			return nil, err
 		}
@@ -196,13 +197,4 @@ func (r *Registry) logTail() string {
 		b = b[len(b)-2000:]
 	}
 	return string(b)
-}
-
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("finding a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -21,6 +20,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	"github.com/regcheck/regcheck/internal/testing/bins"
+	"github.com/regcheck/regcheck/internal/testing/loopback"
 	"github.com/regcheck/regcheck/internal/testing/registry"
 )
 
@@ -86,7 +86,7 @@ func Start(ctx context.Context, dir string) (_ *Registry, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if r.Addr, err = freeAddr(); err != nil {
+	if r.Addr, err = loopback.FreeAddr(); err != nil {
 		return nil, err
 	}
 	conf := fmt.Sprintf(`version: 0.1
@@ -315,13 +315,4 @@ func (r *Registry) Stop() error {
 		err = errors.Join(err, r.S3.Stop())
 	}
 	return err
-}
-
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("finding a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }
