@@ -271,6 +271,17 @@ func (p *pathReader) answers(key string) []epAnswer {
 	return p.log[key]
 }
 
+// forgetFaults drops the faults every endpoint's client remembers, and
+// the answers logged: the next pass asks again.
+func (p *pathReader) forgetFaults() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.clients {
+		c.forgetFaults()
+	}
+	p.log = map[string][]epAnswer{}
+}
+
 // counts are the requests of the endpoints with their own transport.
 func (p *pathReader) counts() []types.RequestCount {
 	p.mu.Lock()

@@ -86,7 +86,7 @@ func Check(ctx context.Context, ref string, opts ...Option) (*types.Image, error
 func (s *Scanner) Run(ctx context.Context, targets []types.Target) (*types.Result, error) {
 	start := time.Now()
 	res, refs := s.images(targets)
-	s.c.forgetFaults()
+	s.forgetFaults()
 	s.walk(ctx, res.Images, refs, s.progress(len(res.Images), len(res.Images)-len(refs)))
 	s.reask(ctx, res, refs)
 	res.Duration = time.Since(start)
@@ -191,7 +191,7 @@ func (s *Scanner) reask(ctx context.Context, res *types.Result, refs map[*types.
 	if sleep(ctx, s.o.reaskPause) != nil {
 		return
 	}
-	s.c.forgetFaults()
+	s.forgetFaults()
 	for _, im := range again {
 		im.Digest, im.MediaType, im.Findings, im.Manifests, im.Blobs, im.Tree = "", "", []types.Finding{}, 0, 0, nil
 	}
@@ -257,6 +257,15 @@ func (s *Scanner) Resolve(ctx context.Context, ref string) (digest, mediaType st
 		return "", "", fmt.Errorf("resolving %s: %w", ref, err)
 	}
 	return d.Digest, d.MediaType, nil
+}
+
+// forgetFaults drops the faults the Scanner's clients remember, the pull
+// path's endpoints' included: each pass asks again what failed.
+func (s *Scanner) forgetFaults() {
+	s.c.forgetFaults()
+	if s.path != nil {
+		s.path.forgetFaults()
+	}
 }
 
 // Requests returns the requests this Scanner has sent so far.
