@@ -1,9 +1,11 @@
 package types
 
 import (
+	"fmt"
 	"reflect"
 	"sort"
 	"time"
+	"unicode/utf8"
 )
 
 // Use is one place an image is used: a manifest file's line, a cluster's
@@ -165,6 +167,24 @@ type InputError struct {
 	// Notice is true for an input skipped on purpose (a Helm template, a
 	// file that is not a regular file): it does not make the run incomplete.
 	Notice bool `json:"notice,omitempty"`
+}
+
+// MaxMessage bounds an input error's message: a parser or a template
+// engine can say 100 KB about one file (a recursive Helm include), which
+// every report format would repeat.
+const MaxMessage = 1 << 10
+
+// Capped is s cut to MaxMessage bytes, at a rune boundary, with how much
+// was left out.
+func Capped(s string) string {
+	if len(s) <= MaxMessage {
+		return s
+	}
+	cut := MaxMessage
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d more bytes)", s[:cut], len(s)-cut)
 }
 
 // UpdateVerdict recomputes the image's verdict from its findings, for

@@ -143,6 +143,7 @@ func inputError(source string, err error) types.InputError {
 	if ie.Source == "-" {
 		ie.Source = "stdin"
 	}
+	ie.Message = types.Capped(ie.Message)
 	return ie
 }
 

@@ -453,3 +453,52 @@ func TestReadImageList(t *testing.T) {
 		})
 	}
 }
+
+// TestReportWithoutImages: inputs that hold no image reference still get a
+// report in every format, naming what was skipped, and the exit code says
+// why nothing was checked: 2 when nothing was there, 3 when an input could
+// not be read. A huge error is cut to types.MaxMessage bytes.
+func TestReportWithoutImages(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	tmpl := filepath.Join(dir, "templates", "pod.yaml")
+	if err := os.MkdirAll(filepath.Dir(tmpl), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(tmpl, []byte("kind: Pod\nspec:\n  containers:\n  - image: {{ .Values.image }}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	broken := filepath.Join(t.TempDir(), "broken.yaml")
+	if err := os.WriteFile(broken, []byte("kind: Pod\nspec: [\n"+strings.Repeat("# a long comment line\n", 10)+"\n: "+strings.Repeat("x", 4000)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, format := range report.Formats() {
+		for _, tc := range []struct {
+			name, input, names string
+			code               int
+		}{
+			{"only a Helm template", tmpl, "pod.yaml", ExitUsage},
+			{"only an unreadable file", broken, "broken.yaml", ExitIncomplete},
+		} {
+			t.Run(format+"/"+tc.name, func(t *testing.T) {
+				t.Parallel()
+				code, out, errs := runCmd(t, "scan", "-o", format, "-f", tc.input)
+				if code != tc.code {
+					t.Fatalf("exit %d, want %d\n%s%s", code, tc.code, out, errs)
+				}
+				if !strings.Contains(out, tc.names) {
+					t.Errorf("%s report does not name %s:\n%s", format, tc.names, out)
+				}
+				if format == "json" {
+					var doc report.Document
+					if err := json.Unmarshal([]byte(out), &doc); err != nil {
+						t.Fatalf("not JSON: %v\n%s", err, out)
+					}
+					if len(doc.InputErrors) != 1 || len(doc.InputErrors[0].Message) > types.MaxMessage+64 {
+						t.Errorf("inputErrors %+v", doc.InputErrors)
+					}
+				}
+			})
+		}
+	}
+}

@@ -47,7 +47,10 @@ incomplete. Only regular files (or symlinks to one) of at most 16 MiB are
 read: a named pipe, a device or a symlink to nothing is skipped with a
 notice that does not (pipe manifests to -f - instead), as is a Helm
 template. A path given to -f or --images-from that does not exist is a
-usage error.
+usage error. When the inputs hold no image reference, the report is still
+written, with what was skipped or not read, and the scan exits 2 (nothing
+to check) or, when an input could not be read, 3. An input's error is cut
+to 1 KiB in every format, with how much was left out.
 
 A folder with a kustomization is read as kustomize builds it: each
 kustomization no other one in the tree includes is rendered (in memory;
@@ -208,13 +211,14 @@ func (r *scanRun) inputs(ctx context.Context) error {
 	targets, inputErrs := r.f.collect(r.s.In)
 	incomplete := logInputErrors(r.g.logger, inputErrs)
 	if len(targets) == 0 {
-		if !incomplete {
-			return usageError(errors.New("no image references found in the inputs"))
-		}
-		// Nothing to scan, but the report says which inputs failed.
+		// Nothing to scan, but the report is written all the same, in
+		// every format: it says which inputs were skipped or not read.
 		res := &types.Result{Started: time.Now(), InputErrors: inputErrs, Shard: r.shard}
 		if err := r.renderer.Render(r.s.Out, res); err != nil {
 			return fmt.Errorf("writing the report: %w", err)
+		}
+		if !incomplete {
+			return usageError(errors.New("no image references found in the inputs"))
 		}
 		return &exitError{code: ExitIncomplete, err: errors.New("no image references could be read")}
 	}
