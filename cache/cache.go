@@ -41,6 +41,9 @@ const maxEntry = 4<<20 + 1<<10
 // asked of the reader below every time (a HEAD, for a registry), because
 // a fresh node would be told by the registry, not by this folder. Tags
 // and blobs are never kept: a push or a garbage collection changes them.
+// Each run also reads a share of the cached manifests it uses from below
+// again, in turn (see WithReverify), so that a reader below that now
+// serves other bytes under a digest is found by a warm run too.
 //
 // Entries are verified on every read: bytes that do not hash to their
 // digest (a corrupt, truncated or foreign file) are deleted and fetched
@@ -60,6 +63,12 @@ type Reader struct {
 	logger *slog.Logger
 
 	fetches singleflight.Group // the fetches in flight, by repository and digest
+
+	share   Share              // the cached manifests read again (see WithReverify)
+	slotted sync.Once          // turn is taken
+	turn    uint64             // this Reader's turn of re-reads (see slot)
+	rereads singleflight.Group // the re-reads in flight, by repository and digest
+	taken   sync.Map           // the repository@digest keys read again this run
 
 	counted sync.Once
 	used    atomic.Int64 // bytes the folder is believed to hold, once counted
@@ -85,9 +94,12 @@ func New(next walk.RawReader, dir string, maxBytes int64, opts ...Option) (*Read
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("cache: %w", err)
 	}
-	c := &Reader{next: next, dir: dir, max: maxBytes, logger: slog.New(slog.DiscardHandler)}
+	c := &Reader{next: next, dir: dir, max: maxBytes, logger: slog.New(slog.DiscardHandler), share: DefaultReverify}
 	for _, o := range opts {
 		o(c)
+	}
+	if err := c.share.Check(); err != nil {
+		return nil, fmt.Errorf("cache: %w", err)
 	}
 	return c, nil
 }
@@ -104,16 +116,22 @@ func (c *Reader) Blob(ctx context.Context, repo name.Repository, digest string) 
 
 // Manifest returns the manifest from the folder when it holds it and the
 // reader below says the repository still serves it; otherwise it reads
-// the bytes from below and keeps them. An absence or a fault from below is
-// returned as it is, and nothing is kept of it.
+// the bytes from below and keeps them. A cached manifest whose turn it is
+// (see WithReverify) is read from below again instead, once a run. An
+// absence or a fault from below is returned as it is, and nothing is kept
+// of it.
 func (c *Reader) Manifest(ctx context.Context, repo name.Repository, dg string) (walk.Manifest, error) {
-	if m, ok := c.load(dg); ok {
-		if err := c.next.HasManifest(ctx, repo, dg); err != nil {
-			return walk.Manifest{}, err
-		}
-		return m, nil
+	m, ok := c.load(dg)
+	if !ok {
+		return c.fetch(ctx, repo, dg)
 	}
-	return c.fetch(ctx, repo, dg)
+	if again, read, err := c.reread(ctx, repo, dg); read {
+		return again, err
+	}
+	if err := c.next.HasManifest(ctx, repo, dg); err != nil {
+		return walk.Manifest{}, err
+	}
+	return m, nil
 }
 
 // fetched is what RawManifest returned.

@@ -112,10 +112,12 @@ func fill(n, size int) (*registry, []string) {
 var repo = name.MustParseReference("registry.example/app:v1").Context()
 
 // newCache returns a Reader over next that fails the test on any warning
-// (a corrupt entry seen, a write that failed) unless it is expected.
-func newCache(t testing.TB, next walk.RawReader, dir string, maxBytes int64) *Reader {
+// (a corrupt entry seen, a write that failed) unless it is expected. It
+// reads no cached manifest again unless opts say so (see reverify_test.go).
+func newCache(t testing.TB, next walk.RawReader, dir string, maxBytes int64, opts ...Option) *Reader {
 	t.Helper()
-	c, err := New(next, dir, maxBytes, WithLogger(slog.New(failOnWarn{t})))
+	opts = append([]Option{WithReverify(Share{}), WithLogger(slog.New(failOnWarn{t}))}, opts...)
+	c, err := New(next, dir, maxBytes, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,26 +7,31 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/regcheck/regcheck/types"
+	"io"
 	"maps"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/opencontainers/go-digest"
 
 	"github.com/regcheck/regcheck/internal/cli"
 	"github.com/regcheck/regcheck/internal/testing/faultproxy"
 	"github.com/regcheck/regcheck/internal/testing/fixture"
 	"github.com/regcheck/regcheck/internal/testing/registry"
 	"github.com/regcheck/regcheck/report"
+	"github.com/regcheck/regcheck/types"
 )
 
-// scanCached runs `regcheck scan -o json --cache-dir dir` on every fixture,
-// named on host, and returns the report and how long it took.
-func scanCached(t *testing.T, dir, host string, imgs []fixture.Image) (report.Document, time.Duration) {
+// scanCached runs `regcheck scan -o json --cache-dir dir [flags]` on every
+// fixture, named on host, and returns the report and how long it took.
+func scanCached(t *testing.T, dir, host string, imgs []fixture.Image, flags ...string) (report.Document, time.Duration) {
 	t.Helper()
-	args := []string{"scan", "-o", "json", "--timeout", "5s", "--cache-dir", dir}
+	args := append([]string{"scan", "-o", "json", "--timeout", "5s", "--cache-dir", dir}, flags...)
 	for _, fx := range imgs {
 		args = append(args, fixture.Ref(host, "gc/", fx.Name, "v1"))
 	}
@@ -77,9 +82,13 @@ func requestsText(rs map[string]int) string {
 	return strings.Join(parts, ", ")
 }
 
+// noReverify reads no cached manifest again (see TestCacheReverify).
+var noReverify = []string{"--cache-reverify", "0"}
+
 // TestCache runs the CLI twice with one --cache-dir against distribution
-// v3.1.2: the second run GETs no manifest (it HEADs each instead: no pull
-// on Docker Hub) and says the same. A child deleted through the registry
+// v3.1.2, reading no cached manifest again: the second run GETs no
+// manifest (it HEADs each instead: no pull on Docker Hub) and says the
+// same. A child deleted through the registry
 // API since is still missing: the cache holds its bytes, the registry's
 // 404 to the HEAD decides. Through a proxy answering 503 to manifests by
 // digest, the cached images are unknown, not ok.
@@ -87,8 +96,8 @@ func TestCache(t *testing.T) {
 	r, imgs := startRegistry(t, registry.V3)
 	dir := t.TempDir()
 
-	cold, coldTook := scanCached(t, dir, r.Host(), imgs)
-	warm, warmTook := scanCached(t, dir, r.Host(), imgs)
+	cold, coldTook := scanCached(t, dir, r.Host(), imgs, noReverify...)
+	warm, warmTook := scanCached(t, dir, r.Host(), imgs, noReverify...)
 	t.Logf("%d images\ncold: %s in %s\nwarm: %s in %s", len(imgs),
 		requestsText(cold.Summary.Requests), coldTook.Round(time.Millisecond),
 		requestsText(warm.Summary.Requests), warmTook.Round(time.Millisecond))
@@ -131,7 +140,7 @@ func TestCache(t *testing.T) {
 	if serves(t, r.Host(), "gc/multiarch", child) {
 		t.Fatal("the registry still serves the deleted child")
 	}
-	after, _ := scanCached(t, dir, r.Host(), imgs)
+	after, _ := scanCached(t, dir, r.Host(), imgs, noReverify...)
 	t.Logf("after deleting %s: %s", child, requestsText(after.Summary.Requests))
 	got := images(t, after, r.Host(), imgs)
 	for _, fx := range imgs {
@@ -157,7 +166,7 @@ func TestCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	faulty, _ := scanCached(t, dir, p.Host(), imgs)
+	faulty, _ := scanCached(t, dir, p.Host(), imgs, noReverify...)
 	for name, v := range verdicts(t, faulty, p.Host(), imgs) {
 		if v != types.Unknown {
 			t.Errorf("%s through a proxy failing every manifest HEAD: %s, want unknown", name, v)
@@ -165,5 +174,90 @@ func TestCache(t *testing.T) {
 	}
 	if n := faulty.Summary.Requests["manifest-get"]; n != 0 {
 		t.Errorf("through the proxy: %d manifest GETs, want 0", n)
+	}
+}
+
+// TestCacheReverify warms a --cache-dir against each real registry, then
+// changes the bytes the registry stores under a cached manifest's digest
+// (its data file in the filesystem storage gets a space: the same manifest
+// to a JSON parser, other bytes to a digest), as a corrupt store or a
+// rewriting proxy would. A warm run with --cache-reverify 0 HEADs it and
+// says ok: the cache hides the change. With --cache-reverify 1 it GETs
+// every cached manifest again and says digest-mismatch, broken, as a cold
+// run does; the entry is deleted, so the next run, even with 0, GETs that
+// manifest and says it again.
+func TestCacheReverify(t *testing.T) {
+	for _, version := range []string{registry.V2, registry.V3} {
+		t.Run(version, func(t *testing.T) {
+			r, imgs := startRegistry(t, version)
+			dir := t.TempDir()
+			cold, _ := scanCached(t, dir, r.Host(), imgs, noReverify...)
+			gets := cold.Summary.Requests["manifest-get"]
+			single := slices.IndexFunc(imgs, func(fx fixture.Image) bool { return fx.Name == "single" })
+			d := imgs[single].Digest
+			serveOtherBytes(t, r, "gc/single", d.String())
+
+			for _, tc := range []struct {
+				name   string
+				flags  []string
+				broken bool
+				gets   int // manifest GETs
+			}{
+				{"--cache-reverify 0", noReverify, false, 0},
+				// Every manifest, and the mismatching one asked again once,
+				// as the client asks after any bad body.
+				{"--cache-reverify 1", []string{"--cache-reverify", "1"}, true, gets + 1},
+				{"the next run, --cache-reverify 0", noReverify, true, 2},
+			} {
+				doc, _ := scanCached(t, dir, r.Host(), imgs, tc.flags...)
+				t.Logf("%s: %s", tc.name, requestsText(doc.Summary.Requests))
+				for name, im := range images(t, doc, r.Host(), imgs) {
+					want, mismatch := types.OK, []string(nil)
+					if name == "single" && tc.broken {
+						want, mismatch = types.Broken, []string{d.String()}
+					}
+					if got := codes(im, types.DigestMismatch); im.Verdict != want || !slices.Equal(got, mismatch) {
+						t.Errorf("%s: %s is %s with digest-mismatch for %v, want %s and %v (findings %+v)", tc.name, name, im.Verdict, got, want, mismatch, im.Findings)
+					}
+				}
+				if n := doc.Summary.Requests["manifest-get"]; n != tc.gets {
+					t.Errorf("%s: %d manifest GETs, want %d", tc.name, n, tc.gets)
+				}
+				_, err := os.Stat(filepath.Join(dir, d.Algorithm, d.Hex))
+				if kept := err == nil; kept == tc.broken {
+					t.Errorf("%s: the entry of %s kept: %v", tc.name, d, kept)
+				}
+			}
+		})
+	}
+}
+
+// serveOtherBytes makes the registry serve other bytes under a manifest's
+// digest: it rewrites the manifest's data file in the filesystem storage,
+// and checks that a GET by digest now returns bytes that hash to another.
+func serveOtherBytes(t *testing.T, r *registry.Registry, repo, dg string) {
+	t.Helper()
+	hex := strings.TrimPrefix(dg, "sha256:")
+	data := filepath.Join(r.Root, "docker/registry/v2/blobs/sha256", hex[:2], hex, "data")
+	b, err := os.ReadFile(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(data, append([]byte("{ "), b[1:]...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("http://%s/v2/%s/manifests/%s", r.Host(), repo, dg), nil)
+	req.Header.Set("Accept", "application/vnd.oci.image.index.v1+json, application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.list.v2+json, application/vnd.docker.distribution.manifest.v2+json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s after the change: %d, %v", dg, resp.StatusCode, err)
+	}
+	if got := digest.FromBytes(body).String(); got == dg {
+		t.Fatalf("the registry still serves the bytes of %s", dg)
 	}
 }

@@ -3,7 +3,6 @@ package scan_test
 import (
 	"bytes"
 	"context"
-	"github.com/regcheck/regcheck/types"
 	"log/slog"
 	"net/http"
 	"os"
@@ -12,14 +11,17 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/regcheck/regcheck/cache"
 	"github.com/regcheck/regcheck/scan"
+	"github.com/regcheck/regcheck/types"
 )
 
 // fixtureNames are the seven fixture shapes newRegistry pushes.
 var fixtureNames = []string{"single", "app-a", "app-b", "buildx", "multiarch", "manifestlist", "partial"}
 
-// TestCache scans the fixtures twice with one cache folder: the second
-// run GETs no manifest, HEADs each one instead, and says the same. A
+// TestCache scans the fixtures twice with one cache folder, reading no
+// cached manifest again: the second run GETs no manifest, HEADs each one
+// instead, and says the same. A
 // child deleted since, still in the cache, is missing; a fault asking
 // about a cached manifest is a fault.
 func TestCache(t *testing.T) {
@@ -31,7 +33,7 @@ func TestCache(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "manifests")
 	run := func() *types.Result {
 		t.Helper()
-		res, err := scan.Run(context.Background(), targets, opts(scan.WithCache(dir, 1<<20))...)
+		res, err := scan.Run(context.Background(), targets, opts(scan.WithCache(dir, 1<<20), scan.WithCacheReverify(cache.Share{}))...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -103,10 +105,10 @@ func TestCacheHeadNotAllowed(t *testing.T) {
 	}
 }
 
-// TestCacheOptions: WithCache's values are checked; a folder that cannot
+// TestCacheOptions: WithCache's and WithCacheReverify's values are checked; a folder that cannot
 // be made is logged, and the scan runs without it.
 func TestCacheOptions(t *testing.T) {
-	for _, o := range []scan.Option{scan.WithCache("", 1), scan.WithCache(t.TempDir(), 0)} {
+	for _, o := range []scan.Option{scan.WithCache("", 1), scan.WithCache(t.TempDir(), 0), scan.WithCacheReverify(cache.Share{Num: 2, Den: 1})} {
 		if _, err := scan.New(o); err == nil {
 			t.Error("bad cache values accepted")
 		}
@@ -125,4 +127,88 @@ func TestCacheOptions(t *testing.T) {
 	if !strings.Contains(log.String(), "without the manifest cache") {
 		t.Errorf("no warning: %q", log.String())
 	}
+}
+
+// TestCacheReverify: a registry that now serves other bytes under a cached
+// digest. Reading no cached manifest again, the warm scan HEADs it and
+// says ok; reading every one again, it GETs every manifest and says
+// digest-mismatch, broken, as a cold scan does, and deletes the entry, so
+// the next scan, whatever its share, asks the registry and says it again.
+// A fault on the re-read is a fault (unknown), and the entry stays.
+func TestCacheReverify(t *testing.T) {
+	tr := newRegistry(t)
+	child := tr.fixture("multiarch").Children[0].Digest
+	dir := t.TempDir()
+	entry := filepath.Join(dir, child.Algorithm, child.Hex)
+	run := func(share cache.Share) (*types.Image, int) {
+		t.Helper()
+		res, err := scan.Run(context.Background(), []types.Target{{Ref: tr.ref("multiarch", "v1")}},
+			opts(scan.WithCache(dir, 1<<20), scan.WithCacheReverify(share))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Images[0], requests(res.Requests, "manifest-get", "")
+	}
+	if im, gets := run(cache.Share{}); im.Verdict != types.OK || gets != im.Manifests {
+		t.Fatalf("cold: %s with %d GETs for %d manifests", im.Verdict, gets, im.Manifests)
+	}
+	every := cache.Share{Num: 1, Den: 1}
+	tr.setHook(corrupt(manifestPath("multiarch", child.String())))
+	for _, tc := range []struct {
+		name    string
+		share   cache.Share
+		verdict types.Verdict
+		// gets are the manifest GETs, besides one per manifest with
+		// perManifest: the mismatching one is asked twice, as on a cold
+		// scan (the client asks again after a bad body).
+		gets        int
+		perManifest bool
+		kept        bool
+	}{
+		{"no re-read", cache.Share{}, types.OK, 0, false, true},
+		{"every one re-read", every, types.Broken, 1, true, false},
+		{"the next scan, no re-read", cache.Share{}, types.Broken, 2, false, false},
+	} {
+		im, gets := run(tc.share)
+		want := tc.gets
+		if tc.perManifest {
+			want += im.Manifests
+		}
+		mismatch := digestsOf(im.Findings, types.DigestMismatch)
+		if im.Verdict != tc.verdict || gets != want || (tc.verdict == types.Broken) != slices.Equal(mismatch, []string{child.String()}) {
+			t.Errorf("%s: %s, %d GETs, digest-mismatch for %v; want %s, %d GETs (findings %+v)", tc.name, im.Verdict, gets, mismatch, tc.verdict, want, im.Findings)
+		}
+		if _, err := os.Stat(entry); (err == nil) != tc.kept {
+			t.Errorf("%s: entry kept %v, want %v", tc.name, err == nil, tc.kept)
+		}
+	}
+
+	tr.setHook(nil)
+	if im, _ := run(cache.Share{}); im.Verdict != types.OK {
+		t.Fatalf("the registry mended: %s", im.Verdict)
+	}
+	tr.setHook(func(w http.ResponseWriter, r *http.Request, _ http.Handler) bool {
+		if r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/manifests/sha256:") {
+			registryError(w, http.StatusServiceUnavailable, "UNAVAILABLE")
+			return true
+		}
+		return false
+	})
+	if im, _ := run(every); im.Verdict != types.Unknown || len(digestsOf(im.Findings, types.DigestMismatch)) != 0 {
+		t.Errorf("a fault on the re-read: %s %+v, want unknown", im.Verdict, im.Findings)
+	}
+	if _, err := os.Stat(entry); err != nil {
+		t.Errorf("a fault on the re-read deleted the entry: %v", err)
+	}
+}
+
+// digestsOf are the digests of the findings with the code.
+func digestsOf(fs []types.Finding, code types.Code) []string {
+	var out []string
+	for _, f := range fs {
+		if f.Code == code {
+			out = append(out, f.Digest)
+		}
+	}
+	return out
 }
