@@ -147,7 +147,7 @@ func annotate(ctx context.Context, s *scan.Scanner, inv *inventory.Inventory, im
 		if !pinned && im.Digest != "" && u.RunningDigest != im.Digest && !childOf(ctx, s, ref.Repo+"@"+im.Digest, u.RunningDigest) {
 			f := types.NewAdvisedFinding(types.Drift, im.Digest, "",
 				fmt.Sprintf("%s runs %s, but %s now resolves to %s: the next pull runs other code", who, u.RunningDigest, im.Reference, im.Digest),
-				fmt.Sprintf("pin %s@%s to keep what runs (regcheck pin --from-records), or roll out the new digest deliberately", im.Reference, u.RunningDigest))
+				fmt.Sprintf("pin %s@%s to keep what runs, or roll out the new digest deliberately", im.Reference, u.RunningDigest))
 			// High where the next container start pulls: Always (the
 			// effective policy, Kubernetes' default for latest or no tag).
 			// With IfNotPresent the node keeps what runs until a

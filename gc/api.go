@@ -18,7 +18,7 @@ import (
 
 // Notes every API-mode report carries.
 const (
-	noteBlobs    = "API mode lists the manifests a run would delete; it cannot see which blobs manifests share, so which blobs the run deletes is known only in storage mode (--storage)"
+	noteBlobs    = "API mode lists the manifests a run would delete; it cannot see which blobs manifests share, so which blobs the run deletes is known only in storage mode"
 	noteUnseen   = "the registry API shows no manifest that no tag reaches and no in-use image pins: the real run also deletes those (old builds nobody references), which only storage mode lists"
 	noteNoDelete = "without --delete-untagged neither distribution 2.x nor 3.x deletes a manifest: every tag, every index child and every pinned digest stays, so no in-use image loses a manifest; the run deletes only blobs no manifest references, which storage mode lists"
 )
@@ -195,7 +195,7 @@ func (c *apiCheck) repositories(ctx context.Context) error {
 // is an error.
 func (c *apiCheck) catalog(ctx context.Context, host string) error {
 	if !c.opts.AllRepositories {
-		c.rep.Notes = append(c.rep.Notes, fmt.Sprintf("only the repositories of in-use images on %s were examined; --all-repositories examines every repository its _catalog lists", host))
+		c.rep.note(NoteInUseOnly, fmt.Sprintf("only the repositories of in-use images on %s were examined", host))
 		return nil
 	}
 	cat, err := c.sc.Catalog(ctx, host)
@@ -204,14 +204,14 @@ func (c *apiCheck) catalog(ctx context.Context, host string) error {
 		for _, p := range cat {
 			c.hosts[host][p] = true
 		}
-	case errors.Is(err, types.ErrUnauthorized), errors.Is(err, types.ErrForbidden), errors.Is(err, types.ErrNotFound):
-		c.rep.Notes = append(c.rep.Notes, fmt.Sprintf("%s does not list its repositories (_catalog: %v): only the repositories of in-use images were examined", host, sentinel(err)))
-		c.problems = append(c.problems, fmt.Errorf("--all-repositories: %s does not list its repositories: %w", host, err))
+	case refused(err):
+		c.rep.note("", fmt.Sprintf("%s does not list its repositories (_catalog: %v): only the repositories of in-use images were examined", host, sentinel(err)))
+		c.problems = append(c.problems, &CatalogError{Host: host, Err: err})
 	case ctx.Err() != nil:
 		return ctx.Err()
 	default:
-		c.rep.Notes = append(c.rep.Notes, fmt.Sprintf("listing the repositories of %s failed (%v): only the repositories of in-use images were examined", host, err))
-		c.problems = append(c.problems, fmt.Errorf("--all-repositories: listing the repositories of %s: %w", host, err))
+		c.rep.note("", fmt.Sprintf("listing the repositories of %s failed (%v): only the repositories of in-use images were examined", host, err))
+		c.problems = append(c.problems, &CatalogError{Host: host, Err: err})
 	}
 	return nil
 }
@@ -234,7 +234,7 @@ func (c *apiCheck) survey(ctx context.Context) error {
 	for _, r := range c.repos {
 		if r.err != nil {
 			c.problems = append(c.problems, r.err)
-			c.rep.Notes = append(c.rep.Notes, fmt.Sprintf("repository %s was not examined: %v", r.name, r.err))
+			c.rep.note("", fmt.Sprintf("repository %s was not examined: %v", r.name, r.err))
 		}
 	}
 	return nil
@@ -245,7 +245,7 @@ func (c *apiCheck) survey(ctx context.Context) error {
 func (c *apiCheck) run() {
 	c.deleted = map[string]map[string]string{}
 	if !c.opts.DeleteUntagged {
-		c.rep.Notes = append(c.rep.Notes, noteNoDelete)
+		c.rep.note("", noteNoDelete)
 		return
 	}
 	marked := map[string]map[string]bool{} // host → digests a tag reaches, in any repository (3.x marks across them)
@@ -293,7 +293,7 @@ func (c *apiCheck) deletions(r *remoteRepo, marked map[string]bool) {
 	if !r.hasTags {
 		if len(served) == 0 {
 			if r.listed() {
-				c.rep.Notes = append(c.rep.Notes, fmt.Sprintf("repository %s has no tags: if it holds a manifest, %s", r.name, noTagsEffect(c.opts.Model)))
+				c.rep.note("", fmt.Sprintf("repository %s has no tags: if it holds a manifest, %s", r.name, noTagsEffect(c.opts.Model)))
 			}
 			return
 		}
@@ -311,8 +311,8 @@ func (c *apiCheck) deletions(r *remoteRepo, marked map[string]bool) {
 		case c.opts.Model == Distribution3 && !c.opts.AllRepositories && r.hasTags:
 			// 3.x keeps what a tag of any repository reaches; the
 			// repositories not examined may hold such a tag.
-			c.rep.Notes = append(c.rep.Notes, fmt.Sprintf("%s@%s: no tag of the examined repositories reaches it; distribution 3 keeps it if a tag in another repository does (--all-repositories decides)", r.name, d))
-			c.problems = append(c.problems, fmt.Errorf("%s@%s: undecided without --all-repositories", r.name, d))
+			c.rep.note(NoteUndecided, fmt.Sprintf("%s@%s: no tag of the examined repositories reaches it; distribution 3 keeps it if a tag in another repository does", r.name, d))
+			c.problems = append(c.problems, &UndecidedError{Repository: r.name, Digest: d})
 		case !r.hasTags:
 			c.delete(r.name, d, "repository "+r.name+" has no tags: distribution 3 skips it and deletes the data of manifest "+d)
 		default:
@@ -386,9 +386,9 @@ func (c *apiCheck) report() {
 	c.rep.WouldDelete = wd
 	c.rep.finish()
 	if c.opts.DeleteUntagged {
-		c.rep.Notes = append(c.rep.Notes, noteUnseen)
+		c.rep.note("", noteUnseen)
 	}
-	c.rep.Notes = append(c.rep.Notes, noteBlobs)
+	c.rep.note(NoteBlobs, noteBlobs)
 }
 
 // without is a registry as a predicted run leaves it: the manifests the
@@ -411,6 +411,40 @@ func noTagsEffect(model Model) string {
 		return "2.x's --delete-untagged stops there (unknown repository) and deletes nothing"
 	}
 	return "distribution 3 skips it and deletes the data of its manifests no other repository's tags reach"
+}
+
+// CatalogError is a registry that did not list its repositories when
+// Options.AllRepositories asked it to: only the repositories of in-use
+// images were examined there.
+type CatalogError struct {
+	Host string
+	Err  error
+}
+
+func (e *CatalogError) Error() string {
+	if refused(e.Err) {
+		return fmt.Sprintf("%s does not list its repositories: %v", e.Host, e.Err)
+	}
+	return fmt.Sprintf("listing the repositories of %s: %v", e.Host, e.Err)
+}
+
+// Unwrap is the error listing the repositories failed with.
+func (e *CatalogError) Unwrap() error { return e.Err }
+
+// UndecidedError is a manifest a prediction of distribution 3 leaves
+// undecided: no tag of the repositories examined reaches it, and a tag in
+// one not examined would keep it (Options.AllRepositories examines them
+// all).
+type UndecidedError struct {
+	Repository, Digest string
+}
+
+func (e *UndecidedError) Error() string { return e.Repository + "@" + e.Digest + ": undecided" }
+
+// refused reports whether a registry refused to answer: err unwraps to
+// one of the scan errors sentinel names.
+func refused(err error) bool {
+	return errors.Is(err, types.ErrUnauthorized) || errors.Is(err, types.ErrForbidden) || errors.Is(err, types.ErrNotFound)
 }
 
 // sentinel names the scan error err unwraps to.

@@ -3,8 +3,8 @@ package gc
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"github.com/regcheck/regcheck/types"
 	"io"
 	"log"
 	"net/http"
@@ -24,6 +24,8 @@ import (
 	ggcrtypes "github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/regcheck/regcheck/internal/testing/fixture"
 	"github.com/regcheck/regcheck/scan"
+
+	"github.com/regcheck/regcheck/types"
 )
 
 // apiSeed is an in-memory registry holding the fixtures, a pin whose tag
@@ -204,7 +206,7 @@ func TestCheckAPI(t *testing.T) {
 			if len(rep.AlreadyBroken) != 0 || rep.Mode != ModeAPI || rep.Counts.Manifests != len(tc.wantDel) {
 				t.Errorf("already broken %v, mode %q, counts %+v", rep.AlreadyBroken, rep.Mode, rep.Counts)
 			}
-			if !tc.du && !slices.Contains(rep.Notes, noteNoDelete) || !slices.Contains(rep.Notes, noteBlobs) {
+			if !tc.du && !slices.Contains(rep.Notes, Note{Text: noteNoDelete}) || !slices.Contains(rep.Notes, Note{Kind: NoteBlobs, Text: noteBlobs}) {
 				t.Errorf("notes: %q", rep.Notes)
 			}
 		})
@@ -229,7 +231,7 @@ func TestCheckAPI(t *testing.T) {
 		}
 		// What the table prints (report.GCCheck, tested there) comes from
 		// these fields.
-		if !slices.Contains(rep.Registries, s.host) || !slices.ContainsFunc(rep.Notes, func(n string) bool { return strings.Contains(n, "storage mode") }) {
+		if !slices.Contains(rep.Registries, s.host) || !slices.ContainsFunc(rep.Notes, func(n Note) bool { return n.Kind == NoteBlobs && strings.Contains(n.Text, "storage mode") }) {
 			t.Errorf("registries %v, notes %q", rep.Registries, rep.Notes)
 		}
 		if !slices.ContainsFunc(rep.WouldBreak, func(e Entry) bool { return strings.Contains(e.Reason, "child manifest linux/arm64") }) {
@@ -274,11 +276,17 @@ func TestCheckAPIDistribution3Undecided(t *testing.T) {
 	s := seedAPI(t)
 	sc, _ := scan.New()
 	rep, err := CheckAPI(context.Background(), sc, Options{Model: Distribution3, DeleteUntagged: true}, s.targets())
-	if err == nil || !strings.Contains(err.Error(), "undecided without --all-repositories") {
+	var ue *UndecidedError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), ue.Repository+"@"+ue.Digest+": undecided") {
 		t.Fatalf("error %v, want the undecided pins named", err)
 	}
 	if rep == nil || len(rep.WouldBreak) != 0 {
 		t.Fatalf("would break %+v, want nothing claimed", rep)
+	}
+	if !slices.ContainsFunc(rep.Notes, func(n Note) bool {
+		return n.Kind == NoteUndecided && strings.HasPrefix(n.Text, ue.Repository+"@"+ue.Digest+": ")
+	}) {
+		t.Errorf("notes %q, want %s@%s noted undecided", rep.Notes, ue.Repository, ue.Digest)
 	}
 }
 
@@ -299,10 +307,11 @@ func TestCheckAPICatalog(t *testing.T) {
 		all, blocked bool
 		listed       bool
 		note         string
+		kind         NoteKind
 	}{
-		{"in-use repositories only (default)", false, false, false, "only the repositories of in-use images"},
-		{"all repositories", true, false, true, ""},
-		{"all repositories, catalog blocked", true, true, false, "does not list its repositories"},
+		{"in-use repositories only (default)", false, false, false, "only the repositories of in-use images", NoteInUseOnly},
+		{"all repositories", true, false, true, "", ""},
+		{"all repositories, catalog blocked", true, true, false, "does not list its repositories", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.blocked {
@@ -313,12 +322,16 @@ func TestCheckAPICatalog(t *testing.T) {
 			if (err != nil) != tc.blocked {
 				t.Fatalf("error %v; a catalog asked for and refused makes the run incomplete, nothing else", err)
 			}
+			var ce *CatalogError
+			if tc.blocked && (!errors.As(err, &ce) || ce.Host != s.host || !errors.Is(err, types.ErrUnauthorized)) {
+				t.Errorf("error %v, want a CatalogError of %s", err, s.host)
+			}
 			if got := slices.Contains(deletedSet(rep), child); got != tc.listed {
 				t.Errorf("multiarch's child listed: %t, want %t", got, tc.listed)
 			}
 			noted := false
 			for _, n := range rep.Notes {
-				noted = noted || tc.note != "" && strings.Contains(n, tc.note)
+				noted = noted || tc.note != "" && strings.Contains(n.Text, tc.note) && n.Kind == tc.kind
 			}
 			if noted != (tc.note != "") {
 				t.Errorf("notes %q, want one containing %q", rep.Notes, tc.note)

@@ -1,6 +1,7 @@
 package gc
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -55,13 +56,56 @@ type Report struct {
 	// Advice says what to do, most urgent first.
 	Advice []string `json:"advice"`
 	// Notes say what the prediction could not see.
-	Notes []string `json:"notes,omitempty"`
+	Notes []Note `json:"notes,omitempty"`
 
 	plan *Plan
 }
 
 // Plan returns the simulated run behind the report.
 func (r *Report) Plan() *Plan { return r.plan }
+
+// Note is one thing a prediction could not see. Its JSON form is its
+// Text alone.
+type Note struct {
+	// Kind, when set, says what the note is about, for a caller that adds
+	// how to act on it in its own terms (a command, its flags).
+	Kind NoteKind
+	Text string
+}
+
+// NoteKind says what a note is about.
+type NoteKind string
+
+// The kinds of note a caller can act on; the other notes have none.
+const (
+	// NoteInUseOnly says that only the repositories of in-use images were
+	// examined: Options.AllRepositories examines every repository the
+	// registry's _catalog lists.
+	NoteInUseOnly NoteKind = "in-use-only"
+	// NoteBlobs says that API mode cannot see which blobs a run deletes:
+	// storage mode (Check) can.
+	NoteBlobs NoteKind = "blobs"
+	// NoteUndecided says that distribution 3 keeps a manifest if a tag in
+	// a repository not examined reaches it: Options.AllRepositories
+	// decides.
+	NoteUndecided NoteKind = "undecided"
+)
+
+func (n Note) String() string { return n.Text }
+
+// MarshalJSON writes the note as its text.
+func (n Note) MarshalJSON() ([]byte, error) { return json.Marshal(n.Text) }
+
+// UnmarshalJSON reads a note written by MarshalJSON: its text, no kind.
+func (n *Note) UnmarshalJSON(b []byte) error {
+	*n = Note{}
+	return json.Unmarshal(b, &n.Text)
+}
+
+// note adds a note of kind ("" for none).
+func (r *Report) note(kind NoteKind, text string) {
+	r.Notes = append(r.Notes, Note{Kind: kind, Text: text})
+}
 
 // Deletions is a plan grouped by repository.
 type Deletions struct {

@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/regcheck/regcheck/types"
 	"net/http"
 	"sort"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/regcheck/regcheck/internal/cli"
 	"github.com/regcheck/regcheck/internal/testing/registry"
 	"github.com/regcheck/regcheck/scan"
+	"github.com/regcheck/regcheck/types"
 )
 
 // manifestAccept is what a node accepts; 2.8.3 hides an OCI index without it.

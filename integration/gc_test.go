@@ -5,8 +5,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"github.com/regcheck/regcheck/storage"
-	"github.com/regcheck/regcheck/types"
 	"io/fs"
 	"net/http"
 	"path/filepath"
@@ -28,6 +26,9 @@ import (
 	"github.com/regcheck/regcheck/internal/testing/fixture"
 	"github.com/regcheck/regcheck/internal/testing/registry"
 	"github.com/regcheck/regcheck/scan"
+
+	"github.com/regcheck/regcheck/storage"
+	"github.com/regcheck/regcheck/types"
 )
 
 // gcExtras are the shapes internal/testing/fixture does not push, added here.

@@ -3,13 +3,14 @@ package pin
 import (
 	"bytes"
 	"errors"
-	"github.com/regcheck/regcheck/yamlfile"
 	"os"
 	"path/filepath"
 	"regexp"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/regcheck/regcheck/yamlfile"
 )
 
 var (

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"github.com/regcheck/regcheck/yamlfile"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/regcheck/regcheck/imageref"
+	"github.com/regcheck/regcheck/yamlfile"
 )
 
 // Change is one edit Rewrite made, or would have made but could not (see

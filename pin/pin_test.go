@@ -7,7 +7,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/regcheck/regcheck/yamlfile"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/regcheck/regcheck/imageref"
+	"github.com/regcheck/regcheck/yamlfile"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")

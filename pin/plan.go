@@ -5,8 +5,6 @@ import (
 	stdctx "context"
 	"errors"
 	"fmt"
-	"github.com/regcheck/regcheck/types"
-	"github.com/regcheck/regcheck/yamlfile"
 	"path"
 	"strings"
 
@@ -16,7 +14,9 @@ import (
 
 	"github.com/regcheck/regcheck/imageref"
 	"github.com/regcheck/regcheck/scan"
+	"github.com/regcheck/regcheck/types"
 	"github.com/regcheck/regcheck/walk"
+	"github.com/regcheck/regcheck/yamlfile"
 )
 
 // plan is what Run does with one distinct reference and running digest.
@@ -369,7 +369,9 @@ func (s *site) findings(img yamlfile.Image) []Finding {
 	return []Finding{f}
 }
 
-// findings are the plan's findings at one use.
+// findings are the plan's findings at one use. A refusal names no flag:
+// Config.AllowBroken pins a broken tree anyway (KindBroken), a Config with
+// no Running pins by tag (KindPlatform); a command names its own flags.
 func (pl *plan) findings(img yamlfile.Image) []Finding {
 	f := func(k Kind, msg string) Finding {
 		return Finding{Kind: k, File: img.File, Line: img.Line, Ref: img.Ref, Digest: pl.digest, Message: msg}
@@ -379,12 +381,12 @@ func (pl *plan) findings(img yamlfile.Image) []Finding {
 	case !pl.change:
 	case pl.platform != "":
 		out = append(out, f(KindPlatform, fmt.Sprintf("the runtime reports %s, a platform manifest; %s points at index %s, which does not list it: "+
-			"the index it came from is no longer what the tag points at. %s left as is (pin by tag: regcheck pin without --from-cluster or --from-records)",
+			"the index it came from is no longer what the tag points at. %s left as is (pin by tag)",
 			pl.running, cmp.Or(pl.tag, pl.norm), pl.platform, img.Ref)))
 	case pl.fault != "":
 		out = append(out, f(KindUnresolved, fmt.Sprintf("%s left as is: %s", img.Ref, pl.fault)))
 	case pl.verdict == types.Broken:
-		out = append(out, f(KindBroken, fmt.Sprintf("refusing to pin %s to %s, whose tree is broken (%s); left as is (--allow-broken pins anyway)",
+		out = append(out, f(KindBroken, fmt.Sprintf("refusing to pin %s to %s, whose tree is broken (%s); left as is",
 			img.Ref, pl.digest, strings.Join(pl.problems, "; "))))
 	case pl.verdict == types.Unknown:
 		out = append(out, f(KindUnverified, fmt.Sprintf("pinned %s to %s, but the walk was incomplete: %s", img.Ref, pl.digest, strings.Join(pl.problems, "; "))))

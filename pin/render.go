@@ -5,18 +5,17 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"github.com/regcheck/regcheck/yamlfile"
 	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/regcheck/regcheck/render"
+	"github.com/regcheck/regcheck/yamlfile"
 )
 
 // render reads each root as it is deployed (see render.Find).
@@ -471,7 +470,7 @@ func valuesEdit(file string, data []byte, e render.Edit, d string) ([]byte, erro
 	switch e.Op {
 	case render.AppendDigest:
 		n, i := scalarAt(docs, e.Line, e.Column)
-		if n == nil || nodeAt(docs[i], pathSteps(e.Path)) != n {
+		if n == nil || e.Path.Find(docs[i]) != n {
 			return nil, fmt.Errorf("%s:%d: %s is not there any more", file, e.Line, e.Path)
 		}
 		doc = i
@@ -488,10 +487,13 @@ func valuesEdit(file string, data []byte, e render.Edit, d string) ([]byte, erro
 		}
 	case render.DigestKey:
 		newValue = d
-		parentPath, key := splitKey(e.Path)
-		m, i := mappingAt(docs, parentPath)
+		parentPath, key, ok := e.Path.Split()
+		if !ok {
+			return nil, fmt.Errorf("%s: %s is not a mapping key", file, e.Path)
+		}
+		m, i := parentPath.Mapping(docs)
 		if m == nil {
-			return nil, fmt.Errorf("%s: no %s to add %s to", file, cmp.Or(parentPath, "top level"), key)
+			return nil, fmt.Errorf("%s: no %s to add %s to", file, cmp.Or(string(parentPath), "top level"), key)
 		}
 		doc = i
 		if shared[m] {
@@ -631,7 +633,7 @@ func decodeValues(docs []*yaml.Node) ([]any, error) {
 // valuesCheck reads out back and makes sure it differs from a, the
 // values it was made from (changed here), only in the value at path of
 // document doc, which out holds as value.
-func valuesCheck(a []any, out []byte, doc int, path, value string) error {
+func valuesCheck(a []any, out []byte, doc int, path render.ValuesPath, value string) error {
 	docs, err := yamlfile.Documents(out)
 	if err != nil {
 		return fmt.Errorf("result does not parse: %w", err)
@@ -643,8 +645,12 @@ func valuesCheck(a []any, out []byte, doc int, path, value string) error {
 	if len(a) != len(b) || doc >= len(a) {
 		return errors.New("result has other documents")
 	}
+	steps, err := path.Steps()
+	if err != nil {
+		return err
+	}
 	var ok bool
-	if a[doc], ok = setAt(a[doc], pathSteps(path), value); !ok {
+	if a[doc], ok = setAt(a[doc], steps, value); !ok {
 		return fmt.Errorf("%s: no such key", path)
 	}
 	if !reflect.DeepEqual(a, b) {
@@ -653,76 +659,29 @@ func valuesCheck(a []any, out []byte, doc int, path, value string) error {
 	return nil
 }
 
-// setAt sets the value at steps (keys and indexes) under v, adding the
-// last key when it is not there.
-func setAt(v any, steps []any, value any) (any, bool) {
+// setAt sets the value at steps under v, adding the last key when it is
+// not there.
+func setAt(v any, steps []render.Step, value any) (any, bool) {
 	if len(steps) == 0 {
 		return value, true
 	}
-	k, isKey := steps[0].(string)
-	i, isIndex := steps[0].(int)
+	st := steps[0]
 	var ok bool
 	switch x := v.(type) {
 	case map[string]any:
-		if isKey {
-			x[k], ok = setAt(x[k], steps[1:], value)
+		if !st.IsIndex {
+			x[st.Key], ok = setAt(x[st.Key], steps[1:], value)
 		}
 	case map[any]any: // a mapping with a key that is not a string
-		if isKey {
-			x[k], ok = setAt(x[k], steps[1:], value)
+		if !st.IsIndex {
+			x[st.Key], ok = setAt(x[st.Key], steps[1:], value)
 		}
 	case []any:
-		if isIndex && i < len(x) {
-			x[i], ok = setAt(x[i], steps[1:], value)
+		if st.IsIndex && st.Index < len(x) {
+			x[st.Index], ok = setAt(x[st.Index], steps[1:], value)
 		}
 	}
 	return v, ok
-}
-
-// pathSteps splits a dotted values path (render's: plain keys, quoted
-// keys, [index]) into keys and indexes.
-func pathSteps(path string) []any {
-	var out []any
-	for i := 0; i < len(path); {
-		switch c := path[i]; {
-		case c == '.':
-			i++
-		case c == '[':
-			j := strings.IndexByte(path[i:], ']')
-			if j < 0 {
-				return append(out, path[i:])
-			}
-			n, _ := strconv.Atoi(path[i+1 : i+j])
-			out = append(out, n)
-			i += j + 1
-		case c == '"':
-			s, err := strconv.QuotedPrefix(path[i:])
-			if err != nil {
-				return append(out, path[i:])
-			}
-			k, _ := strconv.Unquote(s)
-			out = append(out, k)
-			i += len(s)
-		default:
-			j := strings.IndexAny(path[i:], ".[")
-			if j < 0 {
-				j = len(path) - i
-			}
-			out = append(out, path[i:i+j])
-			i += j
-		}
-	}
-	return out
-}
-
-// splitKey splits a dotted path of plain keys into its parent's and its
-// last key.
-func splitKey(path string) (string, string) {
-	i := strings.LastIndexByte(path, '.')
-	if i < 0 {
-		return "", path
-	}
-	return path[:i], path[i+1:]
 }
 
 // eachScalar calls fn on every scalar under n.
@@ -736,35 +695,6 @@ func eachScalar(n *yaml.Node, fn func(*yaml.Node)) {
 	for _, c := range n.Content {
 		eachScalar(c, fn)
 	}
-}
-
-// nodeAt is the node at steps (keys and indexes) under a document, the
-// last of equal keys winning, or nil.
-func nodeAt(doc *yaml.Node, steps []any) *yaml.Node {
-	n := doc
-	if n.Kind == yaml.DocumentNode && len(n.Content) == 1 {
-		n = n.Content[0]
-	}
-	for _, st := range steps {
-		var next *yaml.Node
-		switch k := st.(type) {
-		case string:
-			for j := 0; n.Kind == yaml.MappingNode && j+1 < len(n.Content); j += 2 {
-				if n.Content[j].Value == k {
-					next = n.Content[j+1]
-				}
-			}
-		case int:
-			if n.Kind == yaml.SequenceNode && k < len(n.Content) {
-				next = n.Content[k]
-			}
-		}
-		if next == nil {
-			return nil
-		}
-		n = next
-	}
-	return n
 }
 
 // scalarAt finds the scalar at line and column, and its document.
@@ -781,33 +711,4 @@ func scalarAt(docs []*yaml.Node, line, col int) (*yaml.Node, int) {
 		}
 	}
 	return nil, 0
-}
-
-// mappingAt finds the mapping at a dotted path of plain keys in the last
-// document that has one there.
-func mappingAt(docs []*yaml.Node, path string) (*yaml.Node, int) {
-	var found *yaml.Node
-	at := 0
-	for i, d := range docs {
-		n := d
-		if n.Kind == yaml.DocumentNode && len(n.Content) == 1 {
-			n = n.Content[0]
-		}
-		for _, key := range strings.Split(path, ".") {
-			if key == "" {
-				continue
-			}
-			var v *yaml.Node
-			for j := 0; n != nil && n.Kind == yaml.MappingNode && j+1 < len(n.Content); j += 2 {
-				if n.Content[j].Value == key {
-					v = n.Content[j+1]
-				}
-			}
-			n = v
-		}
-		if n != nil && n.Kind == yaml.MappingNode {
-			found, at = n, i
-		}
-	}
-	return found, at
 }

@@ -215,6 +215,10 @@ func TestValuesEdit(t *testing.T) {
 			"image:\r\n  tag: v1\r\n  digest: " + d + "\r\n"},
 		{"the second document", "a: 1\n---\nimage:\n  tag: v1\n", render.Edit{Op: render.DigestKey, Path: "image.digest"},
 			"a: 1\n---\nimage:\n  tag: v1\n  digest: " + d + "\n"},
+		{"under a key with a dot", "\"a.b\":\n  digest: \"\"\n", render.Edit{Op: render.DigestKey, Path: `"a.b".digest`},
+			"\"a.b\":\n  digest: \"" + d + "\"\n"},
+		{"in a list", "images:\n  - tag: v1\n", render.Edit{Op: render.DigestKey, Path: "images[0].digest"},
+			"images:\n  - tag: v1\n    digest: " + d + "\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -235,6 +239,8 @@ func TestValuesEdit(t *testing.T) {
 		{"moved", "image: nginx\n", render.Edit{Op: render.AppendDigest, Line: 3, Column: 8, Path: "image"}},
 		{"no mapping", "image: nginx\n", render.Edit{Op: render.DigestKey, Path: "image.digest"}},
 		{"a digest that is a mapping", "image:\n  digest: {a: b}\n", render.Edit{Op: render.DigestKey, Path: "image.digest"}},
+		{"a digest that is a list item", "digests:\n  - \"\"\n", render.Edit{Op: render.DigestKey, Path: "digests[0]"}},
+		{"a path that does not read back", "image:\n  digest: \"\"\n", render.Edit{Op: render.DigestKey, Path: "image..digest"}},
 	} {
 		if out, err := valuesEdit("values.yaml", []byte(tc.in), tc.edit, d); err == nil {
 			t.Errorf("%s: edited to %q", tc.name, out)

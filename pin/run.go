@@ -5,8 +5,6 @@ import (
 	stdctx "context"
 	"errors"
 	"fmt"
-	"github.com/regcheck/regcheck/types"
-	"github.com/regcheck/regcheck/yamlfile"
 	"io/fs"
 	"path"
 	"path/filepath"
@@ -15,6 +13,8 @@ import (
 
 	"github.com/regcheck/regcheck/render"
 	"github.com/regcheck/regcheck/scan"
+	"github.com/regcheck/regcheck/types"
+	"github.com/regcheck/regcheck/yamlfile"
 )
 
 // Config says what Run does. The zero value previews pins to the tags'

@@ -3,7 +3,6 @@ package pin
 import (
 	stdctx "context"
 	"fmt"
-	"github.com/regcheck/regcheck/yamlfile"
 	"io"
 	"log"
 	"net/http/httptest"
@@ -22,6 +21,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/regcheck/regcheck/scan"
+	"github.com/regcheck/regcheck/yamlfile"
 )
 
 // testRegistry starts gcr's in-memory registry and returns its host and a

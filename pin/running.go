@@ -2,9 +2,9 @@ package pin
 
 import (
 	"fmt"
-	"github.com/regcheck/regcheck/yamlfile"
 
 	"github.com/regcheck/regcheck/record"
+	"github.com/regcheck/regcheck/yamlfile"
 )
 
 // RunningFrom returns a Config.Running that looks up, in h, the digest last

@@ -2,13 +2,13 @@ package pin
 
 import (
 	"errors"
-	"github.com/regcheck/regcheck/yamlfile"
 	"maps"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/regcheck/regcheck/record"
+	"github.com/regcheck/regcheck/yamlfile"
 )
 
 func TestRunningFrom(t *testing.T) {

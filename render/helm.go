@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/regcheck/regcheck/yamlfile"
 	"maps"
 	"path"
 	"path/filepath"
@@ -18,6 +17,8 @@ import (
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
 	"helm.sh/helm/v4/pkg/engine"
+
+	"github.com/regcheck/regcheck/yamlfile"
 )
 
 // chartDir is a chart folder being rendered.
@@ -301,14 +302,14 @@ func (h *chartDir) markDependencies(c *chart.Chart, prefix string, refs []string
 // each key found in an image that has none, to see which templates add a
 // digest key to the reference. fakes maps each fake digest to the
 // mapping's path.
-func (h *chartDir) probe(user map[string]any, real, marked rendered, mk *markers, keys []valueKey) (rendered, map[string]string) {
+func (h *chartDir) probe(user map[string]any, real, marked rendered, mk *markers, keys []valueKey) (rendered, map[string]ValuesPath) {
 	c, err := h.load()
 	if err != nil {
 		return nil, nil
 	}
 	defaults := loader.MergeMaps(c.Values, user)
 	inject := map[string]any{}
-	fakes := map[string]string{}
+	fakes := map[string]ValuesPath{}
 	for name, sites := range real {
 		for i, s := range sites {
 			m, ok := at(marked, real, name, i)
@@ -316,13 +317,14 @@ func (h *chartDir) probe(user map[string]any, real, marked rendered, mk *markers
 				continue
 			}
 			for _, k := range mk.find(m.Ref) {
-				p, ok := parent(keys[k].Path)
-				if !ok || keys[k].why != "" || slices.Contains(slices.Collect(maps.Values(fakes)), p) || !isTable(defaults, p) {
+				p, _, ok := keys[k].Path.Split()
+				ks, plain := p.keys()
+				if !ok || !plain || keys[k].why != "" || slices.Contains(slices.Collect(maps.Values(fakes)), p) || !isTable(defaults, ks) {
 					continue
 				}
 				fake := fmt.Sprintf("sha256:%064x", 0xdead0000+len(fakes))
 				fakes[fake] = p
-				setPath(inject, splitPath(p), "digest", fake)
+				setPath(inject, ks, "digest", fake)
 			}
 		}
 	}
@@ -336,9 +338,9 @@ func (h *chartDir) probe(user map[string]any, real, marked rendered, mk *markers
 	return r, fakes
 }
 
-// isTable reports whether the values at a dotted path are a mapping.
-func isTable(v map[string]any, path string) bool {
-	for _, k := range splitPath(path) {
+// isTable reports whether the values at the path of keys are a mapping.
+func isTable(v map[string]any, keys []string) bool {
+	for _, k := range keys {
 		next, ok := v[k].(map[string]any)
 		if !ok {
 			return false
@@ -348,7 +350,7 @@ func isTable(v map[string]any, path string) bool {
 	return true
 }
 
-// setPath sets key under the dotted path in m, making mappings on the way.
+// setPath sets key under the path of keys in m, making mappings on the way.
 func setPath(m map[string]any, path []string, key string, value any) {
 	for _, k := range path {
 		next, ok := m[k].(map[string]any)
@@ -364,7 +366,7 @@ func setPath(m map[string]any, path []string, key string, value any) {
 // origin sets u's origin from its reference rendered with markers
 // (marked) and with digests under the keys' mappings (probed, "" when not
 // rendered).
-func (h *chartDir) origin(u *Use, tpl, marked, probed string, mk *markers, keys []valueKey, fakes map[string]string) {
+func (h *chartDir) origin(u *Use, tpl, marked, probed string, mk *markers, keys []valueKey, fakes map[string]ValuesPath) {
 	u.Origin = Origin{Kind: Values}
 	_, tag, dig := splitRef(marked)
 	key := func(i int) Key { return keys[i].Key }
@@ -442,7 +444,7 @@ func (h *chartDir) origin(u *Use, tpl, marked, probed string, mk *markers, keys 
 // digestKey points u's edit at the digest key under mapping p, in the
 // file that sets the tag (a release's file pins that release), else in
 // the file of the key that ends the reference.
-func (h *chartDir) digestKey(u *Use, p string, found []int, keys []valueKey, edit func(int, *Edit)) {
+func (h *chartDir) digestKey(u *Use, p ValuesPath, found []int, keys []valueKey, edit func(int, *Edit)) {
 	i := found[len(found)-1]
 	for n, j := range found {
 		if u.Origin.Keys[n].Part == "tag" {
@@ -450,16 +452,15 @@ func (h *chartDir) digestKey(u *Use, p string, found []int, keys []valueKey, edi
 			break
 		}
 	}
-	digestPath := strings.TrimPrefix(p+".digest", ".")
 	ed := &Edit{Op: DigestKey}
 	edit(i, ed)
 	if u.Origin.Edit == nil {
 		return
 	}
-	ed.Path, ed.Line, ed.Column = digestPath, 0, 0
+	ed.Path, ed.Line, ed.Column = p.Key("digest"), 0, 0
 	if docs, err := yamlfile.Documents(h.source(keys[i].File)); err == nil {
-		if m := mapping(docs, p); m != nil {
-			if v := child(m, "digest"); v != nil {
+		if m, at := p.Mapping(docs); m != nil {
+			if v := ed.Path.Find(docs[at]); v != nil {
 				ed.Line, ed.Column = v.Line, v.Column
 			}
 		}
@@ -487,7 +488,7 @@ func joinKeys(keys []Key, part string) string {
 	var out []string
 	for _, k := range keys {
 		if k.Part == part {
-			out = append(out, k.Path)
+			out = append(out, string(k.Path))
 		}
 	}
 	return strings.Join(out, ", ")

@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"github.com/regcheck/regcheck/yamlfile"
 	"io/fs"
 	"maps"
 	"os"
@@ -19,6 +18,8 @@ import (
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/regcheck/regcheck/yamlfile"
 )
 
 // maxLoad bounds what the folders of a tree's kustomizations may hold:

@@ -3,11 +3,12 @@ package render
 import (
 	"errors"
 	"fmt"
-	"github.com/regcheck/regcheck/yamlfile"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/regcheck/regcheck/yamlfile"
 )
 
 // ValuesFile is a values file a Helm release uses (helm -f FILE).
@@ -159,8 +160,8 @@ type Key struct {
 	Part string
 	File string
 	Line int
-	// Path is the key's dotted path: image.tag.
-	Path string
+	// Path is the key's path: image.tag.
+	Path ValuesPath
 }
 
 func (k Key) String() string { return fmt.Sprintf("%s (%s:%d)", k.Path, k.File, k.Line) }
@@ -188,7 +189,7 @@ type Edit struct {
 	Op           EditOp
 	File         string
 	Line, Column int
-	Path         string
+	Path         ValuesPath
 	Tag          string
 	Latest       bool
 }

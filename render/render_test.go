@@ -3,12 +3,13 @@ package render
 import (
 	"errors"
 	"fmt"
-	"github.com/regcheck/regcheck/yamlfile"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/regcheck/regcheck/yamlfile"
 )
 
 // tree is the test tree of integration/testdata/render: a base, two
@@ -27,7 +28,7 @@ func show(u Use) string {
 	if e := u.Origin.Edit; e != nil {
 		s += " " + string(e.Op)
 		if e.Path != "" {
-			s += " " + e.Path
+			s += " " + string(e.Path)
 		}
 		if e.Tag != "" {
 			s += " tag=" + e.Tag
@@ -291,6 +292,35 @@ spec:
 		"notice D/lib/Chart.yaml: a library chart: nothing to render on its own",
 		"D/notyaml/templates/x.yaml: what it renders is not YAML: D/notyaml/templates/x.yaml:2: did not find expected node content",
 	})
+}
+
+// TestFindHelmKeyPaths: values keys that hold a dot or sit in a list are
+// named by their ValuesPath, and a digest key under a dotted key is found
+// as under any other.
+func TestFindHelmKeyPaths(t *testing.T) {
+	t.Parallel()
+	dir := writeTree(t, map[string]string{
+		"app/Chart.yaml": "apiVersion: v2\nname: app\nversion: 0.1.0\n",
+		"app/values.yaml": "\"reg.example.com\":\n  image:\n    repository: reg.example.com/dotted\n    tag: v1\n" +
+			"images:\n  - repository: reg.example.com/listed\n    tag: v2\n",
+		"app/templates/pod.yaml": `apiVersion: v1
+kind: Pod
+metadata:
+  name: app
+spec:
+  containers:
+    - name: dotted
+      image: "{{ (index .Values "reg.example.com").image.repository }}:{{ (index .Values "reg.example.com").image.tag }}{{ with (index .Values "reg.example.com").image.digest }}@{{ . }}{{ end }}"
+    - name: listed
+      image: "{{ (index .Values.images 0).repository }}:{{ (index .Values.images 0).tag }}"
+`,
+	})
+	tr := Find(dir)
+	check(t, "uses", under(dir, uses(tr)), []string{
+		`D/app/values.yaml:4 Pod /app dotted reg.example.com/dotted:v1 values repository="reg.example.com".image.repository:3 tag="reg.example.com".image.tag:4 digest-key "reg.example.com".image.digest`,
+		"D/app/values.yaml:7 Pod /app listed reg.example.com/listed:v2 values repository=images[0].repository:6 tag=images[0].tag:7 append-digest images[0].tag",
+	})
+	check(t, "errors", under(dir, errs(tr)), nil)
 }
 
 // TestFindRemoteBase: a root whose remote base is left out keeps the

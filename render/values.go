@@ -2,11 +2,12 @@ package render
 
 import (
 	"fmt"
-	"github.com/regcheck/regcheck/yamlfile"
 	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/regcheck/regcheck/yamlfile"
 )
 
 // valueKey is a values key a marker stands for.
@@ -35,8 +36,8 @@ func markValues(file string, data []byte, refs []string, mk *markers, keys *[]va
 		yamlfile.Aliased(d, shared)
 	}
 	n := 0
-	var walk func(node *yaml.Node, path string, depth int, alias bool)
-	walk = func(node *yaml.Node, path string, depth int, alias bool) {
+	var walk func(node *yaml.Node, path ValuesPath, depth int, alias bool)
+	walk = func(node *yaml.Node, path ValuesPath, depth int, alias bool) {
 		if node == nil || depth > 1000 {
 			return
 		}
@@ -52,11 +53,11 @@ func markValues(file string, data []byte, refs []string, mk *markers, keys *[]va
 				if k.Kind != yaml.ScalarNode || k.Tag == "!!merge" {
 					continue
 				}
-				walk(node.Content[i+1], joinPath(path, k.Value), depth+1, alias)
+				walk(node.Content[i+1], path.Key(k.Value), depth+1, alias)
 			}
 		case yaml.SequenceNode:
 			for i, c := range node.Content {
-				walk(c, fmt.Sprintf("%s[%d]", path, i), depth+1, alias)
+				walk(c, path.Index(i), depth+1, alias)
 			}
 		case yaml.ScalarNode:
 			if !candidate(node, refs) {
@@ -82,16 +83,6 @@ func markValues(file string, data []byte, refs []string, mk *markers, keys *[]va
 		return data, nil
 	}
 	return encodeDocs(docs)
-}
-
-func joinPath(path, key string) string {
-	if strings.ContainsAny(key, ".[]") {
-		key = strconv.Quote(key)
-	}
-	if path == "" {
-		return key
-	}
-	return path + "." + key
 }
 
 // printedNumber is how a template prints a number written otherwise
@@ -150,59 +141,4 @@ func within(ref, s, seps string) bool {
 		off = i + 1
 	}
 	return false
-}
-
-// mapping returns the mapping node at a dotted path (of plain keys) in
-// the last document of docs that has one there.
-func mapping(docs []*yaml.Node, path string) *yaml.Node {
-	var found *yaml.Node
-	for _, d := range docs {
-		n := d
-		if n.Kind == yaml.DocumentNode && len(n.Content) == 1 {
-			n = n.Content[0]
-		}
-		for _, key := range splitPath(path) {
-			n = child(n, key)
-		}
-		if n != nil && n.Kind == yaml.MappingNode {
-			found = n
-		}
-	}
-	return found
-}
-
-// child is the value of key in mapping n, or nil.
-func child(n *yaml.Node, key string) *yaml.Node {
-	if n == nil || n.Kind != yaml.MappingNode {
-		return nil
-	}
-	var v *yaml.Node
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == key {
-			v = n.Content[i+1]
-		}
-	}
-	return v
-}
-
-// splitPath splits a dotted path of plain keys; "" is the top.
-func splitPath(path string) []string {
-	if path == "" {
-		return nil
-	}
-	return strings.Split(path, ".")
-}
-
-// parent is the dotted path of the mapping holding the key at path, and
-// whether path is made of plain keys only (no sequence index, no quoted
-// key).
-func parent(path string) (string, bool) {
-	if strings.ContainsAny(path, "[\"") {
-		return "", false
-	}
-	i := strings.LastIndexByte(path, '.')
-	if i < 0 {
-		return "", true
-	}
-	return path[:i], true
 }

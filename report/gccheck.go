@@ -2,12 +2,12 @@ package report
 
 import (
 	"fmt"
-	"github.com/regcheck/regcheck/types"
 	"io"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/regcheck/regcheck/gc"
+	"github.com/regcheck/regcheck/types"
 )
 
 // GCCheckJSON writes gc-check's report as indented JSON
@@ -79,7 +79,11 @@ func GCCheck(w io.Writer, r *gc.Report) error {
 		fmt.Fprintf(tw, "\nWhat to do:\n  - %s\n", strings.Join(printableAll(r.Advice), "\n  - "))
 	}
 	if len(r.Notes) > 0 {
-		fmt.Fprintf(tw, "\nNotes:\n  - %s\n", strings.Join(printableAll(r.Notes), "\n  - "))
+		notes := make([]string, len(r.Notes))
+		for i, n := range r.Notes {
+			notes[i] = n.Text
+		}
+		fmt.Fprintf(tw, "\nNotes:\n  - %s\n", strings.Join(printableAll(notes), "\n  - "))
 	}
 	return tw.Flush()
 }

@@ -1,11 +1,11 @@
 package report
 
 import (
-	"github.com/regcheck/regcheck/types"
 	"strings"
 	"testing"
 
 	"github.com/regcheck/regcheck/gc"
+	"github.com/regcheck/regcheck/types"
 )
 
 // TestGCCheck: the table's first line names the model and says when it was

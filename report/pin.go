@@ -2,12 +2,12 @@ package report
 
 import (
 	"fmt"
-	"github.com/regcheck/regcheck/types"
 	"io"
 	"slices"
 	"strings"
 
 	"github.com/regcheck/regcheck/pin"
+	"github.com/regcheck/regcheck/types"
 )
 
 // PinCheckFormats are the formats PinCheck writes.

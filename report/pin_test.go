@@ -3,11 +3,11 @@ package report
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/regcheck/regcheck/types"
 	"strings"
 	"testing"
 
 	"github.com/regcheck/regcheck/pin"
+	"github.com/regcheck/regcheck/types"
 )
 
 func TestChangeLine(t *testing.T) {

@@ -136,7 +136,7 @@ var codes = map[Code]codeInfo{
 		description: "a piece of the image that only some of the eligible nodes' platform needs is gone: those nodes cannot pull it"},
 	LostForOtherPlatform: {severity: SeverityInfo, advice: childMissingAdvice,
 		description: "a piece of the image that only a platform no eligible node runs needs is gone"},
-	MirrorOnly: {severity: SeverityWarning, advice: says("push the image to the registry again from the mirror (regcheck rescue --from-registry MIRROR), or pin the workload to a digest the registry holds: the mirror's copy is one eviction from gone"),
+	MirrorOnly: {severity: SeverityWarning, advice: says("push the image to the registry again from the mirror (regcheck rescue), or pin the workload to a digest the registry holds: the mirror's copy is one eviction from gone"),
 		description: "only a mirror of the node's pull path still serves a piece the registry has lost"},
 	MirrorLacks: {severity: SeverityInfo, advice: says(""),
 		description: "a mirror of the node's pull path does not hold a piece, or resolves the tag to another digest: the node falls back, or runs the mirror's digest"},

@@ -1,8 +1,12 @@
 package cli
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 
+	"github.com/regcheck/regcheck/gc"
+	"github.com/regcheck/regcheck/pin"
 	"github.com/regcheck/regcheck/types"
 )
 
@@ -13,6 +17,8 @@ var flagHints = map[types.Code]string{
 	types.TLSError:     "--ca-file FILE, or --insecure-registry HOST",
 	// Credentials raise Docker Hub's limit; the cap is the user's own.
 	types.RateLimitBudget: "docker login, or a higher --max-pulls",
+	types.Drift:           "regcheck pin --from-records",
+	types.MirrorOnly:      "regcheck rescue --from-registry MIRROR",
 }
 
 // addFlagHints appends the flag that acts on each finding's advice.
@@ -24,4 +30,68 @@ func addFlagHints(res *types.Result) {
 			}
 		}
 	}
+}
+
+// pinHints name the flags that act on pin's refusals: inside the
+// parentheses a message ends with (what to do), after a colon, or else in
+// parentheses of their own.
+var pinHints = map[pin.Kind]string{
+	pin.KindBroken:   "--allow-broken pins anyway",
+	pin.KindPlatform: "regcheck pin without --from-cluster or --from-records",
+}
+
+// addPinHints adds to each refusal of r the flags that act on it.
+func addPinHints(r *pin.Report) {
+	for i, f := range r.Findings {
+		h, ok := pinHints[f.Kind]
+		if !ok || strings.Contains(f.Message, h) {
+			continue
+		}
+		if m, inside := strings.CutSuffix(f.Message, ")"); inside {
+			r.Findings[i].Message = m + ": " + h + ")"
+		} else {
+			r.Findings[i].Message = f.Message + " (" + h + ")"
+		}
+	}
+}
+
+// gcNoteHints are the words that end a gc-check note with the flag that
+// acts on it.
+var gcNoteHints = map[gc.NoteKind]string{
+	gc.NoteInUseOnly: "; --all-repositories examines every repository its _catalog lists",
+	gc.NoteBlobs:     " (--storage)",
+	gc.NoteUndecided: " (--all-repositories decides)",
+}
+
+// addGCHints ends each note of rep with the flag that acts on it, and
+// returns err, the problems of an incomplete prediction, with each naming
+// the flag it comes of or that decides it.
+func addGCHints(rep *gc.Report, err error) error {
+	for i, n := range rep.Notes {
+		if h, ok := gcNoteHints[n.Kind]; ok && !strings.HasSuffix(n.Text, h) {
+			rep.Notes[i].Text += h
+		}
+	}
+	joined, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return gcProblemHint(err)
+	}
+	var out []error
+	for _, e := range joined.Unwrap() {
+		out = append(out, gcProblemHint(e))
+	}
+	return errors.Join(out...)
+}
+
+// gcProblemHint names in one problem of gc-check the flag it concerns.
+func gcProblemHint(err error) error {
+	var ce *gc.CatalogError
+	var ue *gc.UndecidedError
+	switch {
+	case errors.As(err, &ce):
+		return fmt.Errorf("--all-repositories: %w", err)
+	case errors.As(err, &ue):
+		return fmt.Errorf("%w without --all-repositories", err)
+	}
+	return err
 }

@@ -3,8 +3,6 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"github.com/regcheck/regcheck/storage"
-	"github.com/regcheck/regcheck/types"
 	"io"
 
 	"github.com/regcheck/regcheck/cluster"
@@ -13,6 +11,9 @@ import (
 	"github.com/regcheck/regcheck/report"
 	"github.com/regcheck/regcheck/scan"
 	"github.com/spf13/cobra"
+
+	"github.com/regcheck/regcheck/storage"
+	"github.com/regcheck/regcheck/types"
 )
 
 type gcCheckFlags struct {
@@ -148,6 +149,7 @@ func gcCheckReport(s Streams, g *globals, rep *gc.Report, err error, render func
 	if rep == nil {
 		return &exitError{code: ExitIncomplete, err: err}
 	}
+	err = addGCHints(rep, err)
 	if err != nil {
 		g.logger.Error("gc-check incomplete", "err", err)
 		incomplete = true

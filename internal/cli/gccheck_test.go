@@ -6,10 +6,16 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-containerregistry/pkg/registry"
 
 	"github.com/regcheck/regcheck/gc"
 )
@@ -169,5 +175,97 @@ func TestGCCheckStorageIncomplete(t *testing.T) {
 	code := Run(context.Background(), Streams{In: strings.NewReader(""), Out: &out, Err: &errb}, []string{"gc-check", "--storage", root, "--gc-model", "distribution-3", "reg.example/bad:v1"})
 	if code != ExitIncomplete || !strings.Contains(out.String(), "skipped reg.example/bad:v1") || !strings.Contains(out.String(), "manifest-unreadable") {
 		t.Fatalf("exit %d, want %d with the report:\n%s%s", code, ExitIncomplete, out.String(), errb.String())
+	}
+}
+
+// gcRegistry serves an in-memory registry holding gc/single:v1 and, in
+// the same repository, a push by digest only (returned); its _catalog
+// answers with catalog (status and body) when catalog is set.
+func gcRegistry(t *testing.T, catalog func(w http.ResponseWriter)) (host, byDigest string) {
+	t.Helper()
+	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if catalog != nil && r.URL.Path == "/v2/_catalog" {
+			catalog(w)
+			return
+		}
+		reg.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	host = strings.TrimPrefix(srv.URL, "http://")
+	pushTest(t, host+"/gc/single:v1", "tagged")
+	byDigest = pushTest(t, host+"/gc/single:gone", "pushed by digest")
+	deleteManifest(t, srv.URL, "gc/single", "gone") // the tag alone
+	return host, byDigest
+}
+
+// TestGCCheckAPIHints: API mode's notes and problems name the flags that
+// act on them (the gc package says what, gc-check which flag), in the
+// table, in JSON and in the log. {host} and {digest} stand for the
+// registry and its manifest no tag names.
+func TestGCCheckAPIHints(t *testing.T) {
+	t.Parallel()
+	refused := func(w http.ResponseWriter) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprint(w, `{"errors":[{"code":"UNAUTHORIZED","message":"no catalog for you"}]}`)
+	}
+	garbled := func(w http.ResponseWriter) { fmt.Fprint(w, "not JSON") }
+	for _, tc := range []struct {
+		name     string
+		catalog  func(http.ResponseWriter)
+		args     []string
+		code     int
+		notes    []string
+		problems []string
+	}{
+		{"in-use repositories only", nil, []string{"--delete-untagged", "{host}/gc/single:v1"}, ExitClean,
+			[]string{"only the repositories of in-use images on {host} were examined; --all-repositories examines every repository its _catalog lists",
+				"which blobs the run deletes is known only in storage mode (--storage)"}, nil},
+		{"undecided under distribution 3", nil,
+			[]string{"--gc-model", "distribution-3", "--delete-untagged", "{host}/gc/single:v1", "{host}/gc/single@{digest}"}, ExitIncomplete,
+			[]string{"{host}/gc/single@{digest}: no tag of the examined repositories reaches it; distribution 3 keeps it if a tag in another repository does (--all-repositories decides)"},
+			[]string{"{host}/gc/single@{digest}: undecided without --all-repositories"}},
+		{"catalog refused", refused, []string{"--all-repositories", "--delete-untagged", "{host}/gc/single:v1"}, ExitIncomplete,
+			[]string{"{host} does not list its repositories (_catalog: unauthorized)"},
+			[]string{"--all-repositories: {host} does not list its repositories: "}},
+		{"catalog garbled", garbled, []string{"--all-repositories", "--delete-untagged", "{host}/gc/single:v1"}, ExitIncomplete,
+			[]string{"listing the repositories of {host} failed"},
+			[]string{"--all-repositories: listing the repositories of {host}: "}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			host, byDigest := gcRegistry(t, tc.catalog)
+			fill := strings.NewReplacer("{host}", host, "{digest}", byDigest)
+			args := []string{"gc-check"}
+			for _, a := range tc.args {
+				args = append(args, fill.Replace(a))
+			}
+			for _, format := range []string{"table", "json"} {
+				var out, errb bytes.Buffer
+				code := Run(context.Background(), Streams{In: strings.NewReader(""), Out: &out, Err: &errb}, append(args, "-o", format))
+				if code != tc.code {
+					t.Fatalf("%s: exit %d, want %d\n%s%s", format, code, tc.code, out.String(), errb.String())
+				}
+				notes := out.String()
+				if format == "json" {
+					var rep struct{ Notes []string }
+					if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+						t.Fatal(err)
+					}
+					notes = strings.Join(rep.Notes, "\n")
+				}
+				for _, w := range tc.notes {
+					if !strings.Contains(notes, fill.Replace(w)) {
+						t.Errorf("%s: the notes lack %q:\n%s", format, fill.Replace(w), notes)
+					}
+				}
+				for _, w := range tc.problems {
+					if !strings.Contains(errb.String(), fill.Replace(w)) {
+						t.Errorf("%s: stderr lacks %q:\n%s", format, fill.Replace(w), errb.String())
+					}
+				}
+			}
+		})
 	}
 }

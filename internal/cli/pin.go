@@ -3,7 +3,6 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"github.com/regcheck/regcheck/yamlfile"
 	"regexp"
 	"slices"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/regcheck/regcheck/record"
 	"github.com/regcheck/regcheck/report"
 	"github.com/regcheck/regcheck/scan"
+	"github.com/regcheck/regcheck/yamlfile"
 )
 
 type pinFlags struct {
@@ -136,6 +136,7 @@ func runPin(cmd *cobra.Command, s Streams, g *globals, f *pinFlags) error {
 	if err != nil {
 		return &exitError{code: ExitIncomplete, err: err}
 	}
+	addPinHints(r)
 	if f.check {
 		err = report.PinCheck(s.Out, s.Err, f.output, r)
 	} else {

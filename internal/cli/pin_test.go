@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/regcheck/regcheck/internal/testing/fixture"
 	"io"
 	"log"
 	"net/http"
@@ -18,8 +17,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/regcheck/regcheck/internal/testing/fixture"
 	"github.com/regcheck/regcheck/record"
 	"github.com/regcheck/regcheck/report"
 )
@@ -364,5 +368,78 @@ func TestPinFromRecordsRollout(t *testing.T) {
 		if !strings.Contains(errs, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errs)
 		}
+	}
+}
+
+// deleteManifest deletes a manifest, or only a tag, of the registry at
+// base.
+func deleteManifest(t *testing.T, base, repo, ref string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodDelete, base+"/v2/"+repo+"/manifests/"+ref, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("deleting %s:%s: %v %v", repo, ref, err, resp)
+	}
+	resp.Body.Close()
+}
+
+// TestPinRefusalHints: pin's refusals name the flags that act on them (the
+// pin package says what to do, the command which flag does it).
+func TestPinRefusalHints(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(srv.Close)
+	host := strings.TrimPrefix(srv.URL, "http://")
+	imgs, err := fixture.Push(context.Background(), host, "t/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var broken, moved, oldChild string
+	for _, im := range imgs {
+		switch im.Name {
+		case "manifestlist": // one child deleted: broken
+			broken = im.Ref
+			deleteManifest(t, srv.URL, "t/manifestlist", im.Children[1].Digest.String())
+		case "multiarch": // the tag moves to another index
+			moved, oldChild = im.Ref, im.Children[0].Digest.String()
+			idx := mutate.AppendManifests(empty.Index, mutate.IndexAddendum{Add: fixture.Single("another build")})
+			tag, err := name.NewTag(im.Ref, name.Insecure)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := remote.WriteIndex(tag, idx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	history := writeHistory(t, ran("crio", time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC), "app", oldChild))
+	for _, tc := range []struct {
+		name, ref string
+		args      []string
+		code      int
+		want      []string
+	}{
+		{"a broken tree", broken, nil, ExitFindings, []string{
+			"app.yaml:10: broken: refusing to pin " + broken + " to ", "; left as is (--allow-broken pins anyway)\n"}},
+		{"a platform manifest of an index the tag left", moved, []string{"--from-records", history}, ExitIncomplete, []string{
+			"app.yaml:10: platform-digest: the runtime reports " + oldChild + ", a platform manifest; ",
+			" left as is (pin by tag: regcheck pin without --from-cluster or --from-records)\n"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := pinTree(t, map[string]string{"app.yaml": pinDeployment("app", tc.ref)})
+			code, out, errs := runPinCmd(t, append(append([]string{"--write"}, tc.args...), dir)...)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d\n%s%s", code, tc.code, out, errs)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(errs, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, errs)
+				}
+			}
+			if got, _ := os.ReadFile(filepath.Join(dir, "app.yaml")); string(got) != pinDeployment("app", tc.ref) {
+				t.Errorf("app.yaml was pinned:\n%s", got)
+			}
+		})
 	}
 }
