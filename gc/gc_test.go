@@ -1,10 +1,7 @@
 package gc
 
 import (
-	"context"
-	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,91 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/regcheck/regcheck/internal/testing/regtree"
 	"github.com/regcheck/regcheck/storage"
 	"github.com/regcheck/regcheck/types"
 )
-
-// tree writes a distribution filesystem storage by hand.
-type tree struct {
-	t    *testing.T
-	root string
-}
-
-func newTree(t *testing.T) *tree { return &tree{t: t, root: t.TempDir()} }
-
-func (tr *tree) write(rel, content string) {
-	p := filepath.Join(tr.root, "docker", "registry", "v2", rel)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		tr.t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		tr.t.Fatal(err)
-	}
-}
-
-func (tr *tree) blob(content string) string {
-	h := fmt.Sprintf("%x", sha256.Sum256([]byte(content)))
-	tr.write(filepath.Join("blobs", "sha256", h[:2], h, "data"), content)
-	return "sha256:" + h
-}
-
-func hexOf(d string) string { return strings.TrimPrefix(d, "sha256:") }
-
-func (tr *tree) layer(repo, content string) string {
-	d := tr.blob(content)
-	tr.write(filepath.Join("repositories", repo, "_layers", "sha256", hexOf(d), "link"), d)
-	return d
-}
-
-func (tr *tree) image(repo, name string) (string, []string) {
-	cfg := tr.layer(repo, "config "+name)
-	l := tr.layer(repo, "layer "+name)
-	m, _ := json.Marshal(map[string]any{"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
-		"config": map[string]any{"mediaType": "application/vnd.oci.image.config.v1+json", "digest": cfg, "size": 1},
-		"layers": []any{map[string]any{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": l, "size": 1}}})
-	d := tr.blob(string(m))
-	tr.write(filepath.Join("repositories", repo, "_manifests", "revisions", "sha256", hexOf(d), "link"), d)
-	return d, []string{cfg, l}
-}
-
-func (tr *tree) index(repo string, children ...string) string {
-	var ms []any
-	for i, c := range children {
-		ms = append(ms, map[string]any{"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": c, "size": 1,
-			"platform": map[string]any{"os": "linux", "architecture": []string{"amd64", "arm64"}[i%2]}})
-	}
-	m, _ := json.Marshal(map[string]any{"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json", "manifests": ms})
-	d := tr.blob(string(m))
-	tr.write(filepath.Join("repositories", repo, "_manifests", "revisions", "sha256", hexOf(d), "link"), d)
-	return d
-}
-
-func (tr *tree) tag(repo, tag, d string) {
-	tr.write(filepath.Join("repositories", repo, "_manifests", "tags", tag, "current", "link"), d)
-	tr.write(filepath.Join("repositories", repo, "_manifests", "tags", tag, "index", "sha256", hexOf(d), "link"), d)
-}
-
-// seed: app:v1 is an index of two children; lone:v1 an image; lone has an
-// untagged older image too.
-type seed struct {
-	idx, amd, arm, lone, old string
-	amdBlobs, armBlobs       []string
-	oldBlobs                 []string
-}
-
-func seedTree(t *testing.T) (*tree, seed) {
-	tr := newTree(t)
-	var s seed
-	s.amd, s.amdBlobs = tr.image("app", "amd")
-	s.arm, s.armBlobs = tr.image("app", "arm")
-	s.idx = tr.index("app", s.amd, s.arm)
-	tr.tag("app", "v1", s.idx)
-	s.old, s.oldBlobs = tr.image("lone", "old")
-	tr.tag("lone", "v1", s.old)
-	s.lone, _ = tr.image("lone", "new")
-	tr.tag("lone", "v1", s.lone) // the tag moves: old stays in v1's index
-	return tr, s
-}
 
 func sorted(ss ...[]string) []string {
 	var out []string
@@ -108,8 +24,8 @@ func sorted(ss ...[]string) []string {
 }
 
 func TestSimulate(t *testing.T) {
-	tr, s := seedTree(t)
-	st, err := storage.Open(tr.root)
+	tr, s := regtree.Seeded(t)
+	st, err := storage.Open(tr.Root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,8 +40,8 @@ func TestSimulate(t *testing.T) {
 		{"3 keeps everything", Distribution3, false, nil, nil},
 		// 2.8 deletes the children's revision links; their manifest data is
 		// marked as the index's reference, their blobs are not.
-		{"2.8 delete-untagged", Distribution28, true, sorted([]string{s.amd, s.arm, s.old}), sorted(s.amdBlobs, s.armBlobs, s.oldBlobs, []string{s.old})},
-		{"3 delete-untagged", Distribution3, true, []string{s.old}, sorted(s.oldBlobs, []string{s.old})},
+		{"2.8 delete-untagged", Distribution28, true, sorted([]string{s.Amd, s.Arm, s.Old}), sorted(s.AmdBlobs, s.ArmBlobs, s.OldBlobs, []string{s.Old})},
+		{"3 delete-untagged", Distribution3, true, []string{s.Old}, sorted(s.OldBlobs, []string{s.Old})},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, err := Simulate(st, tc.model, tc.du)
@@ -145,12 +61,12 @@ func TestSimulate(t *testing.T) {
 }
 
 func TestCheckWouldBreakAndSurvey(t *testing.T) {
-	tr, s := seedTree(t)
-	st, err := storage.Open(tr.root)
+	tr, s := regtree.Seeded(t)
+	st, err := storage.Open(tr.Root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := []types.Target{{Ref: "reg.example/app:v1"}, {Ref: "reg.example/lone@" + s.old}, {Ref: "reg.example/other:v1"}}
+	in := []types.Target{{Ref: "reg.example/app:v1"}, {Ref: "reg.example/lone@" + s.Old}, {Ref: "reg.example/other:v1"}}
 	rep, err := Check(st, Options{Model: Distribution28, DeleteUntagged: true}, in)
 	if err != nil {
 		t.Fatal(err)
@@ -159,11 +75,11 @@ func TestCheckWouldBreakAndSurvey(t *testing.T) {
 	for _, e := range rep.WouldBreak {
 		breaks = append(breaks, e.Reference)
 	}
-	if want := []string{"reg.example/app:v1", "reg.example/lone@" + s.old}; !slices.Equal(breaks, want) || len(rep.AlreadyBroken) != 0 ||
+	if want := []string{"reg.example/app:v1", "reg.example/lone@" + s.Old}; !slices.Equal(breaks, want) || len(rep.AlreadyBroken) != 0 ||
 		len(rep.Skipped) != 1 || rep.Skipped[0].Reference != "reg.example/other:v1" {
 		t.Fatalf("would break %v (want %v), already %+v, skipped %+v", breaks, want, rep.AlreadyBroken, rep.Skipped)
 	}
-	if e := rep.WouldBreak[0]; e.Verdict != types.Broken || !slices.Equal(e.Lost, sorted([]string{s.amd, s.arm})) {
+	if e := rep.WouldBreak[0]; e.Verdict != types.Broken || !slices.Equal(e.Lost, sorted([]string{s.Amd, s.Arm})) {
 		t.Errorf("app:v1: %+v", e)
 	}
 	// After the run, the survey finds what the run broke.
@@ -172,25 +88,25 @@ func TestCheckWouldBreakAndSurvey(t *testing.T) {
 	for _, d := range Survey(after, Distribution28) {
 		kinds[d.Kind] = append(kinds[d.Kind], d.Digest)
 	}
-	if got, want := sorted(kinds[ChildUnlinked]), sorted([]string{s.amd, s.arm}); !slices.Equal(got, want) {
+	if got, want := sorted(kinds[ChildUnlinked]), sorted([]string{s.Amd, s.Arm}); !slices.Equal(got, want) {
 		t.Errorf("survey after the run: children unlinked %v, want %v", got, want)
 	}
-	if got, want := sorted(kinds[LayerLinkDangling]), sorted(s.amdBlobs, s.armBlobs, s.oldBlobs); !slices.Equal(got, want) {
+	if got, want := sorted(kinds[LayerLinkDangling]), sorted(s.AmdBlobs, s.ArmBlobs, s.OldBlobs); !slices.Equal(got, want) {
 		t.Errorf("survey after the run: dangling _layers links %v, want the deleted images' blobs %v", got, want)
 	}
 	rep3, err := Check(st, Options{Model: Distribution3, DeleteUntagged: true}, in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep3.WouldBreak) != 1 || rep3.WouldBreak[0].Digest != s.old {
+	if len(rep3.WouldBreak) != 1 || rep3.WouldBreak[0].Digest != s.Old {
 		t.Errorf("distribution 3: %+v", rep3.WouldBreak)
 	}
 }
 
 func TestAbort(t *testing.T) {
-	tr, _ := seedTree(t)
-	tr.image("notags", "pushed by digest")
-	st, err := storage.Open(tr.root)
+	tr, _ := regtree.Seeded(t)
+	tr.Image("notags", "pushed by digest")
+	st, err := storage.Open(tr.Root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,28 +127,22 @@ func TestAbort(t *testing.T) {
 	}
 }
 
-func TestOpenNotStorage(t *testing.T) {
-	if _, err := storage.Open(t.TempDir()); err == nil {
-		t.Fatal("an empty folder opened as storage")
-	}
-}
-
 // A model the caller did not give is said on the report's first line and in
 // its JSON, and its advice is conditional on it: never "upgrade" to what the
 // registry may already run.
 func TestModelAssumed(t *testing.T) {
-	tr, s := seedTree(t)
-	tr.image("notags", "pushed by digest") // 2.x aborts on it
-	st, err := storage.Open(tr.root)
+	tr, s := regtree.Seeded(t)
+	tr.Image("notags", "pushed by digest") // 2.x aborts on it
+	st, err := storage.Open(tr.Root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	noAbort, _ := seedTree(t)
-	clean, err := storage.Open(noAbort.root)
+	noAbort, _ := regtree.Seeded(t)
+	clean, err := storage.Open(noAbort.Root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := []types.Target{{Ref: "reg.example/app:v1"}, {Ref: "reg.example/lone@" + s.old}}
+	in := []types.Target{{Ref: "reg.example/app:v1"}, {Ref: "reg.example/lone@" + s.Old}}
 	for _, tc := range []struct {
 		name  string
 		st    *storage.Storage
@@ -289,63 +199,19 @@ func TestModelAssumed(t *testing.T) {
 	}
 }
 
-// The storage as a walk.Reader: absence is types.ErrNotFound, as a
-// registry's 404 is; manifest data that is not a manifest is a fault.
-func TestReader(t *testing.T) {
-	tr, s := seedTree(t)
-	corrupt := tr.blob("not a manifest")
-	tr.write(filepath.Join("repositories", "app", "_manifests", "revisions", "sha256", hexOf(corrupt), "link"), corrupt)
-	st, err := storage.Open(tr.root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, app := context.Background(), storage.Repo("app")
-	rd := st.Reader(storage.V3)
-	if d, err := rd.Resolve(ctx, app, "v1"); err != nil || d.Digest != s.idx {
-		t.Errorf("resolve app:v1: %v %v", d, err)
-	}
-	if m, err := rd.Manifest(ctx, app, s.idx); err != nil || !m.IsIndex() || len(m.Manifests) != 2 {
-		t.Errorf("manifest %s: %+v %v", s.idx, m, err)
-	}
-	if err := rd.Blob(ctx, app, s.amdBlobs[1]); err != nil {
-		t.Errorf("blob: %v", err)
-	}
-	for _, tc := range []struct {
-		name string
-		err  error
-	}{
-		{"tag", func() error { _, err := rd.Resolve(ctx, app, "v2"); return err }()},
-		{"repository", func() error { _, err := rd.Resolve(ctx, storage.Repo("nope"), "v1"); return err }()},
-		{"manifest of another repository", func() error { _, err := rd.Manifest(ctx, app, s.lone); return err }()},
-		{"blob of another repository", rd.Blob(ctx, app, s.oldBlobs[0])},
-	} {
-		if !errors.Is(tc.err, types.ErrNotFound) {
-			t.Errorf("%s: %v, want not found", tc.name, tc.err)
-		}
-	}
-	if _, err := rd.Manifest(ctx, app, corrupt); err == nil || errors.Is(err, types.ErrNotFound) || types.FaultCode(err) == "" {
-		t.Errorf("corrupt manifest: %v, want a fault", err)
-	}
-	// Data gone since Open is absence.
-	os.Remove(filepath.Join(tr.root, "docker", "registry", "v2", "blobs", "sha256", hexOf(s.arm)[:2], hexOf(s.arm), "data"))
-	if _, err := rd.Manifest(ctx, app, s.arm); !errors.Is(err, types.ErrNotFound) {
-		t.Errorf("data gone: %v, want not found", err)
-	}
-}
-
 // The survey names each loss's parent, and tells a child whose revision
 // link is gone from one whose data is; an unreadable manifest is damage,
 // and an in-use image it belongs to is unknown: skipped, the check incomplete.
 func TestSurveyKinds(t *testing.T) {
-	tr, s := seedTree(t)
-	for _, d := range []string{s.amd, s.arm} {
-		os.Remove(filepath.Join(tr.root, "docker", "registry", "v2", "blobs", "sha256", hexOf(d)[:2], hexOf(d), "data"))
+	tr, s := regtree.Seeded(t)
+	for _, d := range []string{s.Amd, s.Arm} {
+		os.Remove(filepath.Join(tr.Root, "docker", "registry", "v2", "blobs", "sha256", regtree.Hex(d)[:2], regtree.Hex(d), "data"))
 	}
-	os.RemoveAll(filepath.Join(tr.root, "docker", "registry", "v2", "repositories", "app", "_manifests", "revisions", "sha256", hexOf(s.arm)))
-	corrupt := tr.blob(`{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"digest":"sha256:nothex"}}`)
-	tr.write(filepath.Join("repositories", "bad", "_manifests", "revisions", "sha256", hexOf(corrupt), "link"), corrupt)
-	tr.tag("bad", "v1", corrupt)
-	st, err := storage.Open(tr.root)
+	os.RemoveAll(filepath.Join(tr.Root, "docker", "registry", "v2", "repositories", "app", "_manifests", "revisions", "sha256", regtree.Hex(s.Arm)))
+	corrupt := tr.Blob(`{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"digest":"sha256:nothex"}}`)
+	tr.Write(filepath.Join("repositories", "bad", "_manifests", "revisions", "sha256", regtree.Hex(corrupt), "link"), corrupt)
+	tr.Tag("bad", "v1", corrupt)
+	st, err := storage.Open(tr.Root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,9 +220,9 @@ func TestSurveyKinds(t *testing.T) {
 		got[string(d.Kind)+" "+d.Digest+" "+d.Tag] = d
 	}
 	for _, want := range []Damage{
-		{Kind: RevisionDataGone, Digest: s.amd, Tag: "v1", Parent: s.idx},
-		{Kind: RevisionDataGone, Digest: s.amd},
-		{Kind: ChildUnlinked, Digest: s.arm, Tag: "v1", Parent: s.idx},
+		{Kind: RevisionDataGone, Digest: s.Amd, Tag: "v1", Parent: s.Idx},
+		{Kind: RevisionDataGone, Digest: s.Amd},
+		{Kind: ChildUnlinked, Digest: s.Arm, Tag: "v1", Parent: s.Idx},
 		{Kind: ManifestUnreadable, Digest: corrupt, Tag: "v1"},
 	} {
 		d, ok := got[string(want.Kind)+" "+want.Digest+" "+want.Tag]
@@ -372,8 +238,8 @@ func TestSurveyKinds(t *testing.T) {
 		t.Fatalf("already broken: %+v", rep.AlreadyBroken)
 	}
 	for _, l := range rep.AlreadyBroken[0].Losses {
-		if l.Code != types.ChildMissing || l.Parent != s.idx {
-			t.Errorf("loss %+v: want a child of %s", l, s.idx)
+		if l.Code != types.ChildMissing || l.Parent != s.Idx {
+			t.Errorf("loss %+v: want a child of %s", l, s.Idx)
 		}
 	}
 }
@@ -382,9 +248,9 @@ func TestSurveyKinds(t *testing.T) {
 // the blobs the run deletes from under an image are listed with it, those
 // already unlinked included.
 func TestCheckParents(t *testing.T) {
-	tr, s := seedTree(t)
-	os.RemoveAll(filepath.Join(tr.root, "docker", "registry", "v2", "repositories", "app", "_layers", "sha256", hexOf(s.armBlobs[1])))
-	st, err := storage.Open(tr.root)
+	tr, s := regtree.Seeded(t)
+	os.RemoveAll(filepath.Join(tr.Root, "docker", "registry", "v2", "repositories", "app", "_layers", "sha256", regtree.Hex(s.ArmBlobs[1])))
+	st, err := storage.Open(tr.Root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -392,12 +258,12 @@ func TestCheckParents(t *testing.T) {
 	if err != nil || len(rep.AlreadyBroken) != 1 || len(rep.WouldBreak) != 1 {
 		t.Fatalf("err %v, already %+v, would %+v", err, rep.AlreadyBroken, rep.WouldBreak)
 	}
-	if l := rep.AlreadyBroken[0].Losses; len(l) != 1 || l[0].Code != types.BlobMissing || l[0].Digest != s.armBlobs[1] || l[0].Parent != s.arm || l[0].Platform != "linux/arm64" {
+	if l := rep.AlreadyBroken[0].Losses; len(l) != 1 || l[0].Code != types.BlobMissing || l[0].Digest != s.ArmBlobs[1] || l[0].Parent != s.Arm || l[0].Platform != "linux/arm64" {
 		t.Errorf("already broken losses %+v", l)
 	}
 	e := rep.WouldBreak[0]
 	// 2.8 keeps the children's data (the index references it), not their blobs.
-	if want := sorted(s.amdBlobs, s.armBlobs); !slices.Equal(e.DeletedBlobs, want) {
+	if want := sorted(s.AmdBlobs, s.ArmBlobs); !slices.Equal(e.DeletedBlobs, want) {
 		t.Errorf("deleted blobs %v, want %v", e.DeletedBlobs, want)
 	}
 }
