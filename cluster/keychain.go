@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/regcheck/regcheck/types"
 	"slices"
 	"strings"
 
@@ -18,6 +17,7 @@ import (
 
 	"github.com/regcheck/regcheck/inventory"
 	"github.com/regcheck/regcheck/scan"
+	"github.com/regcheck/regcheck/types"
 )
 
 // credentials are the pull secrets a pod's images are pulled with, as the
@@ -202,9 +202,9 @@ func malformed(sec *corev1.Secret) string {
 	return ""
 }
 
-// keychain reads the group's secrets, then falls back to the Docker config.
-// Problems say why the group's credentials cannot be used; the error is the
-// context's only.
+// keychain reads the group's secrets into the keychain that is asked
+// before the node's (nil for a group without secrets). Problems say why the
+// group's credentials cannot be used; the error is the context's only.
 func (r *reader) keychain(ctx context.Context, k credentials) (authn.Keychain, []problem, error) {
 	var problems []problem
 	if k.account != "" {
@@ -213,7 +213,7 @@ func (r *reader) keychain(ctx context.Context, k credentials) (authn.Keychain, [
 		}
 	}
 	if k.secrets == "" {
-		return authn.DefaultKeychain, problems, nil
+		return nil, problems, nil // the node's credentials alone
 	}
 	var secrets []corev1.Secret
 	for _, name := range strings.Split(k.secrets, ",") {
@@ -234,12 +234,25 @@ func (r *reader) keychain(ctx context.Context, k credentials) (authn.Keychain, [
 	if err != nil { // each secret was read alone above
 		return nil, []problem{{message: fmt.Sprintf("the pull secrets %s in namespace %s could not be read together", k.secrets, k.namespace)}}, nil
 	}
-	return authn.NewMultiKeychain(kc, authn.DefaultKeychain), nil, nil
+	// The kubelet (pkg/kubelet/images/image_manager.go, and before it
+	// kuberuntime_image.go) looks an image up in
+	// MakeDockerKeyring(pullSecrets, UnionDockerKeyring{node keyring,
+	// credential provider plugins}): the pull secrets' credentials first,
+	// then the node's, and it pulls with each in turn until one works. A
+	// keychain yields one credential, so the group's is the one the kubelet
+	// tries first: a pull secret's that matches the image. Only for an
+	// image none matches are the node's asked: the keychain of the scan's
+	// options. The CLI makes it the credential provider plugins, then the
+	// Docker config: the kubelet asks its node keyring before its plugins,
+	// but regcheck's Docker config only stands in for the node's, so an
+	// image a plugin matches gets the plugin's (internal/cli/credentials.go).
+	return kc, nil, nil
 }
 
 // CheckWithPullSecrets is Check with registry credentials found the way the
 // kubelet finds them: each container's images are walked with its own pod's
-// imagePullSecrets and its service account's (then the Docker config), never
+// imagePullSecrets and its service account's, then with the node's
+// credentials (the keychain opts give: by default the Docker config), never
 // another namespace's. Containers are grouped by (namespace, service account,
 // secrets) — every pod without secrets shares one group — and each group
 // gets its own Scanner, built from opts plus its keychain, so an image used
@@ -291,7 +304,7 @@ func CheckWithPullSecrets(ctx context.Context, c kubernetes.Interface, inv *inve
 				return nil, err
 			}
 		} else {
-			s, err := scan.New(append(slices.Clone(opts), scan.WithKeychain(kc))...)
+			s, err := scan.New(append(slices.Clone(opts), scan.WithKeychainFirst(func() (authn.Keychain, error) { return kc, nil }))...)
 			if err != nil {
 				return nil, err
 			}

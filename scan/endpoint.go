@@ -63,7 +63,7 @@ func (c *client) auth(ctx context.Context, repo name.Repository) (authn.Authenti
 		a := c.at.ep.Auth
 		return authn.FromConfig(authn.AuthConfig{Username: a.Username, Password: a.Password, Auth: a.Auth, IdentityToken: a.IdentityToken}), nil
 	}
-	return authn.Resolve(ctx, c.o.keychain, repo.Registry)
+	return authn.Resolve(ctx, c.o.keychain, repo) // the repository: a credential provider may match a path
 }
 
 // endpointClient returns a client that asks ep, over the scan's transport,

@@ -88,6 +88,29 @@ func WithKeychain(k authn.Keychain) Option {
 	}
 }
 
+// WithKeychainFirst asks the keychain load returns before the keychain set
+// so far (WithKeychain's, else authn.DefaultKeychain), as the kubelet asks
+// a pod's pull secrets before the node's credentials: a resource it
+// resolves to authn.Anonymous is asked of the next, and its error is the
+// resource's (a credentials-error). Given again, the last is asked first.
+// load is called as the Scanner is made; its error is New's, and a nil
+// keychain asks nothing first. By default nothing is asked first.
+func WithKeychainFirst(load func() (authn.Keychain, error)) Option {
+	return func(o *options) error {
+		if load == nil {
+			return errors.New("scan.WithKeychainFirst: nil load")
+		}
+		k, err := load()
+		if err != nil {
+			return err
+		}
+		if k != nil {
+			o.keychain = authn.NewMultiKeychain(k, o.keychain)
+		}
+		return nil
+	}
+}
+
 // WithConcurrency bounds the registry requests in flight at once. The default is 8.
 func WithConcurrency(n int) Option {
 	return func(o *options) error {

@@ -162,7 +162,7 @@ var codes = map[Code]codeInfo{
 		description: "the registry answered with a body that is not what was asked for: the image could not be checked"},
 	LimitExceeded: {severity: SeverityWarning, fault: true, advice: says("the image is larger than regcheck walks: check the rest with the registry's own tools"),
 		description: "the image is larger than regcheck walks: the rest of it was not checked"},
-	CredentialsError: {severity: SeverityWarning, fault: true, advice: says("fix the credentials regcheck reads for this registry (the docker config, its credential helper, or the pull secret named)"),
+	CredentialsError: {severity: SeverityWarning, fault: true, advice: says("fix the credentials regcheck reads for this registry (the docker config, its credential helper, the kubelet credential provider plugin named, or the pull secret named)"),
 		description: "the credentials for the registry could not be read: the image could not be checked"},
 	RateLimitBudget: {severity: SeverityWarning, fault: true, advice: says("the check stopped pulling manifests from this registry to leave its rate limit's last pulls to the nodes: run again after the limit's window, with credentials that have a higher limit, or with a higher cap on pulls"),
 		description: "a manifest GET would have spent the registry's pull budget (its rate limit, less a reserve, or a cap on pulls): it was not sent, and the image could not be checked"},

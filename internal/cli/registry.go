@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/regcheck/regcheck/cache"
 	"github.com/regcheck/regcheck/scan"
 )
 
@@ -24,9 +25,12 @@ type registryFlags struct {
 	cacheDir    string
 	noCache     bool
 	cacheMax    byteSize
+	reverify    cache.Share
 	maxPulls    int
 	// pullPath is --registries-config: the nodes' registry configuration.
 	pullPath string
+	// providers are the kubelet's credential provider plugins.
+	providers providerFlags
 }
 
 // addTo adds the flags; withPlatform is false for commands that walk no
@@ -47,7 +51,10 @@ func (r *registryFlags) addTo(fs *pflag.FlagSet, withPlatform bool) {
 	fs.BoolVar(&r.noCache, "no-cache", false, "keep no manifests on disk: GET every one (overrides --cache-dir)")
 	r.cacheMax = 256 << 20
 	fs.Var(&r.cacheMax, "cache-max-size", "most the manifest cache holds, least recently used out (bytes, or with KiB, MiB, GiB, kB, MB, GB)")
+	fs.TextVar(&r.reverify, "cache-reverify", cache.DefaultReverify, "each run, GET this `share` of the cached manifests it uses again, in turn, and check the bytes against the digest as a first GET does, so that a registry or proxy now serving other bytes is digest-mismatch on a warm run too: 1/30 GETs about 1 in 30 cached manifests and each again at least once in 31 runs; a fraction or a decimal, 0 never, 1 every one")
 	fs.IntVar(&r.maxPulls, "max-pulls", 0, "send at most N manifest GETs (Docker Hub's pulls) to each registry host, retries included; 0: no cap. RateLimit headers are heeded anyway, a tenth of the limit kept in reserve")
+	fs.StringVar(&r.providers.config, "image-credential-provider-config", "", providerConfigHelp)
+	fs.StringVar(&r.providers.binDir, "image-credential-provider-bin-dir", "", providerBinDirHelp)
 }
 
 // options are the scan options the flags and the global logger make.
@@ -62,11 +69,12 @@ func (r *registryFlags) options(g *globals) []scan.Option {
 		scan.WithLogger(g.logger),
 		scan.WithUserAgent("regcheck/" + Version),
 	}
+	opts = append(opts, r.providers.options(g)...) // the kubelet's plugins before the Docker config
 	if r.pullPath != "" {
 		return append(opts, scan.WithPullPathFile(r.pullPath))
 	}
 	if dir := r.cacheFolder(g); dir != "" {
-		opts = append(opts, scan.WithCache(dir, int64(r.cacheMax)))
+		opts = append(opts, scan.WithCache(dir, int64(r.cacheMax)), scan.WithCacheReverify(r.reverify))
 	}
 	return opts
 }
