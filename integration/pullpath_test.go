@@ -54,7 +54,7 @@ func TestPullPathParity(t *testing.T) {
 		t.Fatal(err)
 	}
 	empty := startEmpty(t, registry.V3)
-	closed := closedAddr(t)
+	closed := loopback.Closed(t)
 	cd := startContainerd(t, true)
 
 	U, M, E, C := up.Host(), mirror.Host(), empty.Host(), closed
@@ -163,16 +163,6 @@ func pathConfig(t *testing.T, tc pathCase, upstream string) (config, hostsDir st
 		}
 	}
 	return config, hostsDir
-}
-
-// closedAddr returns a loopback address nothing listens on.
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	addr, err := loopback.FreeAddr()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return addr
 }
 
 func lastLine(s string) string {

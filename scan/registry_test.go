@@ -20,7 +20,6 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/regcheck/regcheck/internal/testing/fixture"
-	"github.com/regcheck/regcheck/internal/testing/loopback"
 	"github.com/regcheck/regcheck/scan"
 	"github.com/regcheck/regcheck/types"
 )
@@ -261,14 +260,4 @@ func requests(rs []types.RequestCount, kind, status string) int {
 		}
 	}
 	return n
-}
-
-// closedAddr returns a loopback address nothing listens on.
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	addr, err := loopback.FreeAddr()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return addr
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	ggcrtypes "github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/regcheck/regcheck/internal/testing/loopback"
 	"github.com/regcheck/regcheck/scan"
 	"github.com/regcheck/regcheck/types"
 )
@@ -350,7 +351,7 @@ func TestCheckFaults(t *testing.T) {
 		},
 		{
 			name:    "unreachable",
-			ref:     closedAddr(t) + "/fx/single:v1",
+			ref:     loopback.Closed(t) + "/fx/single:v1",
 			verdict: types.Unknown,
 			want:    []findingKey{{types.Unreachable, "", ""}},
 			kind:    "ping", status: "error", count: 3,

@@ -4,6 +4,7 @@ package loopback
 import (
 	"fmt"
 	"net"
+	"testing"
 )
 
 // FreeAddr returns a 127.0.0.1 address nothing listens on: free for a
@@ -15,4 +16,15 @@ func FreeAddr() (string, error) {
 	}
 	defer l.Close()
 	return l.Addr().String(), nil
+}
+
+// Closed is FreeAddr for a test: a 127.0.0.1 address nothing listens on,
+// or the test fails.
+func Closed(tb testing.TB) string {
+	tb.Helper()
+	addr, err := FreeAddr()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return addr
 }
