@@ -11,20 +11,32 @@ import (
 	"github.com/regcheck/regcheck/types"
 )
 
-// Targets turns an inventory into scan targets: one use per container, with
-// its owner, pod, node, pull policy and running digest.
+// Targets turns an inventory into scan targets: one use per container and
+// per image volume, with its owner, pod, node, pull policy and running
+// digest.
 func Targets(inv *inventory.Inventory) []types.Target {
 	out := make([]types.Target, 0, len(inv.Containers))
 	for _, c := range inv.Containers {
-		u := types.Use{
-			Source: "cluster", Kind: c.OwnerKind, Namespace: c.Namespace, Name: c.OwnerName,
-			Container: c.Container, Pod: c.Pod, Node: c.Node, PullPolicy: c.PullPolicy,
-			RunningDigest: c.RunningDigest, ImageID: c.ImageID,
-		}
+		u := useOf(c)
+		u.ImageID = c.ImageID
 		usePlatforms(inv, c, &u)
 		out = append(out, types.Target{Ref: c.Image, Uses: []types.Use{u}})
 	}
 	return out
+}
+
+// useOf is the use an inventory entry makes of its image: a container's,
+// or an image volume's (Use.Volume). Platforms and ImageID are the
+// caller's to add.
+func useOf(c inventory.Container) types.Use {
+	u := types.Use{Source: "cluster", Kind: c.OwnerKind, Namespace: c.Namespace, Name: c.OwnerName,
+		Pod: c.Pod, Node: c.Node, PullPolicy: c.PullPolicy, RunningDigest: c.RunningDigest}
+	if c.ImageVolume() {
+		u.Volume = c.Container
+	} else {
+		u.Container = c.Container
+	}
+	return u
 }
 
 // RunningRef is the reference a node would pull a running digest by: the
@@ -36,9 +48,9 @@ func RunningRef(image, digest string) string {
 	return ref.Repo + "@" + digest
 }
 
-// RunningTargets returns one target per distinct digest a container runs,
-// as repo@digest: what a reschedule onto a node without the image, or a
-// rollback, needs the registry to still serve.
+// RunningTargets returns one target per distinct digest a container runs
+// (or an image volume mounts), as repo@digest: what a reschedule onto a
+// node without the image, or a rollback, needs the registry to still serve.
 func RunningTargets(inv *inventory.Inventory) []types.Target {
 	byRef := map[string]int{}
 	var out []types.Target
@@ -47,8 +59,7 @@ func RunningTargets(inv *inventory.Inventory) []types.Target {
 			continue
 		}
 		ref := RunningRef(c.Image, c.RunningDigest)
-		use := types.Use{Source: "cluster", Kind: c.OwnerKind, Namespace: c.Namespace, Name: c.OwnerName,
-			Container: c.Container, Pod: c.Pod, Node: c.Node, PullPolicy: c.PullPolicy, RunningDigest: c.RunningDigest}
+		use := useOf(c)
 		usePlatforms(inv, c, &use)
 		if i, ok := byRef[ref]; ok {
 			out[i].Uses = append(out[i].Uses, use)
@@ -106,58 +117,15 @@ func Check(ctx context.Context, s *scan.Scanner, inv *inventory.Inventory) (*typ
 	return res, nil
 }
 
-// annotate adds the cluster findings of one image.
+// annotate adds the cluster findings of one image: those of its uses (see
+// annotateUses), then what its reference says (a tag, or a pin no tag
+// reaches).
 func annotate(ctx context.Context, s *scan.Scanner, inv *inventory.Inventory, im *types.Image, walked map[useKey]*types.Image) error {
 	ref, _ := imageref.Parse(im.Reference)
 	pinned := ref.Pinned()
 	_, _, perr := s.Parse(im.Reference)
 	parsed := perr == nil
-
-	// One finding per workload container and digest, however many pods.
-	seen := map[string]bool{}
-	once := func(key string) bool {
-		if seen[key] {
-			return false
-		}
-		seen[key] = true
-		return true
-	}
-	for _, u := range im.Uses {
-		who := useName(u)
-		if !pinned && u.PullPolicy == "Always" && once("policy "+who) {
-			im.Findings = append(im.Findings, types.NewAdvisedFinding(types.PullAlwaysMutable, "", "",
-				fmt.Sprintf("%s pulls %s with imagePullPolicy: Always: every container start runs whatever the tag means that day", who, im.Reference),
-				"pin the image by digest (regcheck pin) and use imagePullPolicy: IfNotPresent"))
-		}
-		if u.RunningDigest == "" && u.ImageID != "" && once("image-id "+who) {
-			im.Findings = append(im.Findings, types.NewAdvisedFinding(types.ImageIDOnly, "", "",
-				fmt.Sprintf("%s: the runtime reports only %s, an image ID, not a registry digest: which digest runs, and whether it drifted, cannot be told", who, u.ImageID),
-				"record it anyway (regcheck record); pin the workload by digest so that what runs is known"))
-		}
-		if u.RunningDigest == "" || !parsed || !once("running "+who+" "+u.RunningDigest) {
-			continue
-		}
-		if old, ok := walked[keyOf(u)]; ok && u.RunningDigest != im.Digest && gone(old) {
-			f := types.NewAdvisedFinding(types.RunningDigestMissing, u.RunningDigest, "",
-				fmt.Sprintf("%s runs %s, which the registry no longer serves in full (%s); it lives only in the cache of %s",
-					who, u.RunningDigest, firstCode(old), nodesOf(inv, u.RunningDigest)),
-				"record it now (regcheck record) and rebuild or re-push that digest before a reschedule, eviction or node image GC turns it into ImagePullBackOff")
-			im.Findings = append(im.Findings, f)
-		}
-		if !pinned && im.Digest != "" && u.RunningDigest != im.Digest && !childOf(ctx, s, ref.Repo+"@"+im.Digest, u.RunningDigest) {
-			f := types.NewAdvisedFinding(types.Drift, im.Digest, "",
-				fmt.Sprintf("%s runs %s, but %s now resolves to %s: the next pull runs other code", who, u.RunningDigest, im.Reference, im.Digest),
-				fmt.Sprintf("pin %s@%s to keep what runs, or roll out the new digest deliberately", im.Reference, u.RunningDigest))
-			// High where the next container start pulls: Always (the
-			// effective policy, Kubernetes' default for latest or no tag).
-			// With IfNotPresent the node keeps what runs until a
-			// reschedule, as for any tag.
-			if u.PullPolicy == "Always" {
-				f.Severity = types.SeverityHigh
-			}
-			im.Findings = append(im.Findings, f)
-		}
-	}
+	annotateUses(ctx, s, inv, im, ref, parsed, walked)
 	if im.Verdict == types.Broken || im.Verdict == types.Unknown || !parsed {
 		return nil // a reference that does not resolve says nothing about pins and tags
 	}
@@ -186,6 +154,63 @@ func annotate(ctx context.Context, s *scan.Scanner, inv *inventory.Inventory, im
 			"tag the digest in the registry (crane tag), or re-pin to a tagged digest"))
 	}
 	return nil
+}
+
+// annotateUses adds the findings of each use of im: pull-always on a tag,
+// an image ID only, a running digest the registry lost, drift. One finding
+// per workload container (or image volume) and digest, however many pods.
+func annotateUses(ctx context.Context, s *scan.Scanner, inv *inventory.Inventory, im *types.Image, ref imageref.Ref, parsed bool, walked map[useKey]*types.Image) {
+	pinned := ref.Pinned()
+	seen := map[string]bool{}
+	once := func(key string) bool {
+		if seen[key] {
+			return false
+		}
+		seen[key] = true
+		return true
+	}
+	for _, u := range im.Uses {
+		who, policy, start, runs := useName(u), "imagePullPolicy", "every container start runs", "runs"
+		if u.Volume != "" {
+			// The kubelet ensures a pod's image volumes, each with its
+			// pullPolicy, whenever it starts one of its containers
+			// (kuberuntime's SyncPod, getImageVolumes).
+			policy, start, runs = "pullPolicy", "every container start mounts", "mounts"
+		}
+		if !pinned && u.PullPolicy == "Always" && once("policy "+who) {
+			im.Findings = append(im.Findings, types.NewAdvisedFinding(types.PullAlwaysMutable, "", "",
+				fmt.Sprintf("%s pulls %s with %s: Always: %s whatever the tag means that day", who, im.Reference, policy, start),
+				fmt.Sprintf("pin the image by digest (regcheck pin) and use %s: IfNotPresent", policy)))
+		}
+		if u.RunningDigest == "" && u.ImageID != "" && once("image-id "+who) {
+			im.Findings = append(im.Findings, types.NewAdvisedFinding(types.ImageIDOnly, "", "",
+				fmt.Sprintf("%s: the runtime reports only %s, an image ID, not a registry digest: which digest runs, and whether it drifted, cannot be told", who, u.ImageID),
+				"record it anyway (regcheck record); pin the workload by digest so that what runs is known"))
+		}
+		if u.RunningDigest == "" || !parsed || !once("running "+who+" "+u.RunningDigest) {
+			continue
+		}
+		if old, ok := walked[keyOf(u)]; ok && u.RunningDigest != im.Digest && gone(old) {
+			f := types.NewAdvisedFinding(types.RunningDigestMissing, u.RunningDigest, "",
+				fmt.Sprintf("%s %s %s, which the registry no longer serves in full (%s); it lives only in the cache of %s",
+					who, runs, u.RunningDigest, firstCode(old), nodesOf(inv, u.RunningDigest)),
+				"record it now (regcheck record) and rebuild or re-push that digest before a reschedule, eviction or node image GC turns it into ImagePullBackOff")
+			im.Findings = append(im.Findings, f)
+		}
+		if !pinned && im.Digest != "" && u.RunningDigest != im.Digest && !childOf(ctx, s, ref.Repo+"@"+im.Digest, u.RunningDigest) {
+			f := types.NewAdvisedFinding(types.Drift, im.Digest, "",
+				fmt.Sprintf("%s %s %s, but %s now resolves to %s: the next pull runs other code", who, runs, u.RunningDigest, im.Reference, im.Digest),
+				fmt.Sprintf("pin %s@%s to keep what runs, or roll out the new digest deliberately", im.Reference, u.RunningDigest))
+			// High where the next container start pulls (an image
+			// volume's too): Always (the effective policy, Kubernetes'
+			// default for latest or no tag). With IfNotPresent the node
+			// keeps what runs until a reschedule, as for any tag.
+			if u.PullPolicy == "Always" {
+				f.Severity = types.SeverityHigh
+			}
+			im.Findings = append(im.Findings, f)
+		}
+	}
 }
 
 // childOf reports whether digest is one of the children of index, the
@@ -223,17 +248,23 @@ func gone(im *types.Image) bool {
 	return true
 }
 
-// useKey identifies one container's use of one running digest.
-type useKey struct{ namespace, kind, name, pod, container, digest string }
+// useKey identifies one container's (or image volume's) use of one
+// running digest.
+type useKey struct{ namespace, kind, name, pod, container, volume, digest string }
 
 func keyOf(u types.Use) useKey {
-	return useKey{u.Namespace, u.Kind, u.Name, u.Pod, u.Container, u.RunningDigest}
+	return useKey{u.Namespace, u.Kind, u.Name, u.Pod, u.Container, u.Volume, u.RunningDigest}
 }
 
+// useName names a use's workload and its container or image volume:
+// "Deployment prod/web container nginx", "Deployment prod/web volume models".
 func useName(u types.Use) string {
 	name := u.Kind + " " + u.Namespace + "/" + u.Name
 	if u.Container != "" {
 		name += " container " + u.Container
+	}
+	if u.Volume != "" {
+		name += " volume " + u.Volume
 	}
 	return name
 }

@@ -11,6 +11,7 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -386,6 +387,139 @@ func TestCheckWithPullSecretsMalformed(t *testing.T) {
 				if bytes.Contains(out, d) {
 					t.Errorf("a secret's data (%q) appears in the result:\n%s", d, out)
 				}
+			}
+		})
+	}
+}
+
+// TestTargetsImageVolumes: an image volume is a use like a container's,
+// named in Use.Volume, in the tag targets and the running ones alike.
+func TestTargetsImageVolumes(t *testing.T) {
+	t.Parallel()
+	const d = "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+	tests := []struct {
+		name             string
+		c                inventory.Container
+		want             types.Use
+		running, hasTags bool
+	}{
+		{
+			name: "container",
+			c: inventory.Container{Namespace: "ml", OwnerKind: "Deployment", OwnerName: "serve", Pod: "serve-1", Node: "n1",
+				Field: inventory.FieldContainers, Container: "models", Image: "reg.example/serve:v1", PullPolicy: "IfNotPresent",
+				ImageID: "reg.example/serve@" + d, RunningDigest: d},
+			want: types.Use{Source: "cluster", Kind: "Deployment", Namespace: "ml", Name: "serve", Pod: "serve-1", Node: "n1",
+				Container: "models", PullPolicy: "IfNotPresent", RunningDigest: d},
+			running: true,
+		},
+		{
+			name: "image volume with a running digest",
+			c: inventory.Container{Namespace: "ml", OwnerKind: "Deployment", OwnerName: "serve", Pod: "serve-1", Node: "n1",
+				Field: inventory.FieldImageVolumes, Container: "models", Image: "reg.example/models:v3", PullPolicy: "Always",
+				ImageID: "reg.example/models@" + d, RunningDigest: d},
+			want: types.Use{Source: "cluster", Kind: "Deployment", Namespace: "ml", Name: "serve", Pod: "serve-1", Node: "n1",
+				Volume: "models", PullPolicy: "Always", RunningDigest: d},
+			running: true,
+		},
+		{
+			name: "image volume of a template",
+			c: inventory.Container{Namespace: "ml", OwnerKind: "CronJob", OwnerName: "train",
+				Field: inventory.FieldImageVolumes, Container: "data", Image: "reg.example/data:v1", PullPolicy: "IfNotPresent"},
+			want: types.Use{Source: "cluster", Kind: "CronJob", Namespace: "ml", Name: "train", Volume: "data", PullPolicy: "IfNotPresent"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			inv := &inventory.Inventory{Containers: []inventory.Container{tt.c}}
+			ts := Targets(inv)
+			want := tt.want
+			want.ImageID = tt.c.ImageID
+			if len(ts) != 1 || ts[0].Ref != tt.c.Image || len(ts[0].Uses) != 1 || !reflect.DeepEqual(ts[0].Uses[0], want) {
+				t.Errorf("Targets: %+v\nwant one use %+v of %s", ts, want, tt.c.Image)
+			}
+			rs := RunningTargets(inv)
+			if !tt.running {
+				if len(rs) != 0 {
+					t.Errorf("RunningTargets: %+v, want none", rs)
+				}
+				return
+			}
+			if len(rs) != 1 || rs[0].Ref != RunningRef(tt.c.Image, d) || len(rs[0].Uses) != 1 || !reflect.DeepEqual(rs[0].Uses[0], tt.want) {
+				t.Errorf("RunningTargets: %+v\nwant one use %+v of %s", rs, tt.want, RunningRef(tt.c.Image, d))
+			}
+		})
+	}
+}
+
+// TestCheckImageVolume: the findings of an image volume name it, and say
+// pullPolicy; a container of the same name in the same pod is its own use.
+func TestCheckImageVolume(t *testing.T) {
+	srv := httptest.NewServer(registry.New())
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	oldModels := push(t, host+"/models:latest", "models v1")
+	newModels := push(t, host+"/models:latest", "models v2") // latest moved after the pod started
+
+	inv := &inventory.Inventory{Containers: []inventory.Container{
+		// The container runs what the tag names today, with IfNotPresent.
+		{Namespace: "ml", OwnerKind: "Deployment", OwnerName: "serve", Pod: "serve-1", Field: inventory.FieldContainers, Container: "models",
+			Image: host + "/models:latest", RunningDigest: newModels, PullPolicy: "IfNotPresent"},
+		// The volume of the same name mounts the old digest, with Always.
+		{Namespace: "ml", OwnerKind: "Deployment", OwnerName: "serve", Pod: "serve-1", Field: inventory.FieldImageVolumes, Container: "models",
+			Image: host + "/models:latest", RunningDigest: oldModels, PullPolicy: "Always"},
+	}}
+	s, err := scan.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Check(context.Background(), s, inv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var im *types.Image
+	for _, i := range res.Images {
+		if i.Reference == host+"/models:latest" {
+			im = i
+		}
+	}
+	if im == nil {
+		t.Fatalf("models:latest not in the result: %+v", res.Images)
+	}
+	tests := []struct {
+		code     types.Code
+		severity types.Severity
+		says     []string
+		advice   string
+	}{
+		{types.Drift, types.SeverityHigh, []string{"Deployment ml/serve volume models mounts " + oldModels, newModels}, "@" + oldModels},
+		{types.PullAlwaysMutable, types.SeverityWarning, []string{"Deployment ml/serve volume models pulls", "with pullPolicy: Always"}, "use pullPolicy: IfNotPresent"},
+		{types.MutableReference, types.SeverityInfo, nil, "regcheck pin"},
+	}
+	if len(im.Findings) != len(tests) {
+		for _, f := range im.Findings {
+			t.Logf("%s %s: %s", f.Severity, f.Code, f.Message)
+		}
+		t.Fatalf("%d findings, want %d (none for the container, which runs what the tag names)", len(im.Findings), len(tests))
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.code), func(t *testing.T) {
+			var f *types.Finding
+			for i := range im.Findings {
+				if im.Findings[i].Code == tt.code {
+					f = &im.Findings[i]
+				}
+			}
+			if f == nil || f.Severity != tt.severity {
+				t.Fatalf("finding %+v, want %s", f, tt.severity)
+			}
+			for _, w := range tt.says {
+				if !strings.Contains(f.Message, w) {
+					t.Errorf("message %q does not say %q", f.Message, w)
+				}
+			}
+			if !strings.Contains(f.Advice, tt.advice) {
+				t.Errorf("advice %q does not say %q", f.Advice, tt.advice)
 			}
 		})
 	}

@@ -13,11 +13,12 @@ import (
 	"github.com/regcheck/regcheck/internal/testing/kubeapi"
 )
 
-// startKube starts a real kube-apiserver and etcd for the test, stopped at
-// its end, and returns them with an admin client.
-func startKube(t *testing.T, ctx context.Context) (*kubeapi.Cluster, kubernetes.Interface) {
+// startKube starts a real kube-apiserver (with apiserverFlags added to its
+// own) and etcd for the test, stopped at its end, and returns them with an
+// admin client.
+func startKube(t *testing.T, ctx context.Context, apiserverFlags ...string) (*kubeapi.Cluster, kubernetes.Interface) {
 	t.Helper()
-	kc, err := kubeapi.Start(ctx, t.TempDir(), kubeapi.DefaultBinDir())
+	kc, err := kubeapi.Start(ctx, t.TempDir(), kubeapi.DefaultBinDir(), apiserverFlags...)
 	if err != nil {
 		t.Fatal(err)
 	}

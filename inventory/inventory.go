@@ -27,27 +27,38 @@ const (
 	KindCronJob     = "CronJob"
 )
 
-// Container fields as they appear in Container.Field.
+// Container fields as they appear in Container.Field. FieldImageVolumes
+// is a pod spec's image volumes (volumes[].image, KEP-4639), which the
+// kubelet pulls as it pulls a container's image.
 const (
 	FieldContainers          = "containers"
 	FieldInitContainers      = "initContainers"
 	FieldEphemeralContainers = "ephemeralContainers"
+	FieldImageVolumes        = "imageVolumes"
 )
 
 // Container is one container of one workload: a pod's, or a pod template's
 // when no pod of its owner runs that template's image for it (see List).
+// An image volume of one is a Container too (Field FieldImageVolumes): the
+// kubelet pulls it as it pulls a container's image.
 type Container struct {
 	// Top-level owner: Pod → ReplicaSet → Deployment; Pod → Job → CronJob;
 	// StatefulSet; DaemonSet; a bare Pod is its own owner (OwnerKind "Pod").
 	Namespace, OwnerKind, OwnerName string
 	Pod                             string // empty for a template entry (no pod of the owner runs this image for this container)
-	Container                       string
-	Field                           string // containers | initContainers | ephemeralContainers
+	Container                       string // the container's name; for an image volume, the volume's
+	Field                           string // containers | initContainers | ephemeralContainers | imageVolumes
 
-	Image    string   // the spec's image string, as written
+	Image    string   // the spec's image string (an image volume's reference), as written
 	ImageRef ImageRef // Image parsed: normalized repo, tag, pinned digest; zero when Image does not parse
 
-	ImageID string // raw status imageID; empty for templates and pods not yet started
+	// ImageID is the raw status imageID; empty for templates and pods not
+	// yet started. For an image volume it is the imageRef the first
+	// container status mounting it gives
+	// (status.containerStatuses[].volumeMounts[].volumeStatus.image.imageRef),
+	// which API servers keep only with the ImageVolumeWithDigest feature
+	// gate (alpha, off by default in Kubernetes 1.37): most often empty.
+	ImageID string
 	// ImageIDKind says what ImageID holds: ImageIDRepoDigest for
 	// "repo@sha256:…" (with or without a "docker-pullable://" prefix), the
 	// only kind that sets RunningRepo and RunningDigest; ImageIDConfig for a
@@ -60,9 +71,12 @@ type Container struct {
 	RunningDigest string // "sha256:…" from ImageID; empty unless ImageIDKind is ImageIDRepoDigest
 
 	Node string // spec.nodeName; empty for templates and unscheduled pods
-	// PullPolicy is the effective policy: the spec's, or Kubernetes' default
-	// for the image (see DefaultPullPolicy) when the spec has none.
-	PullPolicy   string
+	// PullPolicy is the effective policy: the spec's (an image volume's
+	// pullPolicy), or Kubernetes' default for the image (see
+	// DefaultPullPolicy, the same for image volumes) when the spec has none.
+	PullPolicy string
+	// State, Reason, StartedAt and RestartCount are the container status's;
+	// an image volume has none.
 	State        string // running | waiting | terminated | "" (no status)
 	Reason       string // waiting/terminated reason, e.g. ImagePullBackOff, CrashLoopBackOff
 	StartedAt    time.Time
@@ -80,9 +94,14 @@ type Container struct {
 // Template reports whether c comes from a pod template rather than a pod.
 func (c Container) Template() bool { return c.Pod == "" }
 
+// ImageVolume reports whether c is an image volume rather than a container.
+func (c Container) ImageVolume() bool { return c.Field == FieldImageVolumes }
+
 // Inventory is what List found.
 type Inventory struct {
-	// Containers are sorted by namespace, owner kind, owner name, pod, field, container.
+	// Containers are sorted by namespace, owner kind, owner name, pod, field
+	// (init containers, containers, ephemeral containers, image volumes),
+	// container.
 	Containers []Container
 	// NodeImages maps a "sha256:…" repo digest to the sorted names of the
 	// nodes that hold it, from nodes[].status.images[].names.
@@ -97,7 +116,9 @@ type Inventory struct {
 
 // List lists the containers of every pod, plus the pod template containers
 // that no pod runs as written, in namespace ("" for all namespaces), and the
-// images each node holds.
+// images each node holds. A pod's or template's image volumes are listed as
+// its containers are, by the same rules (a template entry for a volume whose
+// reference no pod of the owner has for that volume).
 //
 // Counting rule: a pod's containers are listed once per pod, attributed to
 // the pod's top-level owner. Template entries (Pod empty) come from the pod
@@ -293,7 +314,7 @@ func jobFinished(j *batchv1.Job) bool {
 }
 
 // podContainers returns one Container per container of pod p (init,
-// regular, ephemeral) owned by o, with its status.
+// regular, ephemeral) and per image volume, owned by o, with its status.
 func podContainers(p *corev1.Pod, o owner) []Container {
 	key := ownerKey{p.Namespace, o.kind, o.name}
 	cs := templateContainers(key, &p.Spec)
@@ -311,19 +332,40 @@ func podContainers(p *corev1.Pod, o owner) []Container {
 			statuses[slotKey{field, ss[i].Name}] = &ss[i]
 		}
 	}
+	volumeIDs := volumeImageIDs(&p.Status)
 	for i := range cs {
 		c := &cs[i]
 		c.Pod, c.Node = p.Name, p.Spec.NodeName
-		if st := statuses[slotKey{c.Field, c.Container}]; st != nil {
+		if c.ImageVolume() {
+			c.ImageID = volumeIDs[c.Container]
+			c.RunningRepo, c.RunningDigest, c.ImageIDKind = parseImageID(c.ImageID)
+		} else if st := statuses[slotKey{c.Field, c.Container}]; st != nil {
 			setStatus(c, st)
 		}
 	}
 	return cs
 }
 
+// volumeImageIDs returns, by volume name, the imageRef the pod's container
+// statuses give for each image volume they mount (the first non-empty one,
+// init containers first): the digest of the image the kubelet mounted.
+func volumeImageIDs(st *corev1.PodStatus) map[string]string {
+	ids := map[string]string{}
+	for _, ss := range [][]corev1.ContainerStatus{st.InitContainerStatuses, st.ContainerStatuses, st.EphemeralContainerStatuses} {
+		for i := range ss {
+			for _, m := range ss[i].VolumeMounts {
+				if v := m.VolumeStatus; v != nil && v.Image != nil && v.Image.ImageRef != "" && ids[m.Name] == "" {
+					ids[m.Name] = v.Image.ImageRef
+				}
+			}
+		}
+	}
+	return ids
+}
+
 // templateContainers returns one Container per container of a pod
 // template of owner o: init containers, then containers (a template has no
-// ephemeral containers).
+// ephemeral containers), then image volumes.
 func templateContainers(o ownerKey, spec *corev1.PodSpec) []Container {
 	var out []Container
 	for i := range spec.InitContainers {
@@ -334,11 +376,19 @@ func templateContainers(o ownerKey, spec *corev1.PodSpec) []Container {
 		k := &spec.Containers[i]
 		out = append(out, specContainer(o, spec, FieldContainers, k.Name, k.Image, k.ImagePullPolicy))
 	}
+	for i := range spec.Volumes {
+		if v := &spec.Volumes[i]; v.Image != nil {
+			out = append(out, specContainer(o, spec, FieldImageVolumes, v.Name, v.Image.Reference, v.Image.PullPolicy))
+		}
+	}
 	return out
 }
 
-// specContainer is one container of spec as the spec says it, with the
-// effective pull policy.
+// specContainer is one container (or image volume) of spec as the spec
+// says it, with the effective pull policy: Kubernetes defaults an image
+// volume's pullPolicy by the rule it has for a container's imagePullPolicy
+// (SetDefaults_Volume and SetDefaults_Container both read the tag with
+// parsers.ParseImageName, which makes no tag and no digest "latest").
 func specContainer(o ownerKey, spec *corev1.PodSpec, field, name, image string, policy corev1.PullPolicy) Container {
 	ref, _ := imageref.Parse(image) // the zero ImageRef when it does not parse
 	c := Container{
@@ -409,7 +459,7 @@ func nodeImages(nodes []corev1.Node) map[string][]string {
 	return m
 }
 
-var fieldOrder = map[string]int{FieldInitContainers: 0, FieldContainers: 1, FieldEphemeralContainers: 2}
+var fieldOrder = map[string]int{FieldInitContainers: 0, FieldContainers: 1, FieldEphemeralContainers: 2, FieldImageVolumes: 3}
 
 func compareContainers(a, b Container) int {
 	if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {

@@ -454,3 +454,146 @@ func TestListCanceled(t *testing.T) {
 		t.Errorf("got %v, want context.Canceled", err)
 	}
 }
+
+// TestListImageVolumes: a pod's or template's image volumes are listed as
+// its containers are, with the effective pullPolicy and, where a container
+// status mounting one gives it, the digest the kubelet mounted.
+func TestListImageVolumes(t *testing.T) {
+	t.Parallel()
+	const (
+		d1 = "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+		d2 = "sha256:2222222222222222222222222222222222222222222222222222222222222222"
+	)
+	type entry struct{ kind, name, pod, field, container, image, policy, imageID, digest string }
+	om := func(name string, owner []metav1.OwnerReference) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Namespace: "ns", Name: name, OwnerReferences: owner}
+	}
+	vol := func(name, ref string, policy corev1.PullPolicy) corev1.Volume {
+		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: ref, PullPolicy: policy}}}
+	}
+	spec := func(vs ...corev1.Volume) corev1.PodSpec {
+		return corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x:1", ImagePullPolicy: corev1.PullIfNotPresent}}, Volumes: vs}
+	}
+	mount := func(name, imageRef string) corev1.VolumeMountStatus {
+		m := corev1.VolumeMountStatus{Name: name, MountPath: "/" + name}
+		if imageRef != "" {
+			m.VolumeStatus = &corev1.VolumeStatus{Image: &corev1.ImageVolumeStatus{ImageRef: imageRef}}
+		}
+		return m
+	}
+	status := func(ms ...corev1.VolumeMountStatus) corev1.PodStatus {
+		return corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "c", VolumeMounts: ms}}}
+	}
+	fc, fv := inventory.FieldContainers, inventory.FieldImageVolumes
+	tests := []struct {
+		name    string
+		objects []runtime.Object
+		want    []entry
+	}{
+		{
+			name: "bare pod: each image volume after the containers, other volumes left out, defaults as for a container",
+			objects: []runtime.Object{&corev1.Pod{ObjectMeta: om("p", nil), Spec: spec(
+				vol("models", "reg.example/models:v3", ""),
+				corev1.Volume{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+				vol("latest", "reg.example/data:latest", ""),
+				vol("untagged", "reg.example/data", ""),
+				vol("pinned", "reg.example/data@"+d1, ""),
+				vol("never", "reg.example/data:latest", corev1.PullNever),
+			)}},
+			want: []entry{
+				{"Pod", "p", "p", fc, "c", "x:1", "IfNotPresent", "", ""},
+				{"Pod", "p", "p", fv, "latest", "reg.example/data:latest", "Always", "", ""},
+				{"Pod", "p", "p", fv, "models", "reg.example/models:v3", "IfNotPresent", "", ""},
+				{"Pod", "p", "p", fv, "never", "reg.example/data:latest", "Never", "", ""},
+				{"Pod", "p", "p", fv, "pinned", "reg.example/data@" + d1, "IfNotPresent", "", ""},
+				{"Pod", "p", "p", fv, "untagged", "reg.example/data", "Always", "", ""},
+			},
+		},
+		{
+			name: "running digest from the volume mount status; the first container mounting it that gives one",
+			objects: []runtime.Object{&corev1.Pod{ObjectMeta: om("p", nil),
+				Spec: corev1.PodSpec{
+					Containers: []corev1.Container{{Name: "a", Image: "x:1"}, {Name: "b", Image: "x:1"}},
+					Volumes:    []corev1.Volume{vol("models", "reg.example/models:v3", ""), vol("cfg", "reg.example/cfg:v1", "")},
+				},
+				Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{
+					{Name: "a", VolumeMounts: []corev1.VolumeMountStatus{mount("models", ""), mount("cfg", "docker.io/library/other@"+d2)}},
+					{Name: "b", VolumeMounts: []corev1.VolumeMountStatus{mount("models", "reg.example/models@"+d1)}},
+				}},
+			}},
+			want: []entry{
+				{"Pod", "p", "p", fc, "a", "x:1", "IfNotPresent", "", ""},
+				{"Pod", "p", "p", fc, "b", "x:1", "IfNotPresent", "", ""},
+				{"Pod", "p", "p", fv, "cfg", "reg.example/cfg:v1", "IfNotPresent", "docker.io/library/other@" + d2, d2},
+				{"Pod", "p", "p", fv, "models", "reg.example/models:v3", "IfNotPresent", "reg.example/models@" + d1, d1},
+			},
+		},
+		{
+			name: "a volume named as a container is its own entry and takes no container status",
+			objects: []runtime.Object{&corev1.Pod{ObjectMeta: om("p", nil),
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x:1"}}, Volumes: []corev1.Volume{vol("c", "reg.example/c:v1", "")}},
+				Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "c", ImageID: "docker.io/library/x@" + d1,
+					State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}},
+			}},
+			want: []entry{
+				{"Pod", "p", "p", fc, "c", "x:1", "IfNotPresent", "docker.io/library/x@" + d1, d1},
+				{"Pod", "p", "p", fv, "c", "reg.example/c:v1", "IfNotPresent", "", ""},
+			},
+		},
+		{
+			name: "deployment scaled to zero: a template entry per image volume",
+			objects: []runtime.Object{&appsv1.Deployment{ObjectMeta: om("d", nil), Spec: appsv1.DeploymentSpec{
+				Template: corev1.PodTemplateSpec{Spec: spec(vol("models", "reg.example/models:v3", corev1.PullAlways))}}}},
+			want: []entry{
+				{"Deployment", "d", "", fc, "c", "x:1", "IfNotPresent", "", ""},
+				{"Deployment", "d", "", fv, "models", "reg.example/models:v3", "Always", "", ""},
+			},
+		},
+		{
+			name: "rollout under way: the template's new reference gets an entry, the unchanged container none",
+			objects: []runtime.Object{
+				&appsv1.Deployment{ObjectMeta: om("d", nil), Spec: appsv1.DeploymentSpec{
+					Template: corev1.PodTemplateSpec{Spec: spec(vol("models", "reg.example/models:v4", ""))}}},
+				&appsv1.ReplicaSet{ObjectMeta: om("d-1", ctrl("Deployment", "d"))},
+				&corev1.Pod{ObjectMeta: om("d-1-a", ctrl("ReplicaSet", "d-1")), Spec: spec(vol("models", "reg.example/models:v3", "")),
+					Status: status(mount("models", "reg.example/models@"+d1))},
+			},
+			want: []entry{
+				{"Deployment", "d", "", fv, "models", "reg.example/models:v4", "IfNotPresent", "", ""},
+				{"Deployment", "d", "d-1-a", fc, "c", "x:1", "IfNotPresent", "", ""},
+				{"Deployment", "d", "d-1-a", fv, "models", "reg.example/models:v3", "IfNotPresent", "reg.example/models@" + d1, d1},
+			},
+		},
+		{
+			name: "cronjob without pods: its job template's image volumes",
+			objects: []runtime.Object{&batchv1.CronJob{ObjectMeta: om("cj", nil), Spec: batchv1.CronJobSpec{JobTemplate: batchv1.JobTemplateSpec{
+				Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: spec(vol("data", "reg.example/data:v1", ""))}}}}}},
+			want: []entry{
+				{"CronJob", "cj", "", fc, "c", "x:1", "IfNotPresent", "", ""},
+				{"CronJob", "cj", "", fv, "data", "reg.example/data:v1", "IfNotPresent", "", ""},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			inv, err := inventory.List(context.Background(), fake.NewClientset(tt.objects...), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []entry
+			for _, c := range inv.Containers {
+				got = append(got, entry{c.OwnerKind, c.OwnerName, c.Pod, c.Field, c.Container, c.Image, c.PullPolicy, c.ImageID, c.RunningDigest})
+				if c.ImageVolume() != (c.Field == fv) {
+					t.Errorf("%s %s: ImageVolume() %v", c.Field, c.Container, c.ImageVolume())
+				}
+				if c.ImageVolume() && (c.State != "" || c.RestartCount != 0) {
+					t.Errorf("image volume %s has a container state: %+v", c.Container, c)
+				}
+			}
+			if !reflect.DeepEqual(tt.want, got) {
+				t.Errorf("entries:\n got %+v\nwant %+v", got, tt.want)
+			}
+		})
+	}
+}

@@ -19,9 +19,10 @@ type options struct {
 func WithUpdate() Option { return func(o *options) { o.update = true } }
 
 // WithPullPolicy also rewrites "imagePullPolicy: Always" to policy
-// ("IfNotPresent" or "Never") on each container whose image Rewrite pins:
-// pulling a digest again is pointless. By default pull policies are not
-// touched. Compose pull_policy is never touched.
+// ("IfNotPresent" or "Never") on each container whose image Rewrite pins,
+// and "pullPolicy: Always" on each image volume: pulling a digest again is
+// pointless. By default pull policies are not touched. Compose pull_policy
+// is never touched.
 func WithPullPolicy(policy string) Option { return func(o *options) { o.pullPolicy = policy } }
 
 // makeOptions holds the defaults and rejects bad values.

@@ -23,9 +23,13 @@ type Change struct {
 	Line                  int // 1-based line of the edited value
 	Kind, Namespace, Name string
 	Container             string
+	// Volume is, for an image volume's reference (volumes[].image), the
+	// volume's name; Container is then empty.
+	Volume string
 	// Field is "image" for a reference (for a kustomization, the images
-	// entry's effective reference, whose digest: was set) or
-	// "imagePullPolicy".
+	// entry's effective reference, whose digest: was set; for an image
+	// volume, its reference:), "imagePullPolicy", or "pullPolicy" (an
+	// image volume's).
 	Field    string
 	Old, New string
 	// Skipped says why the edit was not made, for a value reached through a
@@ -141,6 +145,9 @@ func (rw *rewriting) pin(want *yamlfile.Image, s yamlfile.Site, d string) {
 		File: rw.name, Line: s.Line, Kind: s.Kind, Namespace: s.Namespace, Name: s.Name,
 		Container: s.Container, Field: "image", Old: s.Ref,
 	}
+	if s.Field == yamlfile.FieldImageVolumes {
+		c.Container, c.Volume = "", s.Container
+	}
 	var e []edit
 	var err error
 	if s.Entry != nil {
@@ -168,10 +175,13 @@ func (rw *rewriting) pin(want *yamlfile.Image, s yamlfile.Site, d string) {
 	}
 }
 
-// pullPolicy rewrites the "imagePullPolicy: Always" of the container whose
-// image change c made.
+// pullPolicy rewrites the "imagePullPolicy: Always" of the container (the
+// "pullPolicy: Always" of the image volume) whose image change c made.
 func (rw *rewriting) pullPolicy(want *yamlfile.Image, s yamlfile.Site, c Change) {
 	c.Field, c.Old, c.New = "imagePullPolicy", "Always", rw.o.pullPolicy
+	if s.Field == yamlfile.FieldImageVolumes {
+		c.Field = "pullPolicy"
+	}
 	if s.PullPolicy == nil {
 		c.Skipped = skippedAlias
 	} else {
@@ -317,6 +327,15 @@ func selfCheck(name string, out []byte, want []yamlfile.Image) error {
 		}
 	}
 	return nil
+}
+
+// slot names what of its workload img is, for messages: "container web",
+// "volume models" (an image volume).
+func slot(img yamlfile.Image) string {
+	if img.Field == yamlfile.FieldImageVolumes {
+		return "volume " + img.Container
+	}
+	return "container " + img.Container
 }
 
 // Pinned reports whether ref is a valid reference with a digest.

@@ -278,3 +278,37 @@ func TestSpacedReference(t *testing.T) {
 		})
 	}
 }
+
+// TestRewriteImageVolumeChanges: a change to an image volume's reference
+// or pullPolicy names the volume, not a container.
+func TestRewriteImageVolumeChanges(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile(filepath.Join("testdata", "policy-imagevolumes.in.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, changes, err := Rewrite("serve.yaml", data, fakeLookup, WithPullPolicy("IfNotPresent"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type who struct {
+		line                     int
+		field, container, volume string
+	}
+	var got []who
+	for _, c := range changes {
+		got = append(got, who{c.Line, c.Field, c.Container, c.Volume})
+	}
+	want := []who{
+		{13, "image", "server", ""},
+		{21, "image", "", "weights"},
+		{22, "pullPolicy", "", "weights"},
+		{24, "image", "", "tokenizer"},
+		{43, "image", "trainer", ""},
+		{47, "image", "", "data"},
+		{50, "image", "", "data-again"},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("changes:\n got %+v\nwant %+v", got, want)
+	}
+}

@@ -356,7 +356,7 @@ func (s *site) findings(img yamlfile.Image) []Finding {
 		return s.pl.findings(img)
 	}
 	f := Finding{Kind: KindUnresolved, File: img.File, Line: img.Line, Ref: img.Ref}
-	what := fmt.Sprintf("%s %s container %s", img.Kind, path.Join(img.Namespace, img.Name), img.Container)
+	what := fmt.Sprintf("%s %s %s", img.Kind, path.Join(img.Namespace, img.Name), slot(img))
 	var amb *AmbiguousError
 	switch {
 	case errors.Is(s.err, ErrNoRecord):

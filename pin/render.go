@@ -55,7 +55,7 @@ func (c Config) uses(trees []*render.Tree) []renderedUse {
 
 // what says which object uses u and what rendered it, for messages.
 func (u renderedUse) what() string {
-	return fmt.Sprintf("%s %s container %s, rendered by %s from %s", u.Kind, strings.TrimPrefix(u.Namespace+"/"+u.Name, "/"), u.Container, u.app.Kind, u.app.Dir)
+	return fmt.Sprintf("%s %s %s, rendered by %s from %s", u.Kind, strings.TrimPrefix(u.Namespace+"/"+u.Name, "/"), slot(u.Image), u.app.Kind, u.app.Dir)
 }
 
 // checkRendered reports every rendered reference that is not pinned
@@ -345,19 +345,19 @@ func sameButPinned(a, b *render.App, want map[int]string) error {
 	for i, u := range a.Uses {
 		v := b.Uses[i]
 		if u.Kind != v.Kind || u.Namespace != v.Namespace || u.Name != v.Name || u.Container != v.Container || u.Field != v.Field {
-			return fmt.Errorf("%s %s container %s is not where it was", u.Kind, u.Name, u.Container)
+			return fmt.Errorf("%s %s %s is not where it was", u.Kind, u.Name, slot(u.Image))
 		}
 		d, ok := want[i]
 		if !ok {
 			if u.Ref != v.Ref {
-				return fmt.Errorf("%s became %s (container %s)", u.Ref, v.Ref, u.Container)
+				return fmt.Errorf("%s became %s (%s)", u.Ref, v.Ref, slot(u.Image))
 			}
 			continue
 		}
 		old, err1 := parse(u.Ref)
 		got, err2 := parse(v.Ref)
 		if err1 != nil || err2 != nil || got.Repo != old.Repo || got.Digest != d || got.Tag != old.Tag && got.Tag != "" {
-			return fmt.Errorf("%s became %s, not %s (container %s)", u.Ref, v.Ref, withDigest(u.Ref, d), u.Container)
+			return fmt.Errorf("%s became %s, not %s (%s)", u.Ref, v.Ref, withDigest(u.Ref, d), slot(u.Image))
 		}
 	}
 	x, err1 := withoutImages(a.Output)
@@ -441,6 +441,9 @@ func (c Config) writeRendered(r *Report, targets []*place, files map[string]edit
 		u := t.uses[0]
 		ch := Change{File: t.edit.File, Line: cmp.Or(t.edit.Line, u.Line), Kind: u.Kind, Namespace: u.Namespace, Name: u.Name,
 			Container: u.Container, Field: "image", Old: u.Ref, New: withDigest(u.Ref, t.digest)}
+		if u.Field == yamlfile.FieldImageVolumes {
+			ch.Container, ch.Volume = "", u.Container
+		}
 		if fd := written[t.edit.File]; fd != nil {
 			ch.Skipped = "file not written: " + string(fd.Kind)
 		}

@@ -8,8 +8,8 @@ import (
 )
 
 // RunningFrom returns a Config.Running that looks up, in h, the digest last
-// seen running for a manifest's workload container, in cluster ("" for
-// any). A namespace-less workload is looked up in "default". Compose
+// seen running for a manifest's workload container (or mounted by its image
+// volume), in cluster ("" for any). A namespace-less workload is looked up in "default". Compose
 // services and kustomize entries have no workload: ErrNoRecord.
 //
 // Which digest runs is not for pin to guess, so two answers are an
@@ -26,7 +26,11 @@ func RunningFrom(h *record.History, cluster string) func(yamlfile.Image) (string
 		if ns == "" {
 			ns = "default"
 		}
-		rs := h.Find(record.Query{Cluster: cluster, Namespace: ns, OwnerKind: img.Kind, OwnerName: img.Name, Container: img.Container})
+		q := record.Query{Cluster: cluster, Namespace: ns, OwnerKind: img.Kind, OwnerName: img.Name, Container: img.Container}
+		if img.Field == yamlfile.FieldImageVolumes {
+			q.Container, q.Volume = "", img.Container
+		}
+		rs := h.Find(q)
 		if len(rs) == 0 {
 			return "", ErrNoRecord
 		}

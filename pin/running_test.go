@@ -29,6 +29,10 @@ func TestRunningFrom(t *testing.T) {
 		snap("prod", t2, entry("default", "moved", "moved-2", b),
 			entry("default", "roll", "roll-old", a), entry("default", "roll", "roll-new", b)),
 		snap("staging", t2, entry("default", "api", "api-1", b), entry("shop", "web", "web-1", a)),
+		// Deployment ml/serve: container app runs a, its image volume app
+		// (the same name) mounts b.
+		snap("prod", t2, entry("ml", "serve", "serve-1", a),
+			record.Entry{Namespace: "ml", OwnerKind: "Deployment", OwnerName: "serve", Pod: "serve-1", Volume: "app", Digest: b}),
 	} {
 		h.Merge(s)
 	}
@@ -60,6 +64,9 @@ func TestRunningFrom(t *testing.T) {
 		{"a record without a digest", "", deployment("", "nodigest"), "", ErrNoRecord, nil, false, ""},
 		{"compose has no workload", "", yamlfile.Image{Kind: "Compose", Name: "api", Container: "app"}, "", ErrNoRecord, nil, false, ""},
 		{"kustomize has no workload", "", yamlfile.Image{Kind: "Kustomization", Container: "app"}, "", ErrNoRecord, nil, false, ""},
+		{"a container beside an image volume of its name", "prod", deployment("ml", "serve"), a, nil, nil, false, ""},
+		{"an image volume", "prod", yamlfile.Image{Kind: "Deployment", Namespace: "ml", Name: "serve", Container: "app", Field: yamlfile.FieldImageVolumes}, b, nil, nil, false, ""},
+		{"an image volume never recorded", "prod", yamlfile.Image{Kind: "Deployment", Namespace: "shop", Name: "web", Container: "app", Field: yamlfile.FieldImageVolumes}, "", ErrNoRecord, nil, false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -12,16 +12,19 @@ import (
 // SchemaVersion is the history format this package reads and writes.
 const SchemaVersion = 1
 
-// Entry is one container of one pod seen at one time.
+// Entry is one container, or one image volume, of one pod seen at one time.
 type Entry struct {
-	Cluster      string    `json:"cluster"`
-	Time         time.Time `json:"time"`
-	Namespace    string    `json:"namespace"`
-	OwnerKind    string    `json:"ownerKind"`
-	OwnerName    string    `json:"ownerName"`
-	Pod          string    `json:"pod"`
-	Container    string    `json:"container"`
-	Image        string    `json:"image"`            // the spec's image string
+	Cluster   string    `json:"cluster"`
+	Time      time.Time `json:"time"`
+	Namespace string    `json:"namespace"`
+	OwnerKind string    `json:"ownerKind"`
+	OwnerName string    `json:"ownerName"`
+	Pod       string    `json:"pod"`
+	Container string    `json:"container"` // empty for an image volume
+	// Volume is an image volume's name (volumes[].image, pulled and
+	// recorded as a container's image is); empty for a container.
+	Volume       string    `json:"volume,omitempty"`
+	Image        string    `json:"image"`            // the spec's image string (an image volume's reference)
 	Digest       string    `json:"digest,omitempty"` // running repo digest; empty when the runtime reported none
 	ImageID      string    `json:"imageID,omitempty"`
 	Node         string    `json:"node,omitempty"`
@@ -37,9 +40,10 @@ type Snapshot struct {
 	Entries []Entry
 }
 
-// FromInventory makes a snapshot of the containers inv saw running in pods.
-// Template entries (no pod) are left out: nothing runs them. cluster names
-// the cluster (kubeconfig context name, or server URL); now is the snapshot time.
+// FromInventory makes a snapshot of the containers and image volumes inv
+// saw in pods. Template entries (no pod) are left out: nothing runs them.
+// cluster names the cluster (kubeconfig context name, or server URL); now
+// is the snapshot time.
 func FromInventory(cluster string, now time.Time, inv *inventory.Inventory) Snapshot {
 	now = now.UTC()
 	s := Snapshot{Cluster: cluster, Time: now}
@@ -47,24 +51,30 @@ func FromInventory(cluster string, now time.Time, inv *inventory.Inventory) Snap
 		if c.Template() {
 			continue
 		}
-		s.Entries = append(s.Entries, Entry{
+		e := Entry{
 			Cluster: cluster, Time: now,
 			Namespace: c.Namespace, OwnerKind: c.OwnerKind, OwnerName: c.OwnerName,
 			Pod: c.Pod, Container: c.Container, Image: c.Image,
 			Digest: c.RunningDigest, ImageID: c.ImageID, Node: c.Node, PullPolicy: c.PullPolicy,
 			StartedAt: c.StartedAt, RestartCount: c.RestartCount,
-		})
+		}
+		if c.ImageVolume() {
+			e.Container, e.Volume = "", c.Container
+		}
+		s.Entries = append(s.Entries, e)
 	}
 	return s
 }
 
-// Key identifies a Record: one digest run by one container of one owner.
+// Key identifies a Record: one digest run by one container (or mounted by
+// one image volume: Volume set, Container empty) of one owner.
 type Key struct {
 	Cluster   string `json:"cluster"`
 	Namespace string `json:"namespace"`
 	OwnerKind string `json:"ownerKind"`
 	OwnerName string `json:"ownerName"`
 	Container string `json:"container"`
+	Volume    string `json:"volume,omitempty"`
 	Digest    string `json:"digest"`
 }
 
@@ -93,7 +103,7 @@ type History struct {
 func NewHistory() *History { return &History{SchemaVersion: SchemaVersion} }
 
 func (e Entry) key() Key {
-	return Key{e.Cluster, e.Namespace, e.OwnerKind, e.OwnerName, e.Container, e.Digest}
+	return Key{e.Cluster, e.Namespace, e.OwnerKind, e.OwnerName, e.Container, e.Volume, e.Digest}
 }
 
 func compareKeys(a, b Key) int {
@@ -103,6 +113,7 @@ func compareKeys(a, b Key) int {
 		strings.Compare(a.OwnerKind, b.OwnerKind),
 		strings.Compare(a.OwnerName, b.OwnerName),
 		strings.Compare(a.Container, b.Container),
+		strings.Compare(a.Volume, b.Volume),
 		strings.Compare(a.Digest, b.Digest),
 	)
 }
@@ -147,7 +158,7 @@ func (h *History) Merge(s Snapshot) {
 func (r Record) entry(t time.Time) Entry {
 	return Entry{
 		Cluster: r.Cluster, Time: t, Namespace: r.Namespace, OwnerKind: r.OwnerKind, OwnerName: r.OwnerName,
-		Pod: r.Pod, Container: r.Container, Image: r.Image, Digest: r.Digest, ImageID: r.ImageID,
+		Pod: r.Pod, Container: r.Container, Volume: r.Volume, Image: r.Image, Digest: r.Digest, ImageID: r.ImageID,
 		Node: r.Node, PullPolicy: r.PullPolicy, StartedAt: r.StartedAt, RestartCount: r.RestartCount,
 	}
 }
@@ -194,22 +205,21 @@ func (h *History) Latest(cluster string) (s Snapshot, ok bool) {
 // after it); Time is zero and Entries empty when no owner container of cur
 // has earlier records.
 func (h *History) Previous(cur Snapshot) Snapshot {
-	type ownerC struct{ cluster, ns, kind, name, container string }
 	want := map[ownerC]bool{}
 	for _, e := range cur.Entries {
-		want[ownerC{cmp.Or(e.Cluster, cur.Cluster), e.Namespace, e.OwnerKind, e.OwnerName, e.Container}] = true
+		want[ownerOf(e, cur.Cluster)] = true
 	}
 	before := func(t time.Time) bool { return cur.Time.IsZero() || t.Before(cur.Time) }
 	last := map[ownerC]time.Time{}
 	for _, r := range h.Records {
-		o := ownerC{r.Cluster, r.Namespace, r.OwnerKind, r.OwnerName, r.Container}
+		o := ownerOf(r.entry(r.LastSeen), "")
 		if want[o] && before(r.LastSeen) && r.LastSeen.After(last[o]) {
 			last[o] = r.LastSeen
 		}
 	}
 	prev := Snapshot{Cluster: cur.Cluster}
 	for _, r := range h.Records {
-		t, ok := last[ownerC{r.Cluster, r.Namespace, r.OwnerKind, r.OwnerName, r.Container}]
+		t, ok := last[ownerOf(r.entry(r.LastSeen), "")]
 		if !ok || !r.LastSeen.Equal(t) {
 			continue
 		}
@@ -221,11 +231,12 @@ func (h *History) Previous(cur Snapshot) Snapshot {
 	return prev
 }
 
-// Query selects the records of one container of one owner.
+// Query selects the records of one container (or image volume) of one owner.
 type Query struct {
 	Cluster                         string // "" matches every cluster
 	Namespace, OwnerKind, OwnerName string
 	Container                       string
+	Volume                          string // an image volume's name; Container is then ""
 }
 
 // Running returns the record of the digest most recently seen running for
@@ -248,7 +259,8 @@ func (h *History) Find(q Query) []Record {
 	var out []Record
 	for _, r := range h.Records {
 		if r.Digest == "" || q.Cluster != "" && r.Cluster != q.Cluster ||
-			r.Namespace != q.Namespace || r.OwnerKind != q.OwnerKind || r.OwnerName != q.OwnerName || r.Container != q.Container {
+			r.Namespace != q.Namespace || r.OwnerKind != q.OwnerKind || r.OwnerName != q.OwnerName ||
+			r.Container != q.Container || r.Volume != q.Volume {
 			continue
 		}
 		out = append(out, r)
@@ -259,9 +271,11 @@ func (h *History) Find(q Query) []Record {
 	return out
 }
 
-// Change is a container running a digest it did not run at the previous snapshot.
+// Change is a container (or image volume) running a digest it did not run
+// at the previous snapshot.
 type Change struct {
 	Cluster, Namespace, OwnerKind, OwnerName, Container string
+	Volume                                              string `json:",omitempty"` // an image volume's name; Container is then ""
 	Pod, Node, Image                                    string
 	From                                                []string // digests seen before (the same pod's, else the owner container's), sorted
 	To                                                  string
@@ -275,7 +289,6 @@ type Change struct {
 // reported only if its digest is not among them. Containers with no digest on either side, and
 // owners absent from prev, are not changes.
 func Diff(prev, cur Snapshot) []Change {
-	type ownerC struct{ cluster, ns, kind, name, container string }
 	type podC struct {
 		ownerC
 		pod string
@@ -286,7 +299,7 @@ func Diff(prev, cur Snapshot) []Change {
 		if e.Digest == "" {
 			continue
 		}
-		o := ownerC{cmp.Or(e.Cluster, prev.Cluster), e.Namespace, e.OwnerKind, e.OwnerName, e.Container}
+		o := ownerOf(e, prev.Cluster)
 		byPod[podC{o, e.Pod}] = e.Digest
 		if !slices.Contains(byOwner[o], e.Digest) {
 			byOwner[o] = append(byOwner[o], e.Digest)
@@ -297,7 +310,7 @@ func Diff(prev, cur Snapshot) []Change {
 		if e.Digest == "" {
 			continue
 		}
-		o := ownerC{cmp.Or(e.Cluster, cur.Cluster), e.Namespace, e.OwnerKind, e.OwnerName, e.Container}
+		o := ownerOf(e, cur.Cluster)
 		var from []string
 		if d, ok := byPod[podC{o, e.Pod}]; ok {
 			if d == e.Digest {
@@ -313,8 +326,17 @@ func Diff(prev, cur Snapshot) []Change {
 		}
 		out = append(out, Change{
 			Cluster: o.cluster, Namespace: e.Namespace, OwnerKind: e.OwnerKind, OwnerName: e.OwnerName, Container: e.Container,
-			Pod: e.Pod, Node: e.Node, Image: e.Image, From: from, To: e.Digest,
+			Volume: e.Volume, Pod: e.Pod, Node: e.Node, Image: e.Image, From: from, To: e.Digest,
 		})
 	}
 	return out
+}
+
+// ownerC is one container, or image volume, of one owner in one cluster.
+type ownerC struct{ cluster, ns, kind, name, container, volume string }
+
+// ownerOf is e's owner container; cluster is the snapshot's, for an entry
+// that names none.
+func ownerOf(e Entry, cluster string) ownerC {
+	return ownerC{cmp.Or(e.Cluster, cluster), e.Namespace, e.OwnerKind, e.OwnerName, e.Container, e.Volume}
 }

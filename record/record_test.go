@@ -317,3 +317,63 @@ func TestPrevious(t *testing.T) {
 		})
 	}
 }
+
+// TestImageVolumes: an image volume is recorded, merged, diffed and looked
+// up like a container, as its own owner container: a container of the same
+// name is another.
+func TestImageVolumes(t *testing.T) {
+	t.Parallel()
+	inv := func(volumeDigest string) *inventory.Inventory {
+		return &inventory.Inventory{Containers: []inventory.Container{
+			{Namespace: "ml", OwnerKind: "Deployment", OwnerName: "serve", Pod: "serve-1", Field: inventory.FieldContainers, Container: "models",
+				Image: "reg.example/serve:v1", RunningDigest: dA, PullPolicy: "IfNotPresent"},
+			{Namespace: "ml", OwnerKind: "Deployment", OwnerName: "serve", Pod: "serve-1", Field: inventory.FieldImageVolumes, Container: "models",
+				Image: "reg.example/models:v3", ImageID: "reg.example/models@" + volumeDigest, RunningDigest: volumeDigest, PullPolicy: "IfNotPresent"},
+			{Namespace: "ml", OwnerKind: "Deployment", OwnerName: "serve", Field: inventory.FieldImageVolumes, Container: "next",
+				Image: "reg.example/models:v4"}, // template: skipped
+		}}
+	}
+	first := FromInventory("prod", t0, inv(dA))
+	wantEntries := []Entry{
+		{Cluster: "prod", Time: t0, Namespace: "ml", OwnerKind: "Deployment", OwnerName: "serve", Pod: "serve-1", Container: "models",
+			Image: "reg.example/serve:v1", Digest: dA, PullPolicy: "IfNotPresent"},
+		{Cluster: "prod", Time: t0, Namespace: "ml", OwnerKind: "Deployment", OwnerName: "serve", Pod: "serve-1", Volume: "models",
+			Image: "reg.example/models:v3", Digest: dA, ImageID: "reg.example/models@" + dA, PullPolicy: "IfNotPresent"},
+	}
+	if !reflect.DeepEqual(first.Entries, wantEntries) {
+		t.Fatalf("FromInventory:\n got %+v\nwant %+v", first.Entries, wantEntries)
+	}
+
+	h := NewHistory()
+	h.Merge(first)
+	second := FromInventory("prod", t0.Add(time.Hour), inv(dB)) // the volume's image moved, the container's did not
+	changes := Diff(h.Previous(second), second)
+	h.Merge(second)
+	if len(changes) != 1 || changes[0].Volume != "models" || changes[0].Container != "" || !reflect.DeepEqual(changes[0].From, []string{dA}) || changes[0].To != dB {
+		t.Errorf("Diff: %+v, want the volume models only, %s -> %s", changes, dA, dB)
+	}
+	if len(h.Records) != 3 {
+		t.Fatalf("%d records, want 3 (the container, the volume at two digests): %+v", len(h.Records), h.Records)
+	}
+
+	tests := []struct {
+		name  string
+		q     Query
+		wants []string // digests, newest first
+	}{
+		{"the volume", Query{Namespace: "ml", OwnerKind: "Deployment", OwnerName: "serve", Volume: "models"}, []string{dB, dA}},
+		{"the container of the same name", Query{Namespace: "ml", OwnerKind: "Deployment", OwnerName: "serve", Container: "models"}, []string{dA}},
+		{"a template's volume is not recorded", Query{Namespace: "ml", OwnerKind: "Deployment", OwnerName: "serve", Volume: "next"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, r := range h.Find(tt.q) {
+				got = append(got, r.Digest)
+			}
+			if !reflect.DeepEqual(got, tt.wants) {
+				t.Errorf("Find(%+v): %v, want %v", tt.q, got, tt.wants)
+			}
+		})
+	}
+}

@@ -417,8 +417,8 @@ func (g *kgraph) filesystems(files map[string][]byte, dirs []string, mk *markers
 	return plain, marked
 }
 
-// markLiterals returns a manifest's bytes with each container image's tag
-// replaced by a marker (its name kept, so that images entries match it as
+// markLiterals returns a manifest's bytes with each container image's (and
+// image volume reference's) tag replaced by a marker (its name kept, so that images entries match it as
 // before), or data as it is when it holds none.
 func markLiterals(path string, data []byte, mk *markers, items *[]markItem) []byte {
 	switch strings.ToLower(filepath.Ext(path)) {
@@ -444,7 +444,7 @@ func markLiterals(path string, data []byte, mk *markers, items *[]markItem) []by
 	n := 0
 	for _, s := range sites {
 		switch s.Field {
-		case "containers", "initContainers", "ephemeralContainers":
+		case "containers", "initContainers", "ephemeralContainers", yamlfile.FieldImageVolumes:
 		default:
 			continue
 		}

@@ -224,6 +224,36 @@ func TestFindKustomize(t *testing.T) {
 	}
 }
 
+// TestFindKustomizeImageVolume: kustomize's images entries reach an image
+// volume's reference (spec/volumes[]/image/reference in its image field
+// specs) as they reach a container's image: a volume an entry retags is
+// traced to that entry, one no entry names to the line of the resource
+// that writes it.
+func TestFindKustomizeImageVolume(t *testing.T) {
+	t.Parallel()
+	dir := writeTree(t, map[string]string{
+		"base/kustomization.yaml": "resources: [deploy.yaml]\n",
+		"base/deploy.yaml": deployment("serve", "reg.example.com/ml/server:v1") +
+			"      volumes:\n        - name: weights\n          image:\n            reference: reg.example.com/ml/weights:v3\n            pullPolicy: Always\n",
+		"prod/kustomization.yaml":  "resources: [../base]\nimages:\n- name: reg.example.com/ml/server\n  newTag: v2\n- name: reg.example.com/ml/weights\n  newTag: v9\n",
+		"stage/kustomization.yaml": "resources: [../base]\nnamePrefix: stage-\nimages:\n- name: reg.example.com/ml/server\n  newTag: v2\n",
+	})
+	tr := Find(dir)
+	check(t, "uses", under(dir, uses(tr)), []string{
+		"D/prod/kustomization.yaml:3 Deployment /serve c0 reg.example.com/ml/server:v2 images-entry entry-digest",
+		"D/prod/kustomization.yaml:5 Deployment /serve weights reg.example.com/ml/weights:v9 images-entry entry-digest",
+		"D/stage/kustomization.yaml:4 Deployment /stage-serve c0 reg.example.com/ml/server:v2 images-entry entry-digest",
+		"D/base/deploy.yaml:14 Deployment /stage-serve weights reg.example.com/ml/weights:v3 literal set-ref",
+	})
+	for _, a := range tr.Apps {
+		for _, u := range a.Uses {
+			if u.Container == "weights" && (u.Field != yamlfile.FieldImageVolumes || u.PullPolicy != "Always") {
+				t.Errorf("the volume's use: field %q, pull policy %q; want %q, Always", u.Field, u.PullPolicy, yamlfile.FieldImageVolumes)
+			}
+		}
+	}
+}
+
 // TestFindHelm: each image of a chart at the values key that sets it, or
 // why no key does; what is left out.
 func TestFindHelm(t *testing.T) {

@@ -156,12 +156,15 @@ func workloadTitle(w *workloadGroup) string {
 }
 
 // useWhere says where one use of an image is, within its workload: the
-// container, the manifest's line, the pod and node; the source for a use
+// container or image volume, the manifest's line, the pod and node; the source for a use
 // of no workload ("images.txt:3", "command line").
 func useWhere(u types.Use) string {
 	var parts []string
 	if u.Container != "" {
 		parts = append(parts, "container "+u.Container)
+	}
+	if u.Volume != "" {
+		parts = append(parts, "volume "+u.Volume)
 	}
 	if u.File != "" {
 		loc := u.File

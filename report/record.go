@@ -35,7 +35,7 @@ func RecordSnapshot(w io.Writer, format string, res record.Result, store string)
 		if d == "" {
 			d = "(no repo digest)"
 		}
-		row(tw, e.Namespace, e.OwnerKind+"/"+e.OwnerName, e.Pod, e.Container, d, e.Node)
+		row(tw, e.Namespace, e.OwnerKind+"/"+e.OwnerName, e.Pod, containerCell(e.Container, e.Volume), d, e.Node)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -71,7 +71,7 @@ func RecordDiff(w io.Writer, format string, res record.Result) error {
 		for i, d := range c.From {
 			was[i] = types.ShortDigest(d)
 		}
-		row(tw, c.Namespace, c.OwnerKind+"/"+c.OwnerName, c.Container, c.Pod, strings.Join(was, ","), types.ShortDigest(c.To))
+		row(tw, c.Namespace, c.OwnerKind+"/"+c.OwnerName, containerCell(c.Container, c.Volume), c.Pod, strings.Join(was, ","), types.ShortDigest(c.To))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -91,6 +91,15 @@ func recordJSON(w io.Writer, res record.Result, changes []record.Change) error {
 		Changes    []record.Change `json:"changes"`
 		Trimmed    int             `json:"trimmed"`
 	}{res.Snapshot.Cluster, res.Snapshot.Time, len(res.Snapshot.Entries), res.Snapshot.Entries, changes, res.Trimmed})
+}
+
+// containerCell is the CONTAINER cell of a record table: the container's
+// name, or "volume NAME" for an image volume.
+func containerCell(container, volume string) string {
+	if volume != "" {
+		return "volume " + volume
+	}
+	return container
 }
 
 // row writes one table row, each cell through Printable (which also keeps

@@ -140,3 +140,32 @@ func TestRecordUnknownFormat(t *testing.T) {
 		}
 	}
 }
+
+// An image volume's row says "volume NAME" in the CONTAINER column.
+func TestRecordImageVolume(t *testing.T) {
+	res := recordResult()
+	res.Snapshot.Entries = []record.Entry{{Cluster: "kind-prod", Namespace: "ml", OwnerKind: "Deployment", OwnerName: "serve",
+		Pod: "serve-1", Volume: "weights", Image: "reg.example/models:v3", Digest: "sha256:" + strings.Repeat("d", 64)}}
+	res.Changes = []record.Change{{Cluster: "kind-prod", Namespace: "ml", OwnerKind: "Deployment", OwnerName: "serve", Volume: "weights",
+		Pod: "serve-1", From: []string{"sha256:" + strings.Repeat("a", 64)}, To: "sha256:" + strings.Repeat("d", 64)}}
+	for _, tc := range []struct {
+		name   string
+		render func(w io.Writer) error
+		want   string
+	}{
+		{"snapshot table", func(w io.Writer) error { return RecordSnapshot(w, "table", res, "h.json") }, "serve-1  volume weights"},
+		{"diff table", func(w io.Writer) error { return RecordDiff(w, "table", res) }, "volume weights"},
+		{"diff json", func(w io.Writer) error { return RecordDiff(w, "json", res) }, `"Volume": "weights"`},
+		{"snapshot json", func(w io.Writer) error { return RecordSnapshot(w, "json", res, "h.json") }, `"volume": "weights"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := tc.render(&buf); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(buf.String(), tc.want) {
+				t.Errorf("output does not say %q:\n%s", tc.want, buf.String())
+			}
+		})
+	}
+}

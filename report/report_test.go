@@ -169,3 +169,43 @@ func TestJSONInputErrorsNeverNull(t *testing.T) {
 		t.Errorf("no empty inputErrors:\n%s", buf.String())
 	}
 }
+
+// TestImageVolumeUses: every format that names a use's container names an
+// image volume's use by its volume; JSON keeps it as "volume".
+func TestImageVolumeUses(t *testing.T) {
+	r := &types.Result{Images: []*types.Image{{
+		Reference: "reg.example/models:v3", Verdict: types.Broken,
+		Findings: []types.Finding{{Code: types.ManifestMissing, Severity: types.SeverityCritical, Message: "gone"}},
+		Uses: []types.Use{
+			{Source: "cluster", Kind: "Deployment", Namespace: "ml", Name: "serve", Volume: "weights", Pod: "serve-1", Node: "node-a"},
+			{Source: "file", File: "serve.yaml", Line: 21, Kind: "Deployment", Namespace: "ml", Name: "serve", Volume: "weights"},
+		},
+	}}}
+	tests := []struct {
+		format string
+		want   string
+	}{
+		{"table", "volume weights"},
+		{"markdown", "volume weights"},
+		{"html", "volume weights"},
+		{"json", `"volume": "weights"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.format, func(t *testing.T) {
+			rd, err := For(tt.format)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var buf bytes.Buffer
+			if err := rd.Render(&buf, r); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Contains(buf.Bytes(), []byte(tt.want)) {
+				t.Errorf("%s output does not say %q:\n%s", tt.format, tt.want, buf.String())
+			}
+			if bytes.Contains(buf.Bytes(), []byte("container weights")) {
+				t.Errorf("%s output calls the volume a container:\n%s", tt.format, buf.String())
+			}
+		})
+	}
+}

@@ -120,7 +120,7 @@ func uses(us []types.Use) string {
 }
 
 // useString names a use the way kubectl users read it: file:line, then
-// kind namespace/name container.
+// kind namespace/name container (or volume, for an image volume).
 func useString(u types.Use) string {
 	var parts []string
 	if u.File != "" {
@@ -139,6 +139,9 @@ func useString(u types.Use) string {
 	}
 	if u.Container != "" {
 		parts = append(parts, "container "+u.Container)
+	}
+	if u.Volume != "" {
+		parts = append(parts, "volume "+u.Volume)
 	}
 	if u.Node != "" {
 		parts = append(parts, "on "+u.Node)

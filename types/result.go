@@ -23,12 +23,18 @@ type Use struct {
 	Name      string `json:"name,omitempty"`
 	// Container is the container's name in the pod spec.
 	Container string `json:"container,omitempty"`
+	// Volume is, for a pod's image volume (volumes[].image.reference,
+	// which the kubelet pulls as it pulls a container's image), the
+	// volume's name; Container is then empty.
+	Volume string `json:"volume,omitempty"`
 	// Pod and Node say where a container runs, in a cluster.
 	Pod  string `json:"pod,omitempty"`
 	Node string `json:"node,omitempty"`
-	// PullPolicy is the container's imagePullPolicy, when known.
+	// PullPolicy is the container's imagePullPolicy (an image volume's
+	// pullPolicy), when known.
 	PullPolicy string `json:"pullPolicy,omitempty"`
-	// RunningDigest is the repo digest the container runs, from its imageID.
+	// RunningDigest is the repo digest the container runs, from its
+	// imageID (the digest an image volume's status says was mounted).
 	RunningDigest string `json:"runningDigest,omitempty"`
 	// ImageID is the container status's imageID as the runtime reported it.
 	ImageID string `json:"imageID,omitempty"`

@@ -26,13 +26,16 @@ type Image struct {
 	// images: entry of a kustomization.
 	Kind            string
 	Namespace, Name string // metadata of the object (namespace may be empty); compose: the project name
-	// Container is the container name; compose: the service name;
-	// kustomize: the name: of the images entry.
+	// Container is the container name; for an image volume, the volume's
+	// name; compose: the service name; kustomize: the name: of the images
+	// entry.
 	Container string
 	// Field is "containers", "initContainers", "ephemeralContainers",
-	// "image" (compose) or "images" (kustomize).
+	// "imageVolumes" (FieldImageVolumes: a pod spec's
+	// volumes[].image.reference), "image" (compose) or "images"
+	// (kustomize).
 	Field      string
-	PullPolicy string // imagePullPolicy (compose: pull_policy) when set
+	PullPolicy string // imagePullPolicy (image volume: pullPolicy; compose: pull_policy) when set
 	// Alias is set when the value is reached through a YAML alias or sits
 	// under an anchor that an alias refers to: editing it would change
 	// more than one place, so tools must report it and never edit it.
@@ -44,11 +47,12 @@ type Image struct {
 // parsed from the same bytes; their Line and Column are positions in them.
 type Site struct {
 	Image
-	// Value is the image scalar; for a kustomization entry, the value of
-	// its name: key.
+	// Value is the image scalar (an image volume's reference:); for a
+	// kustomization entry, the value of its name: key.
 	Value *yaml.Node
-	// PullPolicy is the container's imagePullPolicy scalar, or nil (also
-	// when it is reached through an alias and so must not be edited).
+	// PullPolicy is the container's imagePullPolicy scalar (an image
+	// volume's pullPolicy), or nil (also when it is reached through an
+	// alias and so must not be edited).
 	PullPolicy *yaml.Node
 	// Entry is the images: entry mapping of a kustomization, or nil.
 	Entry *yaml.Node

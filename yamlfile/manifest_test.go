@@ -77,6 +77,14 @@ func TestParse(t *testing.T) {
 		{"deploy.json", []string{
 			`2:71 Deployment /j c containers "nginx:1.25"`,
 		}},
+		{"imagevolumes.yaml", []string{
+			`11:14 Pod ml/serve server containers "registry.example.com/ml/server:1.2"`,
+			`19:20 Pod ml/serve weights imageVolumes "registry.example.com/ml/weights:v3" policy=Always`,
+			`24:26 Pod ml/serve flow imageVolumes "registry.example.com/ml/tokenizer:v1" policy=IfNotPresent`,
+			`37:22 CronJob /train trainer containers "registry.example.com/ml/trainer:7"`,
+			`41:28 CronJob /train data imageVolumes "registry.example.com/ml/data:2026-11" alias`,
+			`44:28 CronJob /train data-again imageVolumes "registry.example.com/ml/data:2026-11" alias`,
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {

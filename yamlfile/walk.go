@@ -26,6 +26,11 @@ var podSpecPath = map[string][]string{
 // containerFields are the pod spec fields that hold containers.
 var containerFields = []string{"initContainers", "containers", "ephemeralContainers"}
 
+// FieldImageVolumes is the Field of an image volume's reference
+// (volumes[].image.reference, KEP-4639), which the kubelet pulls as it
+// pulls a container's image.
+const FieldImageVolumes = "imageVolumes"
+
 type walker struct {
 	file       string
 	base       string              // base name of file
@@ -157,6 +162,12 @@ func (w *walker) object(obj ref, depth int) {
 			return
 		}
 	}
+	w.containers(base, spec)
+	w.imageVolumes(base, spec)
+}
+
+// containers adds the image of every container of pod spec spec.
+func (w *walker) containers(base Image, spec ref) {
 	for _, field := range containerFields {
 		list, ok := w.get(spec, field)
 		if !ok || list.node.Kind != yaml.SequenceNode {
@@ -171,13 +182,45 @@ func (w *walker) object(obj ref, depth int) {
 			s := w.site(base, img)
 			s.Field = field
 			s.Container = w.str(ctr, "name")
-			if pp, ok := w.get(ctr, "imagePullPolicy"); ok && isValue(pp.node) {
-				s.Image.PullPolicy = pp.node.Value
-				if !pp.alias {
-					s.PullPolicy = pp.node
-				}
-			}
+			w.pullPolicy(&s, ctr, "imagePullPolicy")
 			w.sites = append(w.sites, s)
+		}
+	}
+}
+
+// imageVolumes adds the reference of every image volume of pod spec spec
+// (volumes[].image.reference), named by the volume, with its pullPolicy.
+func (w *walker) imageVolumes(base Image, spec ref) {
+	list, ok := w.get(spec, "volumes")
+	if !ok || list.node.Kind != yaml.SequenceNode {
+		return
+	}
+	for _, v := range list.node.Content {
+		vol := w.resolve(v, list.alias, list.pos)
+		src, ok := w.get(vol, "image")
+		if !ok {
+			continue
+		}
+		img, ok := w.get(src, "reference")
+		if !ok || !isValue(img.node) {
+			continue
+		}
+		s := w.site(base, img)
+		s.Field = FieldImageVolumes
+		s.Container = w.str(vol, "name")
+		w.pullPolicy(&s, src, "pullPolicy")
+		w.sites = append(w.sites, s)
+	}
+}
+
+// pullPolicy sets s's pull policy from key of mapping m (a container's
+// imagePullPolicy, an image volume's pullPolicy), and its node when no
+// alias is on the way.
+func (w *walker) pullPolicy(s *Site, m ref, key string) {
+	if pp, ok := w.get(m, key); ok && isValue(pp.node) {
+		s.Image.PullPolicy = pp.node.Value
+		if !pp.alias {
+			s.PullPolicy = pp.node
 		}
 	}
 }

@@ -215,7 +215,7 @@ func gcCheckTargets(cmd *cobra.Command, s Streams, g *globals, f *gcCheckFlags) 
 			return nil, false, usageError(fmt.Errorf("--from-records: %w", err))
 		}
 		for _, r := range h.Records {
-			use := types.Use{Source: "records", Kind: r.OwnerKind, Namespace: r.Namespace, Name: r.OwnerName, Container: r.Container, Pod: r.Pod, Node: r.Node, RunningDigest: r.Digest}
+			use := types.Use{Source: "records", Kind: r.OwnerKind, Namespace: r.Namespace, Name: r.OwnerName, Container: r.Container, Volume: r.Volume, Pod: r.Pod, Node: r.Node, RunningDigest: r.Digest}
 			targets = append(targets, types.Target{Ref: r.Image, Uses: []types.Use{use}})
 			if r.Digest != "" {
 				targets = append(targets, types.Target{Ref: cluster.RunningRef(r.Image, r.Digest), Uses: []types.Use{use}})

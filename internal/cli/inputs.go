@@ -63,10 +63,14 @@ func (in inputs) collect(stdin io.Reader) ([]types.Target, []types.InputError) {
 			problems = append(problems, inputError(path, err))
 		}
 		for _, img := range imgs {
-			out = append(out, types.Target{Ref: img.Ref, Uses: []types.Use{{
+			u := types.Use{
 				Source: "file", File: img.File, Line: img.Line, Kind: img.Kind,
 				Namespace: img.Namespace, Name: img.Name, Container: img.Container, PullPolicy: img.PullPolicy,
-			}}})
+			}
+			if img.Field == yamlfile.FieldImageVolumes {
+				u.Container, u.Volume = "", img.Container
+			}
+			out = append(out, types.Target{Ref: img.Ref, Uses: []types.Use{u}})
 		}
 	}
 	return out, problems

@@ -105,7 +105,7 @@ could not be handled (nothing else failed).`,
 	fl.BoolVar(&f.check, "check", false, "change nothing, ask no registry: list unpinned references and exit 1 if any")
 	fl.BoolVar(&f.update, "update", false, "also move existing pins to their tag's current digest")
 	fl.BoolVar(&f.allowBroken, "allow-broken", false, "pin even to a digest whose tree is broken (the tree is then not walked)")
-	fl.StringVar(&f.pullPolicy, "pull-policy", "", "also rewrite imagePullPolicy: Always to this (IfNotPresent or Never) on the containers pinned")
+	fl.StringVar(&f.pullPolicy, "pull-policy", "", "also rewrite imagePullPolicy: Always to this (IfNotPresent or Never) on the containers pinned, and an image volume's pullPolicy: Always")
 	fl.StringArrayVar(&f.exclude, "exclude", nil, "skip files matching this glob, relative to each PATH; without a slash it matches any path element (repeatable)")
 	fl.StringVar(&f.imagesOnly, "images-only", "", "only touch references (as written) matching this regular expression")
 	fl.StringVar(&f.fromRecords, "from-records", "", "pin to the digest last recorded running (history file of regcheck record) instead of the tag's")

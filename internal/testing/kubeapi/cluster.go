@@ -153,9 +153,11 @@ func freePorts(n int) ([]int, error) {
 
 // Start starts etcd and kube-apiserver from binDir with their state, logs,
 // keys and kubeconfig in dir, and waits until /readyz answers ok (at most
-// ReadyTimeout). A start error includes the tail of both logs. Stop the
-// cluster with Stop; the processes also die with the test process.
-func Start(ctx context.Context, dir, binDir string) (*Cluster, error) {
+// ReadyTimeout). apiserverFlags are added to kube-apiserver's own (say
+// "--feature-gates=ImageVolumeWithDigest=true" for a field an alpha gate
+// keeps). A start error includes the tail of both logs. Stop the cluster
+// with Stop; the processes also die with the test process.
+func Start(ctx context.Context, dir, binDir string, apiserverFlags ...string) (*Cluster, error) {
 	etcdBin := filepath.Join(binDir, EtcdBinary)
 	apiBin := filepath.Join(binDir, APIServerBinary)
 	var missing []error
@@ -216,22 +218,23 @@ func Start(ctx context.Context, dir, binDir string) (*Cluster, error) {
 	}
 	certDir := filepath.Join(dir, "certs")
 
-	c.apiserver, err = startProcess("kube-apiserver", apiBin, filepath.Join(dir, "kube-apiserver.log"),
-		"--etcd-servers="+clientURL,
+	flags := append([]string{
+		"--etcd-servers=" + clientURL,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(securePort),
-		"--cert-dir="+certDir,
+		"--secure-port=" + strconv.Itoa(securePort),
+		"--cert-dir=" + certDir,
 		"--authorization-mode=RBAC",
-		"--token-auth-file="+tokenFile,
+		"--token-auth-file=" + tokenFile,
 		"--service-account-issuer=https://kubernetes.default.svc",
-		"--service-account-key-file="+keyFile,
-		"--service-account-signing-key-file="+keyFile,
+		"--service-account-key-file=" + keyFile,
+		"--service-account-signing-key-file=" + keyFile,
 		"--service-cluster-ip-range=10.0.0.0/24",
 		"--endpoint-reconciler-type=none",
 		"--enable-priority-and-fairness=false",
 		"--v=1",
-	)
+	}, apiserverFlags...)
+	c.apiserver, err = startProcess("kube-apiserver", apiBin, filepath.Join(dir, "kube-apiserver.log"), flags...)
 	if err != nil {
 		return nil, err
 	}
