@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -185,4 +186,68 @@ func shortRef(ref string) string {
 		return ref[i+1:]
 	}
 	return ref
+}
+
+// TestPullPathRegistriesConf: a CRI-O registries.conf, whose runtime
+// (containers/image) takes every piece of an image from the source that
+// served its manifest. No CRI-O runs here: the expected verdicts are
+// containers/image's rules (docs/pull-path.md). A mirror that lacks the
+// image hands the pull to the registry, for a tag and for a digest alike;
+// a tag-only mirror serves tags and never digests.
+func TestPullPathRegistriesConf(t *testing.T) {
+	up, imgs := startRegistry(t, registry.V3)
+	mirror := startEmpty(t, registry.V3)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := fixture.Push(ctx, mirror.Host(), "gc/"); err != nil {
+		t.Fatal(err)
+	}
+	empty := startEmpty(t, registry.V3)
+	var single fixture.Image
+	for _, im := range imgs {
+		if im.Name == "single" {
+			single = im
+		}
+	}
+	pinned := strings.Replace(single.Ref, ":v1", "@"+single.Digest.String(), 1)
+	conf := func(mirror, pull string) string {
+		s := fmt.Sprintf("[[registry]]\nprefix = %q\nlocation = %q\ninsecure = true\n\n[[registry.mirror]]\nlocation = %q\ninsecure = true\n", up.Host(), up.Host(), mirror)
+		if pull != "" {
+			s += fmt.Sprintf("pull-from-mirror = %q\n", pull)
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		name, conf, ref string
+		want            types.Verdict
+		code            types.Code
+	}{
+		{"empty mirror, by tag", conf(empty.Host(), ""), single.Ref, types.OK, types.MirrorLacks},
+		{"empty mirror, by digest", conf(empty.Host(), ""), pinned, types.OK, types.MirrorLacks},
+		{"tag-only mirror, by tag", conf(mirror.Host(), "tag-only"), single.Ref, types.OK, ""},
+		{"tag-only mirror, by digest", conf(mirror.Host(), "tag-only"), pinned, types.OK, ""},
+		{"digest-only mirror, by digest", conf(empty.Host(), "digest-only"), pinned, types.OK, types.MirrorLacks},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "registries.conf")
+			if err := os.WriteFile(path, []byte(tc.conf), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			doc, _, _ := scanCLI(t, "--platform", "linux/amd64", "--registries-config", path, "--no-cache", tc.ref)
+			im := byReference(doc)[tc.ref]
+			if im == nil {
+				t.Fatalf("%s not in the report", tc.ref)
+			}
+			var codes []types.Code
+			for _, f := range im.Findings {
+				codes = append(codes, f.Code)
+			}
+			if im.Verdict != tc.want || (tc.code != "" && !slices.Contains(codes, tc.code)) {
+				t.Errorf("%s: %s %v, want %s with %q", tc.ref, im.Verdict, codes, tc.want, tc.code)
+				for _, f := range im.Findings {
+					t.Logf("    %s %s: %s", f.Severity, f.Code, f.Message)
+				}
+			}
+		})
+	}
 }

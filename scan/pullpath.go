@@ -50,7 +50,6 @@ type pathReader struct {
 	mu       sync.Mutex
 	clients  map[string]*client // by endpoint (URL, repository, ns)
 	counters []*counter         // of the endpoints with a transport of their own
-	sticky   map[string]string  // containers/image: the endpoint that resolved each repository
 	log      map[string][]epAnswer
 }
 
@@ -58,47 +57,109 @@ var _ walk.Reader = (*pathReader)(nil)
 
 func newPathReader(o *options, l layers, sem chan struct{}) *pathReader {
 	return &pathReader{cfg: o.pullPath, fb: o.pullPath.Fallback(), o: o, l: l, sem: sem,
-		clients: map[string]*client{}, sticky: map[string]string{}, log: map[string][]epAnswer{}}
+		clients: map[string]*client{}, log: map[string][]epAnswer{}}
+}
+
+// forImage is the reader one image's walk asks. A runtime that takes
+// every piece from the source that served the image's manifest
+// (containers/image: Fallback.Sticky) gets a view that remembers that
+// source for this image alone; others share p.
+func (p *pathReader) forImage() walk.Reader {
+	if !p.fb.Sticky {
+		return p
+	}
+	return &stickyReader{p: p}
 }
 
 // Resolve asks the endpoints that resolve tags, in order.
 func (p *pathReader) Resolve(ctx context.Context, repo name.Repository, tag string) (walk.Descriptor, error) {
 	ref := repo.Tag(tag)
-	return askPath(ctx, p, ref, pullpath.StepResolve, func(c *client) (walk.Descriptor, error) { return c.resolve(ctx, ref) })
+	return askPath(ctx, p, ref, pullpath.StepResolve, nil, func(c *client) (walk.Descriptor, error) { return c.resolve(ctx, ref) })
 }
 
 // Manifest asks the endpoints that serve content for a manifest by digest.
 func (p *pathReader) Manifest(ctx context.Context, repo name.Repository, digest string) (walk.Manifest, error) {
-	return askPath(ctx, p, repo.Digest(digest), pullpath.StepFetch, func(c *client) (walk.Manifest, error) { return c.manifest(ctx, repo, digest) })
+	return askPath(ctx, p, repo.Digest(digest), pullpath.StepFetch, nil, func(c *client) (walk.Manifest, error) { return c.manifest(ctx, repo, digest) })
 }
 
 // Blob asks the endpoints that serve content for a blob.
 func (p *pathReader) Blob(ctx context.Context, repo name.Repository, digest string) error {
-	_, err := askPath(ctx, p, repo.Digest(digest), pullpath.StepFetch, func(c *client) (struct{}, error) { return struct{}{}, c.blob(ctx, repo, digest) })
+	_, err := askPath(ctx, p, repo.Digest(digest), pullpath.StepFetch, nil, func(c *client) (struct{}, error) { return struct{}{}, c.blob(ctx, repo, digest) })
 	return err
 }
 
+// stickyReader is one image's walk on a sticky runtime: the first
+// manifest asked (by tag or digest) picks the source, as containers/image's
+// newImageSource does, trying each in turn; every later piece comes from
+// that source alone.
+type stickyReader struct {
+	p      *pathReader
+	mu     sync.Mutex
+	source *pullpath.Endpoint
+}
+
+// Resolve picks the source.
+func (r *stickyReader) Resolve(ctx context.Context, repo name.Repository, tag string) (walk.Descriptor, error) {
+	ref := repo.Tag(tag)
+	return askPath(ctx, r.p, ref, pullpath.StepResolve, r, func(c *client) (walk.Descriptor, error) { return c.resolve(ctx, ref) })
+}
+
+// Manifest asks the source, or picks it when none is picked yet (an image
+// pinned by digest).
+func (r *stickyReader) Manifest(ctx context.Context, repo name.Repository, digest string) (walk.Manifest, error) {
+	step := pullpath.StepFetch
+	if r.picked() == nil {
+		step = pullpath.StepResolve
+	}
+	return askPath(ctx, r.p, repo.Digest(digest), step, r, func(c *client) (walk.Manifest, error) { return c.manifest(ctx, repo, digest) })
+}
+
+// Blob asks the source.
+func (r *stickyReader) Blob(ctx context.Context, repo name.Repository, digest string) error {
+	_, err := askPath(ctx, r.p, repo.Digest(digest), pullpath.StepFetch, r, func(c *client) (struct{}, error) { return struct{}{}, c.blob(ctx, repo, digest) })
+	return err
+}
+
+func (r *stickyReader) picked() *pullpath.Endpoint {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.source
+}
+
+func (r *stickyReader) pick(ep pullpath.Endpoint) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.source == nil {
+		r.source = &ep
+	}
+}
+
 // askPath asks ref's endpoints in the runtime's order until one serves
-// it, as the runtime's fallback table says, and logs every answer.
-func askPath[T any](ctx context.Context, p *pathReader, ref name.Reference, step pullpath.Step, ask func(*client) (T, error)) (T, error) {
+// it, as the runtime's fallback table says, and logs every answer. With
+// sticky (a sticky runtime's image walk), a piece after the first is asked
+// of the source the first came from, alone.
+func askPath[T any](ctx context.Context, p *pathReader, ref name.Reference, step pullpath.Step, sticky *stickyReader, ask func(*client) (T, error)) (T, error) {
 	var zero T
-	eps, err := p.cfg.Endpoints(ref)
+	eps, err := p.endpoints(ref, step, sticky)
 	if err != nil {
 		return zero, &RegistryError{Method: http.MethodGet, URL: ref.Name(), Detail: "the node's pull path: " + err.Error(), Err: types.ErrRegistry}
 	}
 	var answers []epAnswer
 	defer func() { p.record(ref, answers) }()
-	for _, ep := range p.asked(ref, step, eps) {
+	for _, ep := range eps {
 		if ep.Blocked {
 			answers = append(answers, epAnswer{ep, errBlocked})
 			continue
 		}
 		c, err := p.client(ep)
 		if err == nil {
+			ep = c.at.ep // as asked: plain HTTP where the endpoint answered so
 			var v T
 			if v, err = ask(c); err == nil {
 				answers = append(answers, epAnswer{ep, nil})
-				p.served(ref, step, ep)
+				if sticky != nil {
+					sticky.pick(ep)
+				}
 				return v, nil
 			}
 		}
@@ -113,52 +174,51 @@ func askPath[T any](ctx context.Context, p *pathReader, ref name.Reference, step
 	return zero, pathError(ref, answers)
 }
 
-// errBlocked is an endpoint the runtime refuses without a request.
-var errBlocked = errors.New("blocked by the configuration: the runtime makes no request to it")
-
-// asked filters eps to those the runtime asks at step: for a tag, those
-// that resolve; for content, those that pull, or with a sticky runtime
-// (containers/image) the one that resolved the repository.
-func (p *pathReader) asked(ref name.Reference, step pullpath.Step, eps []pullpath.Endpoint) []pullpath.Endpoint {
+// endpoints are the endpoints the runtime asks for ref at step: for a tag,
+// those that resolve; for content, those that pull, or on a sticky
+// runtime the image's source alone once it is picked.
+func (p *pathReader) endpoints(ref name.Reference, step pullpath.Step, sticky *stickyReader) ([]pullpath.Endpoint, error) {
+	if sticky != nil && step == pullpath.StepFetch {
+		if src := sticky.picked(); src != nil {
+			return []pullpath.Endpoint{*src}, nil
+		}
+	}
+	eps, err := p.cfg.Endpoints(ref)
+	if err != nil {
+		return nil, err
+	}
 	var out []pullpath.Endpoint
-	p.mu.Lock()
-	stuck := p.sticky[ref.Context().Name()]
-	p.mu.Unlock()
 	for _, ep := range eps {
-		switch {
-		case step == pullpath.StepResolve && !ep.Resolve, step == pullpath.StepFetch && !ep.Pull:
-			continue
-		case step == pullpath.StepFetch && p.fb.Sticky && stuck != "" && endpointKey(ep) != stuck:
+		if step == pullpath.StepResolve && !ep.Resolve || step == pullpath.StepFetch && !ep.Pull {
 			continue
 		}
 		out = append(out, ep)
 	}
-	return out
+	return out, nil
 }
 
-// served remembers, for a sticky runtime, the endpoint that resolved.
-func (p *pathReader) served(ref name.Reference, step pullpath.Step, ep pullpath.Endpoint) {
-	if !p.fb.Sticky {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if _, ok := p.sticky[ref.Context().Name()]; !ok || step == pullpath.StepResolve {
-		p.sticky[ref.Context().Name()] = endpointKey(ep)
-	}
-}
+// errBlocked is an endpoint the runtime refuses without a request.
+var errBlocked = errors.New("blocked by the configuration: the runtime makes no request to it")
 
 // client returns the client of one endpoint, made the first time.
+// It is made outside the lock (making one may dial the endpoint, see
+// newEndpointAt): two callers may both make one, and the first kept wins.
 func (p *pathReader) client(ep pullpath.Endpoint) (*client, error) {
 	k := endpointKey(ep)
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if c := p.clients[k]; c != nil {
+	c := p.clients[k]
+	p.mu.Unlock()
+	if c != nil {
 		return c, nil
 	}
 	c, n, err := endpointClient(p.o, p.l, p.sem, ep)
 	if err != nil {
 		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if kept := p.clients[k]; kept != nil {
+		return kept, nil
 	}
 	p.clients[k] = c
 	if n != nil {
@@ -224,15 +284,15 @@ func pathError(ref name.Reference, answers []epAnswer) error {
 	}
 	switch {
 	case len(answers) == 0:
-		e.err = fmt.Errorf("no endpoint of the node's configuration is asked for it: %w", types.ErrNotFound)
+		e.err = fmt.Errorf("the node's configuration names no endpoint to ask for it: %w", types.ErrRegistry)
 	case upstream != nil && errors.Is(upstream, types.ErrNotFound):
 		e.err = upstream
 	case upstream == nil && fault == nil && notFound != nil:
 		e.err = notFound
 	case fault != nil:
 		e.err = fault
-	default: // every endpoint blocked: the runtime refuses the pull
-		e.err = fmt.Errorf("every endpoint the node would ask is blocked: %w", types.ErrNotFound)
+	default: // the endpoints asked said 404 or were blocked, the registry among the blocked
+		e.err = fmt.Errorf("the node's configuration blocks the registry itself: only it can say the piece is gone: %w", types.ErrRegistry)
 	}
 	return e
 }

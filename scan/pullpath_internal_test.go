@@ -33,7 +33,11 @@ func TestPathError(t *testing.T) {
 		{"registry refused after a mirror 404", []epAnswer{{mirror, notFound}, {upstream, refused}}, types.ErrUnreachable},
 		{"no registry asked: a mirror 404", []epAnswer{{mirror, notFound}}, types.ErrNotFound},
 		{"no registry asked: one mirror 404, one refused", []epAnswer{{mirror, notFound}, {ep("m2:5000", true), refused}}, types.ErrUnreachable},
-		{"every endpoint blocked", []epAnswer{{mirror, errBlocked}}, types.ErrNotFound},
+		// Only the registry proves absence: a configuration that leaves
+		// nothing to ask, or blocks the registry, is a fault.
+		{"every endpoint blocked", []epAnswer{{mirror, errBlocked}}, types.ErrRegistry},
+		{"a mirror 404, the registry blocked", []epAnswer{{mirror, notFound}, {upstream, errBlocked}}, types.ErrRegistry},
+		{"no endpoint asked", nil, types.ErrRegistry},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := pathError(ref, tc.answers)

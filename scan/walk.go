@@ -32,7 +32,11 @@ func (r remote) Blob(ctx context.Context, repo name.Repository, digest string) e
 
 // walkImage walks one parsed reference into im.
 func (s *Scanner) walkImage(ctx context.Context, ref name.Reference, im *types.Image) {
-	got := s.walker.Walk(ctx, ref)
+	w := s.walker
+	if s.path != nil {
+		w = s.walker.With(s.path.forImage())
+	}
+	got := w.Walk(ctx, ref)
 	im.Digest, im.MediaType = got.Digest, got.MediaType
 	im.Findings = append(im.Findings, got.Findings...)
 	im.Manifests, im.Blobs, im.Tree = got.Manifests, got.Blobs, got.Tree

@@ -60,6 +60,15 @@ func New(r Reader, opts ...Option) *Walker {
 	return w
 }
 
+// With returns a Walker with w's options that reads from r: for a reader
+// whose state is one image's (a runtime that takes every piece from the
+// source of the image's manifest).
+func (w *Walker) With(r Reader) *Walker {
+	c := *w
+	c.r = r
+	return &c
+}
+
 // Walked is what one walk found.
 type Walked struct {
 	// Digest and MediaType are what the reference resolved to.
