@@ -346,7 +346,7 @@ func CheckWithPullSecrets(ctx context.Context, c kubernetes.Interface, inv *inve
 	for _, im := range merged.Images {
 		im.UpdateVerdict()
 	}
-	merged.Requests = sumRequests(merged.Requests)
+	merged.Requests = types.SumRequests(merged.Requests)
 	return merged, nil
 }
 
@@ -406,21 +406,4 @@ func unchecked(ctx context.Context, s *scan.Scanner, inv *inventory.Inventory, p
 		im.UpdateVerdict()
 	}
 	return res, nil
-}
-
-// sumRequests adds up the counts of the same host, kind and status.
-func sumRequests(rs []types.RequestCount) []types.RequestCount {
-	type key struct{ host, kind, status string }
-	idx := map[key]int{}
-	var out []types.RequestCount
-	for _, r := range rs {
-		k := key{r.Host, r.Kind, r.Status}
-		if i, ok := idx[k]; ok {
-			out[i].Count += r.Count
-			continue
-		}
-		idx[k] = len(out)
-		out = append(out, r)
-	}
-	return out
 }

@@ -34,8 +34,9 @@ func usePlatforms(inv *inventory.Inventory, c inventory.Container, u *types.Use)
 // that matter: a piece lost only for a platform no use's node runs is
 // LostForOtherPlatform (info); lost for some of a use's nodes while others
 // still pull it, LostForSomeNodes (at-risk, naming them); lost for every
-// node of some use, it stays as the walk found it (broken). A use whose
-// nodes are unknown requires every platform.
+// node of some use, or for nodes a use must pull on (mustPull), it stays as
+// the walk found it (broken). A use whose nodes are unknown requires every
+// platform.
 func narrowToNodes(im *types.Image) {
 	lost := lostPlatforms(im)
 	if len(lost) == 0 {
@@ -49,7 +50,7 @@ func narrowToNodes(im *types.Image) {
 		case len(needing) == 0:
 			im.Findings[i] = recode(f, types.LostForOtherPlatform,
 				fmt.Sprintf("; no node the workloads may run on is %s (they run %s)", f.Platform, strings.Join(usedPlatforms(im.Uses), ", ")))
-		case !slices.ContainsFunc(needing, func(u types.Use) bool { return allLost(u, lost) }):
+		case !slices.ContainsFunc(needing, func(u types.Use) bool { return allLost(u, lost) || mustPull(u, f.Platform) }):
 			im.Findings[i] = recode(f, types.LostForSomeNodes,
 				fmt.Sprintf("; %s cannot pull it, while %s still can", nodesOfPlatform(needing, f.Platform), otherNodes(needing, f.Platform)))
 		}
@@ -90,6 +91,22 @@ func needers(uses []types.Use, platform string) []types.Use {
 		}
 	}
 	return out
+}
+
+// mustPull reports whether u pulls for platform on a node of that
+// platform whatever else it may run on: a DaemonSet runs a pod on every
+// eligible node, and a running pod whose pull policy is Always pulls again
+// on its own node at its next start.
+func mustPull(u types.Use, platform string) bool {
+	if u.Kind == "DaemonSet" {
+		return true
+	}
+	if u.Pod == "" || u.Node == "" || u.PullPolicy != "Always" {
+		return false
+	}
+	return slices.ContainsFunc(u.Platforms, func(p types.NodePlatform) bool {
+		return slices.Contains(p.Nodes, u.Node) && serves(platform, p.Platform)
+	})
 }
 
 // allLost reports whether every platform u's nodes run has lost a piece:

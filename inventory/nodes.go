@@ -5,7 +5,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 )
 
@@ -26,16 +28,18 @@ type Node struct {
 }
 
 // Placement is what of a pod's spec decides which nodes may run it: its
-// nodeSelector and its required node affinity. Taints and tolerations,
-// topology spread and resources are not read.
+// nodeSelector, its required node affinity and its tolerations (of the
+// nodes' NoSchedule and NoExecute taints). Topology spread and resources
+// are not read.
 type Placement struct {
 	NodeSelector map[string]string
 	Affinity     *corev1.NodeSelector // requiredDuringSchedulingIgnoredDuringExecution
+	Tolerations  []corev1.Toleration
 }
 
 // placementOf reads a pod spec's placement.
 func placementOf(spec *corev1.PodSpec) Placement {
-	p := Placement{NodeSelector: spec.NodeSelector}
+	p := Placement{NodeSelector: spec.NodeSelector, Tolerations: spec.Tolerations}
 	if a := spec.Affinity; a != nil && a.NodeAffinity != nil {
 		p.Affinity = a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
 	}
@@ -61,8 +65,9 @@ func (e Eligibility) Platforms() map[string][]string {
 }
 
 // Eligible returns the nodes container c's pod may run on: those its
-// nodeSelector and required node affinity match, as the scheduler matches
-// them, and the node it runs on. A pod no node matches is taken as able to
+// nodeSelector and required node affinity match and whose NoSchedule and
+// NoExecute taints it tolerates, as the scheduler's own helpers say, and
+// the node it runs on. A pod no node matches is taken as able to
 // run anywhere: the nodes that would serve it are not yet in the cluster.
 func (inv *Inventory) Eligible(c Container) Eligibility {
 	if len(inv.Nodes) == 0 {
@@ -72,18 +77,27 @@ func (inv *Inventory) Eligible(c Container) Eligibility {
 	var out []Node
 	for _, n := range inv.Nodes {
 		ok, err := required.Match(n.node)
-		if (err == nil && ok) || n.Name == c.Node {
+		if (err == nil && ok && tolerated(n.node, c.Placement.Tolerations)) || n.Name == c.Node {
 			out = append(out, n)
 		}
 	}
-	constrained := len(c.Placement.NodeSelector) > 0 || c.Placement.Affinity != nil
+	constrained := len(c.Placement.NodeSelector) > 0 || c.Placement.Affinity != nil || len(out) < len(inv.Nodes)
 	switch {
 	case len(out) == 0:
 		return Eligibility{Nodes: inv.Nodes, Why: fmt.Sprintf("no node matches its nodeSelector and node affinity: every node (%d)", len(inv.Nodes))}
 	case !constrained:
 		return Eligibility{Nodes: out, Why: fmt.Sprintf("every node (%d): no nodeSelector or required node affinity", len(out))}
 	}
-	return Eligibility{Nodes: out, Why: fmt.Sprintf("%d of %d nodes, by its nodeSelector and required node affinity: %s", len(out), len(inv.Nodes), names(out))}
+	return Eligibility{Nodes: out, Why: fmt.Sprintf("%d of %d nodes, by its nodeSelector, required node affinity and tolerations: %s", len(out), len(inv.Nodes), names(out))}
+}
+
+// tolerated reports whether tolerations tolerate every NoSchedule and
+// NoExecute taint of n, as the scheduler's TaintToleration filter asks.
+func tolerated(n *corev1.Node, tolerations []corev1.Toleration) bool {
+	_, untolerated := corev1helpers.FindMatchingUntoleratedTaint(logr.Discard(), n.Spec.Taints, tolerations, func(t *corev1.Taint) bool {
+		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
+	}, false)
+	return !untolerated
 }
 
 // newNodes reads the nodes' names, labels and platforms, sorted by name.

@@ -114,3 +114,29 @@ func nodeNames(ns []inventory.Node) string {
 	}
 	return strings.Join(s, " ")
 }
+
+// TestEligibleTaints: a pod does not run on a node whose NoSchedule or
+// NoExecute taint it does not tolerate, as the scheduler's own helper says.
+func TestEligibleTaints(t *testing.T) {
+	ctx := context.Background()
+	tainted := node("r1", "arm64", nil, false)
+	tainted.Spec.Taints = []corev1.Taint{{Key: "kubernetes.io/arch", Value: "arm64", Effect: corev1.TaintEffectNoSchedule}}
+	preferNo := node("r2", "arm64", nil, false)
+	preferNo.Spec.Taints = []corev1.Taint{{Key: "spot", Effect: corev1.TaintEffectPreferNoSchedule}}
+	tolerating := podOn("tolerates-arm", "", nil, nil)
+	tolerating.Spec.Tolerations = []corev1.Toleration{{Key: "kubernetes.io/arch", Operator: corev1.TolerationOpEqual, Value: "arm64", Effect: corev1.TaintEffectNoSchedule}}
+	c := fake.NewClientset(node("a1", "amd64", nil, false), tainted, preferNo, podOn("plain", "", nil, nil), tolerating, podOn("running-on-r1", "r1", nil, nil))
+	inv, err := inventory.List(ctx, c, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ pod, nodes string }{
+		{"plain", "a1 r2"},            // r1's NoSchedule taint keeps it off; PreferNoSchedule does not
+		{"tolerates-arm", "a1 r1 r2"}, // the toleration lets it on
+		{"running-on-r1", "a1 r1 r2"}, // its own node, whatever the taint
+	} {
+		if got := nodeNames(inv.Eligible(containerOf(t, inv, tc.pod)).Nodes); got != tc.nodes {
+			t.Errorf("%s: nodes %q, want %q", tc.pod, got, tc.nodes)
+		}
+	}
+}

@@ -216,14 +216,13 @@ func WithCAFiles(paths ...string) Option {
 		if len(paths) == 0 {
 			return nil
 		}
+		var err error
 		if o.roots == nil {
-			pool, err := x509.SystemCertPool()
-			if err != nil || pool == nil {
-				pool = x509.NewCertPool()
-			}
-			o.roots = pool
+			o.roots, err = LoadRoots(paths...)
+		} else {
+			err = appendPEM(o.roots, paths...)
 		}
-		if err := appendPEM(o.roots, paths...); err != nil {
+		if err != nil {
 			return err
 		}
 		o.caFiles = append(o.caFiles, paths...)

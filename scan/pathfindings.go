@@ -117,27 +117,27 @@ func (n notes) add(a epAnswer, what string) {
 func (n notes) findings() []types.Finding {
 	var out []types.Finding
 	for _, ep := range sortedKeys(n.lacks) {
-		out = append(out, types.NewAdvisedFinding(types.MirrorLacks, "", "",
-			fmt.Sprintf("%s does not hold %s; the node falls back to the next endpoint, which serves it", ep, list(n.lacks[ep])), ""))
+		out = append(out, types.NewFinding(types.MirrorLacks, "", "",
+			"%s does not hold %s; the node falls back to the next endpoint, which serves it", ep, list(n.lacks[ep])))
 	}
 	for _, ep := range sortedKeys(n.faults) {
-		out = append(out, types.NewAdvisedFinding(types.MirrorUnavailable, "", "",
-			fmt.Sprintf("%s could not be asked for %s (%s); the node moves on to the next endpoint, which serves it", ep, list(n.faults[ep]), n.faultText[ep]), ""))
+		out = append(out, types.NewFinding(types.MirrorUnavailable, "", "",
+			"%s could not be asked for %s (%s); the node moves on to the next endpoint, which serves it", ep, list(n.faults[ep]), n.faultText[ep]))
 	}
 	return out
 }
 
 // mirrorOnly asks the registry itself for a tag or manifest a mirror
 // served: gone there is MirrorOnly; a tag the registry resolves to another
-// digest than the mirror's is MirrorLacks (stale). A fault says nothing.
+// digest than the mirror's is MirrorStale. A fault says nothing.
 func (s *Scanner) mirrorOnly(ctx context.Context, ref name.Reference, im *types.Image, pc piece, mirror string) (types.Finding, bool) {
 	var err error
 	if pc.digest == "" {
 		var d walk.Descriptor
 		d, err = s.c.resolve(ctx, ref.(name.Tag))
 		if err == nil && d.Digest != im.Digest {
-			return types.NewAdvisedFinding(types.MirrorLacks, im.Digest, "",
-				fmt.Sprintf("%s resolves %s to %s, the registry to %s: the node runs the mirror's digest", mirror, pc.what, types.ShortDigest(im.Digest), types.ShortDigest(d.Digest)), ""), true
+			return types.NewFinding(types.MirrorStale, im.Digest, "",
+				"%s resolves %s to %s, the registry to %s: the node runs the mirror's digest", mirror, pc.what, types.ShortDigest(im.Digest), types.ShortDigest(d.Digest)), true
 		}
 	} else {
 		err = remote{s.c}.HasManifest(ctx, ref.Context(), pc.digest)

@@ -273,5 +273,5 @@ func (s *Scanner) Requests() []types.RequestCount {
 	if s.path == nil {
 		return s.counter.counts()
 	}
-	return mergeCounts(append(s.counter.counts(), s.path.counts()...))
+	return sortCounts(types.SumRequests(append(s.counter.counts(), s.path.counts()...)))
 }

@@ -55,22 +55,6 @@ func (c *counter) counts() []types.RequestCount {
 	return sortCounts(out)
 }
 
-// mergeCounts sums the counts of several counters, by host, kind and status.
-func mergeCounts(rs []types.RequestCount) []types.RequestCount {
-	sum := map[types.RequestCount]int{}
-	for _, r := range rs {
-		n := r.Count
-		r.Count = 0
-		sum[r] += n
-	}
-	out := make([]types.RequestCount, 0, len(sum))
-	for k, n := range sum {
-		k.Count = n
-		out = append(out, k)
-	}
-	return sortCounts(out)
-}
-
 // sortCounts orders counts by host, kind and status.
 func sortCounts(out []types.RequestCount) []types.RequestCount {
 	sort.Slice(out, func(i, j int) bool {

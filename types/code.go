@@ -45,9 +45,11 @@ const (
 	// MirrorOnly: a mirror serves a piece the registry no longer has:
 	// the node pulls it, one cache eviction from broken.
 	MirrorOnly Code = "mirror-only"
-	// MirrorLacks: a mirror does not hold a piece, or holds another
-	// digest for the tag: the node falls back, or runs the mirror's bits.
+	// MirrorLacks: a mirror does not hold a piece: the node falls back.
 	MirrorLacks Code = "mirror-lacks"
+	// MirrorStale: a mirror resolves the tag to another digest than the
+	// registry: the node runs the mirror's bits, not the tag's.
+	MirrorStale Code = "mirror-stale"
 	// MirrorUnavailable: an endpoint of the pull path could not be asked;
 	// the node moved on to one that serves the piece.
 	MirrorUnavailable Code = "mirror-unavailable"
@@ -139,7 +141,9 @@ var codes = map[Code]codeInfo{
 	MirrorOnly: {severity: SeverityWarning, advice: says("push the image to the registry again from the mirror (regcheck rescue), or pin the workload to a digest the registry holds: the mirror's copy is one eviction from gone"),
 		description: "only a mirror of the node's pull path still serves a piece the registry has lost"},
 	MirrorLacks: {severity: SeverityInfo, advice: says(""),
-		description: "a mirror of the node's pull path does not hold a piece, or resolves the tag to another digest: the node falls back, or runs the mirror's digest"},
+		description: "a mirror of the node's pull path does not hold a piece: the node falls back to the next endpoint"},
+	MirrorStale: {severity: SeverityWarning, advice: says("refresh the mirror's copy of the tag, or pin the workload by digest so that the mirror and the registry serve the same bits"),
+		description: "a mirror of the node's pull path resolves the tag to another digest than the registry: the node runs the mirror's"},
 	MirrorUnavailable: {severity: SeverityInfo, advice: says(""),
 		description: "an endpoint of the node's pull path could not be asked; the node moved on to one that serves the piece"},
 	Unauthorized: {severity: SeverityWarning, fault: true, advice: says("give regcheck credentials for this registry (the docker config, or the pods' pull secrets in a cluster)"),

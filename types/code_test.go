@@ -31,6 +31,7 @@ func TestCodes(t *testing.T) {
 		LostForOtherPlatform: {SeverityInfo, false, false},
 		MirrorOnly:           {SeverityWarning, false, false},
 		MirrorLacks:          {SeverityInfo, false, false},
+		MirrorStale:          {SeverityWarning, false, false},
 		MirrorUnavailable:    {SeverityInfo, false, false},
 		Unauthorized:         {SeverityWarning, true, false},
 		Forbidden:            {SeverityWarning, true, false},

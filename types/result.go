@@ -229,5 +229,23 @@ type RequestCount struct {
 	Count  int    `json:"count"`
 }
 
+// SumRequests adds up the counts of the same host, kind and status, in
+// the order each first appears.
+func SumRequests(rs []RequestCount) []RequestCount {
+	type key struct{ host, kind, status string }
+	idx := map[key]int{}
+	var out []RequestCount
+	for _, r := range rs {
+		k := key{r.Host, r.Kind, r.Status}
+		if i, ok := idx[k]; ok {
+			out[i].Count += r.Count
+			continue
+		}
+		idx[k] = len(out)
+		out = append(out, r)
+	}
+	return out
+}
+
 // IsZero reports whether u says nothing: the use of an image with none.
 func (u Use) IsZero() bool { return reflect.ValueOf(u).IsZero() }
