@@ -44,7 +44,15 @@ func TestClusterPlatforms(t *testing.T) {
 
 	for _, n := range []struct{ name, arch string }{{"amd-1", "amd64"}, {"arm-1", "arm64"}} {
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name, Labels: map[string]string{"kubernetes.io/os": "linux", "kubernetes.io/arch": n.arch}}}
-		if _, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+		created, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The API server taints a new node not-ready (NoSchedule) until
+		// its kubelet says otherwise; no kubelet runs here: these nodes
+		// are ready.
+		created.Spec.Taints = nil
+		if _, err := cs.CoreV1().Nodes().Update(ctx, created, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
