@@ -57,11 +57,11 @@ type notes struct {
 // (info), and the pieces only a mirror still serves (at-risk: the
 // registry is asked whether it still has the tag and the manifests a
 // mirror served; blobs a mirror served are not asked again).
-func (s *Scanner) pathFindings(ctx context.Context, ref name.Reference, im *types.Image) []types.Finding {
+func (s *Scanner) pathFindings(ctx context.Context, ref name.Reference, im *types.Image, log *answerLog) []types.Finding {
 	n := notes{lacks: map[string][]string{}, faults: map[string][]string{}, faultText: map[string]string{}}
 	var out []types.Finding
 	for _, pc := range pieces(ref, im.Tree) {
-		as := s.path.answers(pc.key)
+		as := log.answers(pc.key)
 		if len(as) == 0 {
 			continue
 		}

@@ -50,25 +50,26 @@ type pathReader struct {
 	mu       sync.Mutex
 	clients  map[string]*client // by endpoint (URL, repository, ns)
 	counters []*counter         // of the endpoints with a transport of their own
-	log      map[string][]epAnswer
+	log      *answerLog
 }
 
 var _ walk.Reader = (*pathReader)(nil)
 
 func newPathReader(o *options, l layers, sem chan struct{}) *pathReader {
 	return &pathReader{cfg: o.pullPath, fb: o.pullPath.Fallback(), o: o, l: l, sem: sem,
-		clients: map[string]*client{}, log: map[string][]epAnswer{}}
+		clients: map[string]*client{}, log: newAnswerLog()}
 }
 
 // forImage is the reader one image's walk asks. A runtime that takes
 // every piece from the source that served the image's manifest
 // (containers/image: Fallback.Sticky) gets a view that remembers that
 // source for this image alone; others share p.
-func (p *pathReader) forImage() walk.Reader {
+func (p *pathReader) forImage() (walk.Reader, *answerLog) {
 	if !p.fb.Sticky {
-		return p
+		return p, p.log
 	}
-	return &stickyReader{p: p}
+	r := &stickyReader{p: p, log: newAnswerLog()}
+	return r, r.log
 }
 
 // Resolve asks the endpoints that resolve tags, in order.
@@ -94,6 +95,7 @@ func (p *pathReader) Blob(ctx context.Context, repo name.Repository, digest stri
 // that source alone.
 type stickyReader struct {
 	p      *pathReader
+	log    *answerLog // this image's answers: another image of the repository may have had another source
 	mu     sync.Mutex
 	source *pullpath.Endpoint
 }
@@ -145,7 +147,11 @@ func askPath[T any](ctx context.Context, p *pathReader, ref name.Reference, step
 		return zero, &RegistryError{Method: http.MethodGet, URL: ref.Name(), Detail: "the node's pull path: " + err.Error(), Err: types.ErrRegistry}
 	}
 	var answers []epAnswer
-	defer func() { p.record(ref, answers) }()
+	log := p.log
+	if sticky != nil {
+		log = sticky.log
+	}
+	defer func() { log.record(ref, answers) }()
 	for _, ep := range eps {
 		if ep.Blocked {
 			answers = append(answers, epAnswer{ep, errBlocked})
@@ -311,24 +317,32 @@ func describe(ep pullpath.Endpoint) string {
 	return s + ")"
 }
 
-// record keeps what the endpoints said of one piece, for the findings.
-func (p *pathReader) record(ref name.Reference, answers []epAnswer) {
+// answerLog keeps what the endpoints said of each piece, for the findings.
+type answerLog struct {
+	mu sync.Mutex
+	m  map[string][]epAnswer
+}
+
+func newAnswerLog() *answerLog { return &answerLog{m: map[string][]epAnswer{}} }
+
+// record keeps the first answers given for one piece.
+func (l *answerLog) record(ref name.Reference, answers []epAnswer) {
 	if len(answers) == 0 {
 		return
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if _, ok := p.log[ref.Name()]; !ok {
-		p.log[ref.Name()] = answers
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.m[ref.Name()]; !ok {
+		l.m[ref.Name()] = answers
 	}
 }
 
 // answers returns what the endpoints said of the piece named key
 // (repository:tag or repository@digest).
-func (p *pathReader) answers(key string) []epAnswer {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.log[key]
+func (l *answerLog) answers(key string) []epAnswer {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.m[key]
 }
 
 // forgetFaults drops the faults every endpoint's client remembers, and
@@ -339,7 +353,7 @@ func (p *pathReader) forgetFaults() {
 	for _, c := range p.clients {
 		c.forgetFaults()
 	}
-	p.log = map[string][]epAnswer{}
+	p.log = newAnswerLog()
 }
 
 // counts are the requests of the endpoints with their own transport.

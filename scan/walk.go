@@ -32,16 +32,18 @@ func (r remote) Blob(ctx context.Context, repo name.Repository, digest string) e
 
 // walkImage walks one parsed reference into im.
 func (s *Scanner) walkImage(ctx context.Context, ref name.Reference, im *types.Image) {
-	w := s.walker
+	w, log := s.walker, (*answerLog)(nil)
 	if s.path != nil {
-		w = s.walker.With(s.path.forImage())
+		var r walk.Reader
+		r, log = s.path.forImage()
+		w = s.walker.With(r)
 	}
 	got := w.Walk(ctx, ref)
 	im.Digest, im.MediaType = got.Digest, got.MediaType
 	im.Findings = append(im.Findings, got.Findings...)
 	im.Manifests, im.Blobs, im.Tree = got.Manifests, got.Blobs, got.Tree
 	if s.path != nil {
-		im.Findings = append(im.Findings, s.pathFindings(ctx, ref, im)...)
+		im.Findings = append(im.Findings, s.pathFindings(ctx, ref, im, log)...)
 	}
 	im.Verdict = types.VerdictOf(im.Findings)
 }
