@@ -37,6 +37,26 @@ const (
 	// LostForOtherPlatform: a piece only another platform needs is gone:
 	// no node the workload may run on pulls it.
 	LostForOtherPlatform Code = "lost-for-other-platform"
+	// UnplannedUpgrade: the running digest changed while the pod
+	// template's image string did not (a tag moved, then a restart or a
+	// reschedule pulled it): other bits run and nobody changed the manifest.
+	UnplannedUpgrade Code = "unplanned-upgrade"
+)
+
+// Findings about what admission requires of an image (package admission):
+// the signatures and attestations an image policy asks for, which a
+// registry keeps beside the image as artifacts of their own.
+const (
+	// SignatureMissing: a signature an enforcing policy requires for the
+	// image is gone or not whole; the image pulls, the pod is refused.
+	// An audit or warn policy lowers it to a warning.
+	SignatureMissing Code = "signature-missing"
+	// SignedAttestationMissing: an attestation an enforcing policy
+	// requires is gone or not whole; as SignatureMissing.
+	SignedAttestationMissing Code = "signed-attestation-missing"
+	// ArtifactMissing: a signature, attestation or SBOM of the image is
+	// gone or not whole, and no policy requires it: worth knowing only.
+	ArtifactMissing Code = "artifact-missing"
 )
 
 // Findings about the node's pull path (scan --registries-config): where a
@@ -138,6 +158,14 @@ var codes = map[Code]codeInfo{
 		description: "a piece of the image that only some of the eligible nodes' platform needs is gone: those nodes cannot pull it"},
 	LostForOtherPlatform: {severity: SeverityInfo, advice: childMissingAdvice,
 		description: "a piece of the image that only a platform no eligible node runs needs is gone"},
+	UnplannedUpgrade: {severity: SeverityHigh, advice: says("pin the workload back to the digest it ran before (regcheck pin --from-records), or pin it to the new one if the change is wanted"),
+		description: "the running digest changed while the pod template's image did not: a tag moved and a restart pulled other bits"},
+	SignatureMissing: {severity: SeverityCritical, advice: says("sign the running digest again (cosign sign) and push the signature; the image itself is whole"),
+		description: "a signature an enforcing admission policy requires is gone or not whole: the pod will be refused"},
+	SignedAttestationMissing: {severity: SeverityCritical, advice: says("attest the running digest again (cosign attest) and push the attestation; the image itself is whole"),
+		description: "an attestation an enforcing admission policy requires is gone or not whole: the pod will be refused"},
+	ArtifactMissing: {severity: SeverityInfo, advice: says(""),
+		description: "a signature, attestation or SBOM of the image is gone or not whole; no policy requires it"},
 	MirrorOnly: {severity: SeverityWarning, advice: says("push the image to the registry again from the mirror (regcheck rescue), or pin the workload to a digest the registry holds: the mirror's copy is one eviction from gone"),
 		description: "only a mirror of the node's pull path still serves a piece the registry has lost"},
 	MirrorLacks: {severity: SeverityInfo, advice: says(""),

@@ -7,7 +7,9 @@ import (
 	"log/slog"
 
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/regcheck/regcheck/inventory"
@@ -34,10 +36,16 @@ func (k *kubeFlags) set() bool {
 	return k.allNamespaces || k.namespace != "" || k.context != "" || k.kubeconfig != ""
 }
 
-// kubeTarget is a connected cluster: its client, a name for records, and the
-// namespace to read ("" for all).
+// kubeTarget is a connected cluster: its clients, a name for records, and
+// the namespace to read ("" for all).
 type kubeTarget struct {
-	client    kubernetes.Interface
+	client kubernetes.Interface
+	// dynamic reads the custom resources regcheck knows (workload CRDs,
+	// image policies) where their CRDs are installed.
+	dynamic dynamic.Interface
+	// config is the REST config both clients were made from, for clients
+	// a command makes of its own (leader election's, an informer's).
+	config    *rest.Config
 	name      string
 	namespace string
 }
@@ -75,7 +83,11 @@ func (k *kubeFlags) connect() (*kubeTarget, error) {
 	if err != nil {
 		return nil, usageError(fmt.Errorf("creating a Kubernetes client: %w", err))
 	}
-	t := &kubeTarget{client: client, name: cfg.Host}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, usageError(fmt.Errorf("creating a Kubernetes dynamic client: %w", err))
+	}
+	t := &kubeTarget{client: client, dynamic: dyn, config: cfg, name: cfg.Host}
 	if raw, err := cc.RawConfig(); err == nil {
 		if k.context != "" {
 			t.name = k.context
