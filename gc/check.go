@@ -32,13 +32,15 @@ func Check(s *storage.Storage, opts Options, targets []types.Target) (*Report, e
 	rep.Storage = s.Root
 	inUse, skipped := Resolve(s, targets, opts.Host)
 	rep.Skipped = append(rep.Skipped, skipped...)
-	now, after := s.Reader(opts.Model.StorageVersion()), Apply(s, plan).Reader(opts.Model.StorageVersion())
+	v := opts.Model.StorageVersion()
+	now, after := newStorageSource(s, v), newStorageSource(Apply(s, plan), v)
 	var problems []error
 	for _, im := range inUse {
 		if err := rep.crossStorage(im, now, after, opts); err != nil {
 			problems = append(problems, err)
 		}
 	}
+	rep.WouldOrphanArtifacts = orphans(s, plan)
 	if rep.Damage = Survey(s, opts.Model); rep.Damage == nil {
 		rep.Damage = []Damage{}
 	}
@@ -49,9 +51,10 @@ func Check(s *storage.Storage, opts Options, targets []types.Target) (*Report, e
 
 // crossStorage walks one in-use image over the storage now and after the
 // run, adding it to AlreadyBroken and WouldBreak as it lacks something,
-// with the blobs it needs that the run deletes. A fault leaves it unknown:
-// skipped, and returned.
-func (rep *Report) crossStorage(im InUse, now, after walk.Reader, opts Options) error {
+// with the blobs it needs that the run deletes, and its artifacts the run
+// loses to WouldLoseArtifacts. A fault leaves it unknown: skipped, and
+// returned.
+func (rep *Report) crossStorage(im InUse, now, after storageSource, opts Options) error {
 	ctx := context.Background()
 	var mu sync.Mutex
 	need := map[string]bool{}
@@ -69,6 +72,13 @@ func (rep *Report) crossStorage(im InUse, now, after walk.Reader, opts Options) 
 	}
 	if e := entry(im, was.digest, was.losses, alreadyAdvice); e != nil {
 		rep.AlreadyBroken = append(rep.AlreadyBroken, *e)
+	}
+	if was.digest != "" {
+		lost, err := artifactLosses(ctx, now, after, im, was.digest)
+		if err != nil {
+			rep.note("", "the signatures and attestations of "+im.Reference+" could not be read, so their loss is not predicted: "+err.Error())
+		}
+		rep.WouldLoseArtifacts = append(rep.WouldLoseArtifacts, lost...)
 	}
 	e := entry(im, was.digest, minus(walkImage(ctx, after, im.ref).losses, was.losses), breakAdvice(opts))
 	if e == nil {

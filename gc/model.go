@@ -18,11 +18,19 @@ const (
 	// names, the children of tagged indexes included, and then every blob
 	// only they referenced. It stops with "unknown repository" when an
 	// untagged manifest sits in a repository without _manifests/tags.
+	// So its --delete-untagged deletes every OCI 1.1 referrer (a sigstore
+	// bundle, an SBOM, an attestation pushed by digest), the entries of
+	// cosign's referrers tag index included.
 	Distribution28 Model = "distribution-2.8"
 	// Distribution3 is distribution/distribution 3.x (v3.1.2): it marks
 	// recursively through indexes, keeps what a kept manifest references,
 	// and removes _layers links to unmarked blobs. With --delete-untagged a
-	// repository without _manifests/tags is skipped, not marked.
+	// repository without _manifests/tags is skipped, not marked. A
+	// manifest's references are its config and layers (an index's
+	// children), never its subject: an OCI 1.1 referrer no tag names is
+	// kept only when a tagged index lists it (cosign's referrers tag
+	// sha256-<hex> does), and deleted otherwise; the .sig, .att and
+	// referrers tags of a deleted subject are kept and dangle.
 	Distribution3 Model = "distribution-3"
 )
 

@@ -45,6 +45,14 @@ type Report struct {
 	// attestations); AlreadyBroken those broken before it.
 	WouldBreak    []Entry `json:"wouldBreak"`
 	AlreadyBroken []Entry `json:"alreadyBroken"`
+	// WouldLoseArtifacts are signatures, attestations and SBOMs of in-use
+	// images, whole now, that the run deletes or leaves not whole (storage
+	// mode only): the images pull, an admission policy requiring one
+	// refuses them.
+	WouldLoseArtifacts []ArtifactLoss `json:"wouldLoseArtifacts"`
+	// WouldOrphanArtifacts are artifact tags whose subject the run deletes
+	// (storage mode only): they stay, about an image that is gone.
+	WouldOrphanArtifacts []OrphanedArtifact `json:"wouldOrphanArtifacts"`
 	// WouldDelete is the run's deletions by repository, then every blob.
 	WouldDelete Deletions `json:"wouldDelete"`
 	// Damage is everything already broken in the storage, in use or not.
@@ -134,6 +142,10 @@ type Counts struct {
 	TagIndexEntries int `json:"tagIndexEntries"`
 	Damage          int `json:"damage"`
 	Skipped         int `json:"skipped"`
+	// ArtifactsLost and ArtifactsOrphaned count WouldLoseArtifacts and
+	// WouldOrphanArtifacts.
+	ArtifactsLost     int `json:"artifactsLost"`
+	ArtifactsOrphaned int `json:"artifactsOrphaned"`
 }
 
 // Skipped is an in-use reference gc-check did not look at, and why.
@@ -161,14 +173,16 @@ type Options struct {
 // newReport starts the report of a prediction of plan's run.
 func newReport(mode Mode, opts Options, plan *Plan) *Report {
 	return &Report{SchemaVersion: SchemaVersion, Mode: mode, Model: opts.Model, ModelAssumed: opts.ModelAssumed, DeleteUntagged: opts.DeleteUntagged,
-		Abort: plan.Abort, WouldBreak: []Entry{}, AlreadyBroken: []Entry{}, Damage: []Damage{}, Skipped: []Skipped{}, plan: plan}
+		Abort: plan.Abort, WouldBreak: []Entry{}, AlreadyBroken: []Entry{}, Damage: []Damage{}, Skipped: []Skipped{},
+		WouldLoseArtifacts: []ArtifactLoss{}, WouldOrphanArtifacts: []OrphanedArtifact{}, plan: plan}
 }
 
 // finish sums the report and says what to do.
 func (r *Report) finish() {
 	p := r.plan
 	r.Counts = Counts{WouldBreak: len(r.WouldBreak), AlreadyBroken: len(r.AlreadyBroken), Manifests: len(p.Manifests),
-		Blobs: len(p.Blobs), LayerLinks: len(p.LayerLinks), Damage: len(r.Damage), Skipped: len(r.Skipped)}
+		Blobs: len(p.Blobs), LayerLinks: len(p.LayerLinks), Damage: len(r.Damage), Skipped: len(r.Skipped),
+		ArtifactsLost: len(r.WouldLoseArtifacts), ArtifactsOrphaned: len(r.WouldOrphanArtifacts)}
 	for _, m := range p.Manifests {
 		r.Counts.TagIndexEntries += len(m.TagIndex)
 	}
@@ -286,6 +300,9 @@ func advise(r *Report) []string {
 		default:
 			out = append(out, ifModel(r.Model, r.ModelAssumed)+"run without --delete-untagged, or tag the in-use digests listed under wouldBreak")
 		}
+	}
+	if len(r.WouldLoseArtifacts) > 0 {
+		out = append(out, ifModel(r.Model, r.ModelAssumed)+"the run deletes signatures or attestations of in-use images (wouldLoseArtifacts): tag them (or the referrers index that lists them) before collecting, or sign and attest the running digests again after it; the images themselves still pull")
 	}
 	if len(r.AlreadyBroken) > 0 {
 		out = append(out, "rebuild the already-broken images from their commits, push them again, and point the workloads at the new digests; nodes that still run them do so from their cache")

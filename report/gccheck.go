@@ -46,6 +46,18 @@ func GCCheck(w io.Writer, r *gc.Report) error {
 	}
 	section("WOULD BREAK", r.WouldBreak)
 	section("ALREADY BROKEN", r.AlreadyBroken)
+	if len(r.WouldLoseArtifacts) > 0 {
+		fmt.Fprintf(tw, "\nWOULD LOSE SIGNATURES AND ATTESTATIONS (%d)\nIMAGE\tKIND\tARTIFACT\tREASON\n", len(r.WouldLoseArtifacts))
+		for _, l := range r.WouldLoseArtifacts {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", Printable(l.Reference), l.Kind, Printable(l.Ref), Printable(l.Reason))
+		}
+	}
+	if len(r.WouldOrphanArtifacts) > 0 {
+		fmt.Fprintf(tw, "\nWOULD ORPHAN (artifact tags whose image the run deletes) (%d)\nREPOSITORY\tTAG\n", len(r.WouldOrphanArtifacts))
+		for _, o := range r.WouldOrphanArtifacts {
+			fmt.Fprintf(tw, "%s\t%s\n", Printable(o.Repository), Printable(o.Tag))
+		}
+	}
 	if len(r.WouldDelete.Repositories) > 0 {
 		fmt.Fprintf(tw, "\nWOULD DELETE\nREPOSITORY\tKIND\tDIGEST\n")
 		for _, rd := range r.WouldDelete.Repositories {
