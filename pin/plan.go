@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/opencontainers/go-digest"
@@ -249,12 +250,21 @@ func (p *planner) walkTargets(ctx stdctx.Context, todo []target) error {
 		return nil
 	}
 	ts := make([]types.Target, len(todo))
+	uses := p.usesByPlan()
 	for i, t := range todo {
-		ts[i] = types.Target{Ref: t.ref, Uses: []types.Use{{Source: "file"}}}
+		ts[i] = types.Target{Ref: t.ref, Uses: uses[t.pl]}
+		if len(ts[i].Uses) == 0 {
+			ts[i].Uses = []types.Use{{Source: "file"}}
+		}
 	}
 	res, err := p.s.Run(ctx, ts)
 	if err != nil {
 		return err
+	}
+	if p.c.Admission != nil {
+		if err := p.c.Admission(ctx, res); err != nil {
+			return err
+		}
 	}
 	byRef := map[string]*types.Image{}
 	for _, im := range res.Images {
@@ -265,6 +275,21 @@ func (p *planner) walkTargets(ctx stdctx.Context, todo []target) error {
 		t.pl.walked(byRef[norm])
 	}
 	return nil
+}
+
+// usesByPlan are the uses of each plan's sites (file, line, workload),
+// for the admission policies that select them.
+func (p *planner) usesByPlan() map[*plan][]types.Use {
+	out := map[*plan][]types.Use{}
+	for img, s := range p.sites {
+		if s.pl != nil {
+			out[s.pl] = append(out[s.pl], types.Use{Source: "file", File: img.File, Line: img.Line, Kind: img.Kind, Namespace: img.Namespace, Name: img.Name})
+		}
+	}
+	for _, us := range out {
+		slices.SortFunc(us, func(a, b types.Use) int { return cmp.Or(strings.Compare(a.File, b.File), a.Line-b.Line) })
+	}
+	return out
 }
 
 // walked takes in what the walk found for pl: nil when it did not walk it.

@@ -60,6 +60,12 @@ type Config struct {
 	// HelmValues are the values files the charts under the roots are
 	// rendered with, after their values.yaml (see render.WithValues).
 	HelmValues []render.ValuesFile
+	// Admission, when set, is applied to each tree walked, with the uses
+	// of its sites, before its pin is chosen (admission.Checker.Apply): a
+	// digest an enforcing image policy would refuse for a signature or
+	// attestation that is gone is then broken, and refused as a broken
+	// tree is. Not applied with AllowBroken, which walks no tree.
+	Admission func(ctx stdctx.Context, res *types.Result) error
 }
 
 // File is one file Run read. New differs from Old when Run changed (or

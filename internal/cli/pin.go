@@ -34,6 +34,7 @@ type pinFlags struct {
 	output         string
 	followSymlinks bool
 	helmValues     []string
+	policies       policyFlags
 }
 
 func newPinCmd(s Streams, g *globals) *cobra.Command {
@@ -112,6 +113,7 @@ could not be handled (nothing else failed).`,
 	fl.StringVar(&f.recordsCluster, "records-cluster", "", "with --from-records, use only the records of this cluster (its name as recorded: kubeconfig context name or server URL)")
 	fl.BoolVar(&f.fromCluster, "from-cluster", false, "pin to the digest each workload's container runs now in the cluster (its pods' imageIDs) instead of the tag's")
 	f.kube.addTo(fl)
+	f.policies.addTo(fl, pinPoliciesUsage)
 	fl.StringVarP(&f.output, "output", "o", "text", "output of --check: "+strings.Join(report.PinCheckFormats, ", "))
 	fl.BoolVar(&f.followSymlinks, "follow-symlinks", false, "with --write, also write through symlinks that resolve outside the PATH they were found under")
 	addHelmValues(fl, &f.helmValues)
@@ -213,8 +215,10 @@ func (f *pinFlags) config(cmd *cobra.Command, g *globals) (pin.Config, error) {
 		}
 		c.Running = chooseCluster(pin.RunningFrom(h, f.recordsCluster))
 	}
+	var kt *kubeTarget // with --from-cluster, for its image policies
 	if f.fromCluster {
-		kt, err := f.kube.connect()
+		var err error
+		kt, err = f.kube.connect()
 		if err != nil {
 			return c, err
 		}
@@ -239,6 +243,9 @@ func (f *pinFlags) config(cmd *cobra.Command, g *globals) (pin.Config, error) {
 		return c, err
 	}
 	c.Scanner = sc
+	if c.Admission, err = pinAdmission(cmd.Context(), f, kt, sc, g.logger); err != nil {
+		return c, err
+	}
 	return c, c.Validate()
 }
 

@@ -27,6 +27,7 @@ type scanFlags struct {
 	output      string
 	failOn      string
 	metrics     metricsFlags
+	policies    policyFlags
 }
 
 func newScanCmd(s Streams, g *globals) *cobra.Command {
@@ -102,6 +103,7 @@ nothing at or above --fail-on found).`,
 	f.metrics.addTo(fl)
 	f.storage.addTo(fl)
 	f.shard.addTo(fl)
+	f.policies.addTo(fl, scanPoliciesUsage)
 	return cmd
 }
 
@@ -202,6 +204,9 @@ func (r *scanRun) cluster(ctx context.Context) error {
 	if err != nil {
 		return &exitError{code: ExitIncomplete, err: err}
 	}
+	if err := r.clusterAdmission(ctx, kt, res); err != nil {
+		return &exitError{code: ExitIncomplete, err: err}
+	}
 	return r.finish(res)
 }
 
@@ -236,6 +241,9 @@ func (r *scanRun) inputs(ctx context.Context) error {
 		return &exitError{code: ExitIncomplete, err: err}
 	}
 	res.InputErrors = append(append(res.InputErrors, inputErrs...), notices...)
+	if err := r.fileAdmission(ctx, res); err != nil {
+		return &exitError{code: ExitIncomplete, err: err}
+	}
 	return r.finish(res)
 }
 

@@ -1,0 +1,184 @@
+package admission
+
+import (
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/regcheck/regcheck/imageref"
+	"github.com/regcheck/regcheck/types"
+)
+
+// Applied is a rule that applies to one use of an image.
+type Applied struct {
+	Rule *Rule
+	// Unsure: whether the rule applies turns on namespace labels that are
+	// not known (policies read from files without the Namespace object):
+	// it is said as a warning, never as broken.
+	Unsure bool
+}
+
+// Applying returns the rules that apply to the use u of the image ref, in
+// the order they were read.
+func (ps *Policies) Applying(u types.Use, ref imageref.Ref) []Applied {
+	if ps == nil {
+		return nil
+	}
+	var out []Applied
+	for _, r := range ps.Rules {
+		if ok, unsure := ps.applies(r, u, ref); ok {
+			out = append(out, Applied{Rule: r, Unsure: unsure})
+		}
+	}
+	return out
+}
+
+// applies says whether r covers u's image and resource, and whether that
+// rests on labels not known.
+func (ps *Policies) applies(r *Rule, u types.Use, ref imageref.Ref) (ok, unsure bool) {
+	ns := namespaceOf(u)
+	switch r.Engine {
+	case Kyverno:
+		if !kyvernoMatches(r.Images, ref) || len(r.Skip) > 0 && kyvernoMatches(r.Skip, ref) {
+			return false, false
+		}
+		if r.Kind == "Policy" && r.Namespace != ns {
+			return false, false
+		}
+		return ps.kyvernoSelects(r, u)
+	case PolicyController:
+		if !globMatches(r.Images, ref) {
+			return false, false
+		}
+		lbl, known := ps.labels(ns)
+		if !known {
+			return true, true
+		}
+		return lbl[includeLabel] == "true", false
+	}
+	return false, false
+}
+
+// kyvernoSelects applies a Kyverno rule's match and exclude to u, as the
+// Pod its restart creates and as the workload itself (the autogen'd rule).
+func (ps *Policies) kyvernoSelects(r *Rule, u types.Use) (ok, unsure bool) {
+	for _, res := range resourcesOf(u) {
+		m, mu := ps.filterMatches(r.match, r, res, true)
+		if !m {
+			continue
+		}
+		x, xu := ps.filterMatches(r.exclude, r, res, false)
+		if x && !xu {
+			continue
+		}
+		return true, mu || xu
+	}
+	return false, false
+}
+
+// resource is what a Kyverno filter is matched against.
+type resource struct{ kind, namespace, name string }
+
+// resourcesOf are the resources admission sees for u: the Pod a restart
+// creates, and the workload when it is not a bare Pod.
+func resourcesOf(u types.Use) []resource {
+	ns := namespaceOf(u)
+	pod := resource{kind: "Pod", namespace: ns, name: u.Pod}
+	if u.Kind == "" || u.Kind == "Pod" {
+		pod.name = u.Name
+		return []resource{pod}
+	}
+	return []resource{pod, {kind: u.Kind, namespace: ns, name: u.Name}}
+}
+
+// namespaceOf is u's namespace; a file's resource with none is applied
+// to the default namespace.
+func namespaceOf(u types.Use) string {
+	if u.Namespace == "" {
+		return "default"
+	}
+	return u.Namespace
+}
+
+// filterMatches reports whether f selects res (a nil f selects
+// everything when it is the match, nothing when it is the exclude), and
+// whether the answer rests on unknown labels.
+func (ps *Policies) filterMatches(f *filter, r *Rule, res resource, isMatch bool) (ok, unsure bool) {
+	if f == nil || len(f.Any) == 0 && len(f.All) == 0 {
+		return isMatch, false
+	}
+	if len(f.Any) > 0 {
+		any := false
+		for _, rf := range f.Any {
+			if m, u := ps.resourceMatches(rf, r, res); m {
+				any, unsure = true, unsure || u
+				if !u {
+					break
+				}
+			}
+		}
+		if !any {
+			return false, false
+		}
+	}
+	for _, rf := range f.All {
+		m, u := ps.resourceMatches(rf, r, res)
+		if !m {
+			return false, false
+		}
+		unsure = unsure || u
+	}
+	return true, unsure
+}
+
+// resourceMatches applies one resources block: every field it gives must
+// match. A namespaceSelector over a namespace whose labels are not known
+// matches, unsure.
+func (ps *Policies) resourceMatches(rf resourceFilter, r *Rule, res resource) (ok, unsure bool) {
+	if len(rf.Kinds) > 0 && !kindMatches(rf.Kinds, res.kind, r.autogen) {
+		return false, false
+	}
+	if len(rf.Namespaces) > 0 && !anyWildcard(rf.Namespaces, res.namespace) {
+		return false, false
+	}
+	if len(rf.Names) > 0 && !anyWildcard(rf.Names, res.name) {
+		return false, false
+	}
+	if rf.Selector != nil {
+		lbl, known := ps.labels(res.namespace)
+		if !known {
+			return true, true
+		}
+		if !rf.Selector.Matches(labels.Set(lbl)) {
+			return false, false
+		}
+	}
+	return true, false
+}
+
+// kindMatches reports whether kinds (each Kind, version/Kind or
+// group/version/Kind, wildcards allowed) name kind, directly or, for a
+// pod controller, through a Pod entry autogen extends to it.
+func kindMatches(kinds []string, kind string, autogen []string) bool {
+	for _, k := range kinds {
+		k = k[strings.LastIndex(k, "/")+1:]
+		if wildcard(k, kind) || k == "Pod" && slices.Contains(autogen, kind) {
+			return true
+		}
+	}
+	return false
+}
+
+// anyWildcard reports whether any of patterns matches s.
+func anyWildcard(patterns []string, s string) bool {
+	return slices.ContainsFunc(patterns, func(p string) bool { return wildcard(p, s) })
+}
+
+// labels are a namespace's labels, and whether they are known.
+func (ps *Policies) labels(ns string) (map[string]string, bool) {
+	if l, ok := ps.Labels[ns]; ok {
+		return l, true
+	}
+	return nil, ps.LabelsKnown
+}

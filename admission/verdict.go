@@ -1,0 +1,337 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+
+	"github.com/regcheck/regcheck/artifacts"
+	"github.com/regcheck/regcheck/imageref"
+	"github.com/regcheck/regcheck/types"
+)
+
+// Finder finds an image's signatures, attestations and SBOMs
+// (artifacts.Finder).
+type Finder interface {
+	Find(ctx context.Context, repo name.Repository, subject string) (artifacts.Set, error)
+}
+
+// Checker applies policies to scanned images.
+type Checker struct {
+	Policies *Policies
+	Finder   Finder
+	// Parse gives an image's repository as the registry client reaches
+	// it (scan.Scanner.Parse: its insecure hosts included).
+	Parse func(ref string) (string, name.Reference, error)
+}
+
+// Apply adds to each resolved image of res what admission requires of
+// it, and recomputes its verdict: for each rule that applies to a use
+// and requires an artifact that is gone or not whole, SignatureMissing
+// or SignedAttestationMissing, critical under an enforcing rule, a
+// warning under an auditing one (or one whose namespace labels are not
+// known); a fault finding when a fault hides the answer. An artifact
+// that is not whole and that no rule requires is an ArtifactMissing
+// info. Apply fails only when ctx ends.
+func (c *Checker) Apply(ctx context.Context, res *types.Result) error {
+	for _, im := range res.Images {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if im.Digest == "" {
+			continue // not resolved: the walk's findings say why
+		}
+		im.Findings = append(im.Findings, c.Findings(ctx, im)...)
+		im.UpdateVerdict()
+	}
+	return ctx.Err()
+}
+
+// Findings are what admission says of one resolved image.
+func (c *Checker) Findings(ctx context.Context, im *types.Image) []types.Finding {
+	ref, err := imageref.Parse(im.Reference)
+	if err != nil {
+		return nil
+	}
+	applied := c.applied(im, ref)
+	set, ferr := c.find(ctx, im)
+	if ferr != nil {
+		if len(applied) == 0 {
+			return nil // nothing is required: a fault here is no one's concern
+		}
+		return []types.Finding{types.NewFinding(types.FaultCode(ferr), im.Digest, "",
+			"could not look for the signatures and attestations %s requires of %s: %v", applied[0].rule.String(), types.ShortDigest(im.Digest), ferr)}
+	}
+	var out []types.Finding
+	raised := map[artifacts.Kind]bool{}
+	for _, a := range applied {
+		fs := a.verdict(set, im.Digest)
+		for _, f := range fs {
+			if f.Code == types.SignatureMissing {
+				raised[artifacts.Signature] = true
+			} else if f.Code == types.SignedAttestationMissing {
+				raised[artifacts.Attestation] = true
+			}
+		}
+		out = append(out, fs...)
+	}
+	return append(out, unrequired(set, raised)...)
+}
+
+// ruleUses is a rule and the uses of an image it applies to.
+type ruleUses struct {
+	rule   *Rule
+	unsure bool // true only when it is unsure for every use
+	uses   []types.Use
+}
+
+// applied groups the rules that apply to im's uses, rule by rule in the
+// order read.
+func (c *Checker) applied(im *types.Image, ref imageref.Ref) []*ruleUses {
+	var out []*ruleUses
+	byRule := map[*Rule]*ruleUses{}
+	for _, u := range im.Uses {
+		for _, a := range c.Policies.Applying(u, ref) {
+			ru := byRule[a.Rule]
+			if ru == nil {
+				ru = &ruleUses{rule: a.Rule, unsure: true}
+				byRule[a.Rule] = ru
+				out = append(out, ru)
+			}
+			ru.unsure = ru.unsure && a.Unsure
+			ru.uses = append(ru.uses, u)
+		}
+	}
+	return out
+}
+
+// find asks the Finder for im's artifacts.
+func (c *Checker) find(ctx context.Context, im *types.Image) (artifacts.Set, error) {
+	_, r, err := c.Parse(im.Reference)
+	if err != nil {
+		return artifacts.Set{}, fmt.Errorf("parsing %s: %w", im.Reference, err)
+	}
+	set, err := c.Finder.Find(ctx, r.Context(), im.Digest)
+	if err != nil {
+		return set, fmt.Errorf("looking for the artifacts of %s: %w", im.Reference, err)
+	}
+	return set, nil
+}
+
+// presence is whether a rule's needs are met, and what is not.
+type presence struct {
+	state   artifacts.Presence
+	lacking []lack // what is missing, or unknown
+}
+
+// lack is one artifact a rule needs and the set lacks.
+type lack struct {
+	kind      artifacts.Kind
+	predicate string
+	state     artifacts.Presence
+	seen      []artifacts.Artifact // matching artifacts that are not whole
+}
+
+// verdict is the findings for one rule over the set.
+func (ru *ruleUses) verdict(set artifacts.Set, digest string) []types.Finding {
+	p := ru.rule.presence(set)
+	if p.state == artifacts.Present {
+		return nil
+	}
+	var out []types.Finding
+	for _, l := range p.lacking {
+		if l.state == artifacts.Unknown {
+			out = append(out, ru.faultFinding(set, l, digest))
+			continue
+		}
+		out = append(out, ru.missingFinding(l, digest))
+	}
+	return out
+}
+
+// presence meets the rule's alternatives against the set: present when
+// one is met, else unknown when a fault may hide one, else missing; the
+// lacks are the first alternative's not met (the unknown one's, if any).
+func (r *Rule) presence(set artifacts.Set) presence {
+	best := presence{state: artifacts.Missing}
+	for i, n := range r.Alternatives {
+		p := needsPresence(set, n)
+		if p.state == artifacts.Present {
+			return p
+		}
+		if i == 0 || p.state == artifacts.Unknown && best.state == artifacts.Missing {
+			best = p
+		}
+	}
+	return best
+}
+
+// needsPresence meets one alternative: every artifact it names.
+func needsPresence(set artifacts.Set, n Needs) presence {
+	var qs []artifacts.Query
+	if n.Signature {
+		qs = append(qs, artifacts.Query{Kind: artifacts.Signature})
+	}
+	for _, p := range n.Predicates {
+		qs = append(qs, artifacts.Query{Kind: artifacts.Attestation, PredicateType: p})
+	}
+	out := presence{state: artifacts.Present}
+	for _, q := range qs {
+		st, seen := queryPresence(set, q, n.Format)
+		if st == artifacts.Present {
+			continue
+		}
+		out.lacking = append(out.lacking, lack{kind: q.Kind, predicate: q.PredicateType, state: st, seen: seen})
+		if st == artifacts.Unknown || out.state == artifacts.Present {
+			out.state = st
+		}
+	}
+	return out
+}
+
+// queryPresence is Set.Presence narrowed to the layouts a format is kept
+// in, with the matching artifacts that are not whole.
+func queryPresence(set artifacts.Set, q artifacts.Query, f Format) (artifacts.Presence, []artifacts.Artifact) {
+	hidden := false
+	for _, fd := range set.Faults {
+		if fd.Digest == "" || fd.Digest == set.Image {
+			hidden = true
+		}
+	}
+	var seen []artifacts.Artifact
+	for _, a := range set.Match(q) {
+		if !inFormat(a.Layout, f) {
+			continue
+		}
+		if a.Whole {
+			return artifacts.Present, nil
+		}
+		seen = append(seen, a)
+		hidden = hidden || slices.ContainsFunc(a.Findings, func(fd types.Finding) bool { return fd.Code.Fault() })
+	}
+	if hidden {
+		return artifacts.Unknown, seen
+	}
+	return artifacts.Missing, seen
+}
+
+// inFormat reports whether an artifact found by layout l is where an
+// engine verifying format f looks.
+func inFormat(l artifacts.Layout, f Format) bool {
+	switch f {
+	case Legacy:
+		return l == artifacts.CosignTag
+	case Bundle:
+		return l == artifacts.ReferrersAPI || l == artifacts.ReferrersTag
+	}
+	return true
+}
+
+// missingFinding says that an artifact the rule needs is gone.
+func (ru *ruleUses) missingFinding(l lack, digest string) types.Finding {
+	code, what := types.SignatureMissing, "a signature"
+	if l.kind == artifacts.Attestation {
+		code, what = types.SignedAttestationMissing, "an attestation"
+		if l.predicate != "" {
+			what += " of predicate type " + l.predicate
+		}
+	}
+	msg := fmt.Sprintf("%s requires %s of %s for %s; %s", ru.rule.named(), what, types.ShortDigest(digest), usesText(ru.uses), seenText(l.seen))
+	f := types.NewFinding(code, digest, "", "%s", msg)
+	switch {
+	case !ru.rule.Enforce:
+		f.Severity = types.SeverityWarning
+		f.Message += ": the pod is admitted, the policy reports it"
+	case ru.unsure:
+		f.Severity = types.SeverityWarning
+		f.Message += ": if the namespace is selected (its labels are not known), the pod will be refused"
+	default:
+		f.Message += ": the pod will be refused"
+	}
+	return f
+}
+
+// faultFinding says that a fault hides whether a needed artifact is there.
+func (ru *ruleUses) faultFinding(set artifacts.Set, l lack, digest string) types.Finding {
+	cause := types.Finding{Code: types.RegistryFault, Message: "a fault"}
+	for _, f := range set.Faults {
+		cause = f
+		break
+	}
+	for _, a := range l.seen {
+		for _, f := range a.Findings {
+			if f.Code.Fault() {
+				cause = f
+			}
+		}
+	}
+	what := "a signature"
+	if l.kind == artifacts.Attestation {
+		what = "an attestation"
+	}
+	return types.NewAdvisedFinding(cause.Code, digest, "",
+		fmt.Sprintf("%s requires %s of %s for %s, and whether it is there could not be asked: %s", ru.rule.named(), what, types.ShortDigest(digest), usesText(ru.uses), cause.Message),
+		cause.Code.Advice("", digest))
+}
+
+// unrequired are info findings for the artifacts that are not whole, of
+// a kind no rule raised a finding for; faults are left out.
+func unrequired(set artifacts.Set, raised map[artifacts.Kind]bool) []types.Finding {
+	var out []types.Finding
+	for _, a := range set.Artifacts {
+		if a.Whole || raised[a.Kind] || slices.ContainsFunc(a.Findings, func(f types.Finding) bool { return f.Code.Fault() }) {
+			continue
+		}
+		out = append(out, types.NewFinding(types.ArtifactMissing, a.Digest, a.Platform,
+			"the %s %s of %s is not whole (%s); no policy read requires it", a.Kind, a.Ref, types.ShortDigest(a.Subject), findingsText(a.Findings)))
+	}
+	return out
+}
+
+// seenText says what was found of a needed artifact.
+func seenText(seen []artifacts.Artifact) string {
+	if len(seen) == 0 {
+		return "none is there"
+	}
+	a := seen[0]
+	return fmt.Sprintf("%s is not whole (%s)", a.Ref, findingsText(a.Findings))
+}
+
+// findingsText lists findings' codes and messages.
+func findingsText(fs []types.Finding) string {
+	if len(fs) == 0 {
+		return "no reason given"
+	}
+	parts := make([]string, 0, len(fs))
+	for _, f := range fs {
+		parts = append(parts, string(f.Code)+": "+f.Message)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// usesText names up to three uses.
+func usesText(uses []types.Use) string {
+	var parts []string
+	for i, u := range uses {
+		if i == 3 {
+			parts = append(parts, fmt.Sprintf("and %d more", len(uses)-3))
+			break
+		}
+		parts = append(parts, useText(u))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// useText names one use: "Deployment shop/web", or file:line.
+func useText(u types.Use) string {
+	switch {
+	case u.Kind != "" || u.Name != "":
+		return strings.TrimSpace(u.Kind + " " + strings.TrimPrefix(namespaceOf(u)+"/"+u.Name, "/"))
+	case u.File != "":
+		return fmt.Sprintf("%s:%d", u.File, u.Line)
+	}
+	return "namespace " + namespaceOf(u)
+}

@@ -1,0 +1,170 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	"github.com/regcheck/regcheck/admission"
+	"github.com/regcheck/regcheck/artifacts"
+	"github.com/regcheck/regcheck/scan"
+	"github.com/regcheck/regcheck/types"
+)
+
+// policyFlags turn the admission check on or off.
+type policyFlags struct {
+	enabled bool
+	changed func() bool // whether --policies was given
+}
+
+func (p *policyFlags) addTo(fs *pflag.FlagSet, usage string) {
+	fs.BoolVar(&p.enabled, "policies", true, usage)
+	p.changed = func() bool { return fs.Changed("policies") }
+}
+
+// Usages of --policies.
+const (
+	scanPoliciesUsage = "apply the image policies admission enforces (Kyverno verifyImages, sigstore policy-controller ClusterImagePolicy; docs/admission.md), from the cluster with --cluster or from the -f files: an image whose signature an enforcing policy requires is gone is broken; --policies=false skips them"
+	pinPoliciesUsage  = "refuse to pin a digest an enforcing image policy (Kyverno, sigstore policy-controller; docs/admission.md) would reject for a signature or attestation that is gone: the policies among the files pinned and, with --from-cluster, the cluster's; --policies=false skips them"
+)
+
+// clusterPolicies reads the cluster's image policies, logging what could
+// not be read: a CRD not installed is a notice, anything else a warning
+// that is also an input error (the verdicts may miss a policy).
+func clusterPolicies(ctx context.Context, kt *kubeTarget, logger *slog.Logger) (*admission.Policies, []types.InputError, error) {
+	dyn := kt.dynamic
+	var disc discovery.DiscoveryInterface
+	if kt.config != nil {
+		// The apiserver's deprecation warnings (kyverno.io/v1 is
+		// deprecated for the CEL policy kinds) are logged at debug, not
+		// printed by client-go on every run.
+		cfg := rest.CopyConfig(kt.config)
+		cfg.WarningHandler = debugWarnings{logger}
+		d, err := dynamic.NewForConfig(cfg)
+		if err != nil {
+			return nil, nil, fmt.Errorf("creating a Kubernetes dynamic client: %w", err)
+		}
+		dyn = d
+		if disc, err = discovery.NewDiscoveryClientForConfig(cfg); err != nil {
+			return nil, nil, fmt.Errorf("creating a Kubernetes discovery client: %w", err)
+		}
+	}
+	ps, problems, err := admission.Read(ctx, dyn, disc, kt.namespace)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ps, policyProblems(problems, logger), nil
+}
+
+// debugWarnings logs the apiserver's Warning headers at debug level.
+type debugWarnings struct{ logger *slog.Logger }
+
+// HandleWarningHeader logs one warning.
+func (w debugWarnings) HandleWarningHeader(code int, agent, text string) {
+	w.logger.Debug("apiserver warning: "+text, "code", code)
+}
+
+// filePolicies reads the image policies among the -f files.
+func filePolicies(paths []string, logger *slog.Logger) (*admission.Policies, []types.InputError) {
+	ps, problems := admission.ReadFiles(paths)
+	return ps, policyProblems(problems, logger)
+}
+
+// policyProblems logs each problem and returns the warnings as input
+// errors.
+func policyProblems(problems []admission.Problem, logger *slog.Logger) []types.InputError {
+	var out []types.InputError
+	for _, p := range problems {
+		if !p.Warning {
+			logger.Info(p.Message, "source", p.Source)
+			continue
+		}
+		logger.Warn(p.Message, "source", p.Source, "line", p.Line)
+		out = append(out, types.InputError{Source: p.Source, Line: p.Line, Message: types.Capped("image policies: " + p.Message)})
+	}
+	return out
+}
+
+// clusterAdmission applies the cluster's image policies to res, unless
+// --policies=false. A cluster with no policy of either engine costs no
+// request: artifacts are looked for only when a rule was read, or when
+// --policies was given.
+func (r *scanRun) clusterAdmission(ctx context.Context, kt *kubeTarget, res *types.Result) error {
+	if !r.f.policies.enabled {
+		return nil
+	}
+	ps, problems, err := clusterPolicies(ctx, kt, r.g.logger)
+	if err != nil {
+		return err
+	}
+	res.InputErrors = append(res.InputErrors, problems...)
+	if len(ps.Rules) == 0 && !r.f.policies.changed() {
+		return nil
+	}
+	return applyPolicies(ctx, r.scanner, ps, res, r.g.logger)
+}
+
+// fileAdmission applies the image policies among the -f files to res,
+// when they hold one (or --policies was given). With --storage there is
+// no registry to look for artifacts in: the policies are not applied.
+func (r *scanRun) fileAdmission(ctx context.Context, res *types.Result) error {
+	if !r.f.policies.enabled || len(r.f.filenames) == 0 {
+		return nil
+	}
+	ps, problems := filePolicies(r.f.filenames, r.g.logger)
+	res.InputErrors = append(res.InputErrors, problems...)
+	if len(ps.Rules) == 0 && !r.f.policies.changed() {
+		return nil
+	}
+	if r.f.storage.dir != "" {
+		res.InputErrors = append(res.InputErrors, types.InputError{Source: "--storage", Notice: true,
+			Message: "image policies are not applied to a registry's storage: its signatures are looked for through the registry's API"})
+		return nil
+	}
+	return applyPolicies(ctx, r.scanner, ps, res, r.g.logger)
+}
+
+// applyPolicies adds what the policies say to each image of res, looking
+// for artifacts through s, and logs how many rules were applied.
+func applyPolicies(ctx context.Context, s *scan.Scanner, ps *admission.Policies, res *types.Result, logger *slog.Logger) error {
+	c := &admission.Checker{Policies: ps, Finder: artifacts.NewFinder(s), Parse: s.Parse}
+	if err := c.Apply(ctx, res); err != nil {
+		return err
+	}
+	res.Requests = s.Requests()
+	logger.Info("image policies applied", "rules", len(ps.Rules))
+	return nil
+}
+
+// pinAdmission is the admission check pin applies to each digest before
+// pinning it: the image policies among the files it pins and, with
+// --from-cluster, the cluster's. Nil when --policies=false, with
+// --allow-broken (no tree is walked), or when no rule was read.
+func pinAdmission(ctx context.Context, f *pinFlags, kt *kubeTarget, s *scan.Scanner, logger *slog.Logger) (func(context.Context, *types.Result) error, error) {
+	if !f.policies.enabled || f.allowBroken {
+		return nil, nil
+	}
+	paths := f.paths
+	if len(paths) == 0 {
+		paths = []string{"."}
+	}
+	ps, _ := filePolicies(paths, logger)
+	if kt != nil {
+		cps, _, err := clusterPolicies(ctx, kt, logger)
+		if err != nil {
+			return nil, err
+		}
+		ps.Rules = append(ps.Rules, cps.Rules...)
+		ps.Labels, ps.LabelsKnown = cps.Labels, cps.LabelsKnown
+	}
+	if len(ps.Rules) == 0 {
+		return nil, nil
+	}
+	c := &admission.Checker{Policies: ps, Finder: artifacts.NewFinder(s), Parse: s.Parse}
+	return c.Apply, nil
+}
