@@ -180,7 +180,7 @@ func (w *workloads) podEntries() ([]Container, ranImages) {
 func (w *workloads) topOwners() func(*corev1.Pod) owner {
 	up := map[ownerKey]owner{}
 	for _, rs := range w.replicaSets {
-		if o := controllerOf(rs.OwnerReferences); o.kind == KindDeployment {
+		if o := controllerOf(rs.OwnerReferences); o.kind == KindDeployment || o.kind == KindRollout {
 			up[ownerKey{rs.Namespace, KindReplicaSet, rs.Name}] = o
 		}
 	}
@@ -252,7 +252,7 @@ func (w *workloads) templates() []template {
 	}
 	for i := range w.replicaSets {
 		rs := &w.replicaSets[i]
-		if controllerOf(rs.OwnerReferences).kind != KindDeployment {
+		if k := controllerOf(rs.OwnerReferences).kind; k != KindDeployment && k != KindRollout {
 			add(&rs.ObjectMeta, KindReplicaSet, &rs.Spec.Template)
 		}
 	}

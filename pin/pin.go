@@ -95,7 +95,7 @@ func rewrite(name string, data []byte, lookup Lookup, o options) ([]byte, []Chan
 	var errs []error
 	for i, s := range sites {
 		rw.want[i] = s.Image
-		if !wants(s.Ref, o.update) || s.Entry == nil && s.Value.Tag != "!!str" {
+		if !wants(s.Ref, o.update) || s.Entry == nil && s.Part == "" && s.Value.Tag != "!!str" {
 			continue // invalid, or not a string (image: 0): left for Check to report
 		}
 		d, ok, err := lookup(s.Image)
@@ -154,13 +154,15 @@ func (rw *rewriting) pin(want *yamlfile.Image, s yamlfile.Site, d string) {
 		c.New, e, err = kustomizeEdit(rw.t, s, d, rw.o.entryTags[[2]int{s.Line, s.Column}])
 	} else {
 		c.New = withDigest(s.Ref, d)
-		e, err = valueEdit(rw.t, s.Value, c.New)
+		e, err = valueEdit(rw.t, s.Value, s.Written(c.New))
 	}
 	if c.New == c.Old {
 		return
 	}
 	if s.Alias {
 		c.Skipped = skippedAlias
+	} else if s.Fixed != "" {
+		c.Skipped = s.Fixed
 	} else if err != nil {
 		c.Skipped = err.Error()
 	}

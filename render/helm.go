@@ -31,6 +31,7 @@ type chartDir struct {
 	release    []source // values files, in order
 	appVersion string
 	errs       []error // the last run's: templates whose output is not YAML
+	apps       *[]*App // where its App goes: Tree.Apps, or Tree.GitOps
 }
 
 // source is a values file and what it holds.
@@ -44,8 +45,12 @@ type source struct {
 type rendered map[string][]yamlfile.Site
 
 // helm renders the chart in folder dir (absolute) and adds it to t.
-func (t *Tree) helm(dir string, o *options) {
-	h := &chartDir{t: t, dir: dir, disp: display(t.Root, dir)}
+func (t *Tree) helm(dir string, o *options) { t.chart(dir, o, &t.Apps, nil) }
+
+// chart renders the chart in folder dir (absolute) with extra values
+// after the options', adding its App to apps.
+func (t *Tree) chart(dir string, o *options, apps *[]*App, extra []source) {
+	h := &chartDir{t: t, dir: dir, disp: display(t.Root, dir), apps: apps}
 	chartFile := filepath.Join(h.disp, "Chart.yaml")
 	c, err := loader.LoadDir(dir)
 	if err != nil {
@@ -83,6 +88,7 @@ func (t *Tree) helm(dir string, o *options) {
 		}
 		h.release = append(h.release, source{file: v.File, data: data})
 	}
+	h.release = append(h.release, extra...)
 	for _, d := range c.Metadata.Dependencies {
 		if !slices.ContainsFunc(c.Dependencies(), func(sub *chart.Chart) bool { return sub.Name() == d.Name }) {
 			t.Errs = append(t.Errs, &Error{File: chartFile, Line: lineOf(h.file("Chart.yaml"), "name: "+d.Name), Notice: true,
@@ -193,7 +199,7 @@ func (h *chartDir) render() {
 	}
 	h.t.Errs = append(h.t.Errs, h.errs...)
 	app := &App{Kind: Helm, Dir: h.disp, Output: out}
-	h.t.Apps = append(h.t.Apps, app)
+	*h.apps = append(*h.apps, app)
 	var refs []string
 	for _, sites := range real {
 		for _, s := range sites {

@@ -160,6 +160,9 @@ func (g *kgraph) read(dir string) *kust {
 	}
 	raw, err := g.o.read(n.file)
 	if err == nil {
+		var bad []*Error
+		raw, bad = withoutBadImages(display(g.root, n.file), raw)
+		n.problems = append(n.problems, bad...)
 		n.raw = raw
 		err = n.k.Unmarshal(raw)
 	}
@@ -552,7 +555,8 @@ func (n *kust) prepare(o *options, mark func(i int, img *types.Image)) ([]byte, 
 		return nil, err
 	}
 	var left types.Kustomization // empty lists written as none
-	if len(n.dropped) > 0 && left.Unmarshal(out) == nil && left.CheckEmpty() != nil {
+	leftOut := len(n.dropped) > 0 || len(n.k.HelmCharts) > 0 || len(n.k.HelmChartInflationGenerator) > 0
+	if leftOut && left.Unmarshal(out) == nil && left.CheckEmpty() != nil {
 		return nil, errEmptied
 	}
 	return out, nil
@@ -619,8 +623,8 @@ func matches(ref, name string) bool {
 // marked, and adds the App with the origin of each image.
 func (t *Tree) renderRoot(g *kgraph, dir string, plain, marked filesys.FileSystem, mk *markers, items []markItem) {
 	n := g.nodes[dir]
-	if n.emptied {
-		return
+	if n.emptied || slices.ContainsFunc(g.reach([]string{dir}), func(d string) bool { return g.nodes[d].err != nil }) {
+		return // nothing to render, or a kustomization kustomize cannot read: said once, by its read
 	}
 	kfile := display(g.root, n.file)
 	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/regcheck/regcheck/yamlfile"
@@ -97,6 +98,14 @@ type Tree struct {
 	// Errs are the problems: walking the tree (*fs.PathError), and each
 	// app's (*Error; a Notice for what was left out on purpose).
 	Errs []error
+	// GitOps are the charts of the tree rendered with the values of a
+	// Flux HelmRelease or an Argo CD Application in a Plain file (see
+	// gitops.go): Images reads them in place of those values read by the
+	// chart conventions. Package pin edits those values as the
+	// conventions read them, so these are not among Apps.
+	GitOps []*App
+	// gitops are the objects whose chart is rendered in GitOps.
+	gitops []yamlfile.ChartSource
 
 	files map[string][]byte // every file read to render, by absolute path
 }
@@ -241,6 +250,7 @@ func Find(root string, opts ...Option) *Tree {
 	for _, dir := range charts {
 		t.helm(dir, &o)
 	}
+	t.renderGitOps(&o)
 	return t
 }
 
@@ -258,14 +268,12 @@ func Images(root string, opts ...Option) ([]yamlfile.Image, []error) {
 			errs = append(errs, err)
 			continue
 		}
-		found, err := yamlfile.Parse(p, data)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
+		found, problems := yamlfile.Read(p, data)
+		found, problems = t.withoutRendered(p, found, problems)
+		errs = append(errs, problems...)
 		imgs = append(imgs, found...)
 	}
-	for _, a := range t.Apps {
+	for _, a := range slices.Concat(t.Apps, t.GitOps) {
 		for _, u := range a.Uses {
 			imgs = append(imgs, u.Image)
 		}

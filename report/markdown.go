@@ -18,8 +18,13 @@ import (
 // inputs not read. Every string from the scan is made printable
 // (Printable) and escaped for Markdown: it cannot start a table cell,
 // emphasis, a link, a code span or HTML.
+//
+// The document stays under MaxMarkdown characters, GitHub's limit for a
+// comment: whole rows (an image with its findings, an ok image, an input
+// not read) past it are left out, and the document says how many; the
+// JSON report has everything.
 func Markdown(w io.Writer, r *types.Result) error {
-	b := &mdWriter{}
+	b := &mdWriter{limit: MaxMarkdown - mdReserve}
 	c := countOf(r)
 	b.line("## regcheck: %d broken, %d unknown, %d at-risk, %d ok", c.Verdicts[types.Broken], c.Verdicts[types.Unknown], c.Verdicts[types.AtRisk], c.Verdicts[types.OK])
 	b.line("")
@@ -58,17 +63,24 @@ func Markdown(w io.Writer, r *types.Result) error {
 		b.line("### Broken, unknown and at-risk images, by namespace and workload")
 		shown := map[*types.Image]string{} // image → the workload its findings are under
 		for _, g := range byWorkload(act) {
-			b.line("")
+			// Headings go with the first row under them, so a heading is
+			// never left with its rows cut.
+			head := &mdWriter{}
+			head.line("")
 			title := namespaceTitle(g.Namespace, g.Workloads)
-			b.line("#### %s", mdTitle(title, g.Namespace))
+			head.line("#### %s", mdTitle(title, g.Namespace))
 			for _, wl := range g.Workloads {
-				b.line("")
+				head.line("")
 				if t := workloadTitle(wl); t != title {
-					b.line("**%s**", mdTitle(t, wl.Name))
-					b.line("")
+					head.line("**%s**", mdTitle(t, wl.Name))
+					head.line("")
 				}
 				for _, wi := range wl.Images {
-					b.mdImage(wi, shown, g.Namespace, wl)
+					row := &mdWriter{}
+					row.WriteString(head.String())
+					head.Reset()
+					row.mdImage(wi, shown, g.Namespace, wl)
+					b.row(row.String())
 				}
 			}
 		}
@@ -91,7 +103,7 @@ func Markdown(w io.Writer, r *types.Result) error {
 			if len(us) == 0 {
 				us = []string{"-"}
 			}
-			b.line("| %s | %s | %s |", mdCode(im.Reference), mdCode(short(im.Digest)), strings.Join(us, "<br>"))
+			b.row(fmt.Sprintf("| %s | %s | %s |\n", mdCode(im.Reference), mdCode(short(im.Digest)), strings.Join(us, "<br>")))
 		}
 		b.line("")
 		b.line("</details>")
@@ -105,8 +117,12 @@ func Markdown(w io.Writer, r *types.Result) error {
 			if ie.Notice {
 				level = "notice (skipped on purpose)"
 			}
-			b.line("- **%s** %s: %s", level, mdCode(inputLocation(ie)), mdText(ie.Message))
+			b.row(fmt.Sprintf("- **%s** %s: %s\n", level, mdCode(inputLocation(ie)), mdText(types.Capped(ie.Message))))
 		}
+	}
+	if b.left > 0 {
+		b.line("")
+		b.line("_%s left out to stay under GitHub's %d-character limit for a comment; the JSON report (`-o json`) has everything._", plural(b.left, "row"), MaxMarkdown)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -148,8 +164,30 @@ func (b *mdWriter) mdImage(wi workloadImage, shown map[*types.Image]string, ns s
 	}
 }
 
-// mdWriter builds the document a line at a time.
-type mdWriter struct{ strings.Builder }
+// MaxMarkdown is the most characters Markdown writes: GitHub's limit for
+// an issue or pull request comment.
+const MaxMarkdown = 65_536
+
+// mdReserve is what Markdown keeps of MaxMarkdown for what it writes
+// after the rows: the closing of a <details> block, the headings of the
+// sections after, the line saying how many rows were left out.
+const mdReserve = 1024
+
+// mdWriter builds the document a line at a time; rows past limit bytes
+// (when limit is set) are counted in left instead of written.
+type mdWriter struct {
+	strings.Builder
+	limit, left int
+}
+
+// row writes s, a whole row, when it fits in the limit; else counts it.
+func (b *mdWriter) row(s string) {
+	if b.limit > 0 && (b.left > 0 || b.Len()+len(s) > b.limit) {
+		b.left++
+		return
+	}
+	b.WriteString(s)
+}
 
 func (b *mdWriter) line(format string, args ...any) {
 	fmt.Fprintf(b, format, args...)

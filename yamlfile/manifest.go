@@ -21,7 +21,9 @@ type Image struct {
 	File         string
 	Line, Column int // 1-based position of the scalar; for an alias, of the alias
 	// Kind is the workload kind (Pod, Deployment, StatefulSet, DaemonSet,
-	// ReplicaSet, Job, CronJob, PodTemplate, ReplicationController),
+	// ReplicaSet, Job, CronJob, PodTemplate, ReplicationController; any
+	// other kind with a pod spec or a known image field: Rollout, Task,
+	// Cluster; HelmRelease and Application for their Helm values),
 	// "Compose" for a docker-compose service, "Kustomization" for an
 	// images: entry of a kustomization.
 	Kind            string
@@ -33,7 +35,12 @@ type Image struct {
 	// Field is "containers", "initContainers", "ephemeralContainers",
 	// "imageVolumes" (FieldImageVolumes: a pod spec's
 	// volumes[].image.reference), "image" (compose) or "images"
-	// (kustomize).
+	// (kustomize); for a known field of a custom kind, the key before
+	// its image: (steps, sidecars, stepTemplate, container, script) or
+	// the key itself (imageName, package, image); for a GitOps object,
+	// where its values are (spec.values, spec.source.helm.valuesObject,
+	// spec.sources[1].kustomize.images), Container then being the values
+	// path (redis.image).
 	Field      string
 	PullPolicy string // imagePullPolicy (image volume: pullPolicy; compose: pull_policy) when set
 	// Alias is set when the value is reached through a YAML alias or sits
@@ -56,6 +63,17 @@ type Site struct {
 	PullPolicy *yaml.Node
 	// Entry is the images: entry mapping of a kustomization, or nil.
 	Entry *yaml.Node
+	// Part is "" when Value holds the whole reference (after Prefix),
+	// PartTag or PartDigest when it holds only that part of it (Helm
+	// values image.tag); Written says what Value must read for a
+	// reference.
+	Part string
+	// Prefix is what Value holds before the reference (an Argo CD
+	// kustomize.images entry's "name=").
+	Prefix string
+	// Fixed, when not empty, says why tools must not edit Value (a
+	// reference set inside a string written in a style not edited).
+	Fixed string
 }
 
 // Parse finds the images in one file's bytes; name is used in errors and
@@ -74,26 +92,54 @@ func Parse(name string, data []byte) ([]Image, error) {
 }
 
 // Sites is Parse with the YAML nodes of every image, sorted by position.
-func Sites(name string, data []byte) (sites []Site, err error) {
+func Sites(name string, data []byte) ([]Site, error) {
+	sites, _, _, err := read(name, data)
+	return sites, err
+}
+
+// Read is Parse with what was read in part on purpose: the images, and
+// either the file's error (and no images) or a *Notice for each thing
+// left out (a GitOps object's chart not rendered, its values from the
+// cluster not read).
+func Read(name string, data []byte) ([]Image, []error) {
+	imgs, notes, _ := ReadCharts(name, data)
+	return imgs, notes
+}
+
+// ReadCharts is Read with the charts the file's GitOps objects deploy.
+func ReadCharts(name string, data []byte) ([]Image, []error, []ChartSource) {
+	sites, notes, charts, err := read(name, data)
+	if err != nil {
+		return nil, []error{err}, nil
+	}
+	imgs := make([]Image, len(sites))
+	for i, s := range sites {
+		imgs[i] = s.Image
+	}
+	return imgs, notes, charts
+}
+
+// read is Sites with the notices and the charts.
+func read(name string, data []byte) (sites []Site, notes []error, charts []ChartSource, err error) {
 	defer func() {
 		// The YAML library is not supposed to panic; if it does, the file
 		// is reported as unparseable rather than taking the caller down.
 		if r := recover(); r != nil {
-			sites, err = nil, &ParseError{File: name, Msg: fmt.Sprintf("YAML parser panic: %v", r)}
+			sites, notes, charts, err = nil, nil, nil, &ParseError{File: name, Msg: fmt.Sprintf("YAML parser panic: %v", r)}
 		}
 	}()
 	template := bytes.Contains(data, []byte("{{"))
 	docs, err := decode(data)
 	if err != nil {
 		if template {
-			return nil, &SkipError{File: name, Reason: "Helm template"}
+			return nil, nil, nil, &SkipError{File: name, Reason: "Helm template"}
 		}
-		return nil, parseError(name, err)
+		return nil, nil, nil, parseErrorAt(name, data, err)
 	}
 	if template && hasComplexKey(docs) {
-		return nil, &SkipError{File: name, Reason: "Helm template"}
+		return nil, nil, nil, &SkipError{File: name, Reason: "Helm template"}
 	}
-	w := &walker{file: name, base: filepath.Base(name), referenced: map[*yaml.Node]bool{}}
+	w := &walker{file: name, base: filepath.Base(name), referenced: map[*yaml.Node]bool{}, data: data}
 	for _, d := range docs {
 		collectAliases(d, w.referenced, 0)
 	}
@@ -102,20 +148,20 @@ func Sites(name string, data []byte) (sites []Site, err error) {
 			w.document(d.Content[0])
 		}
 		if w.budget > maxVisits {
-			return nil, &ParseError{File: name, Msg: "too many aliases"}
+			return nil, nil, nil, &ParseError{File: name, Msg: "too many aliases"}
 		}
 	}
 	if template {
 		for _, s := range w.sites {
 			if strings.Contains(s.Ref, "{{") {
-				return nil, &SkipError{File: name, Reason: "Helm template"}
+				return nil, nil, nil, &SkipError{File: name, Reason: "Helm template"}
 			}
 		}
 	}
 	slices.SortStableFunc(w.sites, func(a, b Site) int {
 		return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column))
 	})
-	return w.sites, nil
+	return w.sites, w.notes, w.charts, nil
 }
 
 // Documents parses every YAML document of data, as Sites reads them:
@@ -150,11 +196,8 @@ func Find(paths []string) ([]Image, []error) {
 		errs []error
 	)
 	add := func(name string, data []byte) {
-		found, err := Parse(name, data)
-		if err != nil {
-			errs = append(errs, err)
-			return
-		}
+		found, problems := Read(name, data)
+		errs = append(errs, problems...)
 		imgs = append(imgs, found...)
 	}
 	for _, root := range paths {

@@ -36,6 +36,10 @@ type walker struct {
 	base       string              // base name of file
 	referenced map[*yaml.Node]bool // nodes some alias points to
 	sites      []Site
+	notes      []error // *Notice each
+	charts     []ChartSource
+	data       []byte   // the file
+	lines      []string // its lines, see fileLines
 	budget     int
 }
 
@@ -147,6 +151,9 @@ func (w *walker) object(obj ref, depth int) {
 	}
 	path, ok := podSpecPath[kind]
 	if !ok {
+		if kind != "" {
+			w.custom(obj, kind)
+		}
 		return
 	}
 	meta, _ := w.get(obj, "metadata")

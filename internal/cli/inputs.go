@@ -110,11 +110,7 @@ func readManifestStdin(stdin io.Reader) ([]yamlfile.Image, []error) {
 	if err != nil {
 		return nil, []error{err}
 	}
-	imgs, err := yamlfile.Parse("stdin", data)
-	if err != nil {
-		return nil, []error{err}
-	}
-	return imgs, nil
+	return yamlfile.Read("stdin", data)
 }
 
 // inputError turns a problem reading the input named source into a
@@ -126,6 +122,7 @@ func inputError(source string, err error) types.InputError {
 		skip  *yamlfile.SkipError
 		parse *yamlfile.ParseError
 		rerr  *render.Error
+		note  *yamlfile.Notice
 		pe    *fs.PathError
 		line  *lineError
 	)
@@ -134,8 +131,13 @@ func inputError(source string, err error) types.InputError {
 		ie.Source, ie.Message, ie.Notice = skip.File, "skipped: "+skip.Reason, true
 	case errors.As(err, &rerr):
 		ie.Source, ie.Line, ie.Message, ie.Notice = rerr.File, rerr.Line, rerr.Msg, rerr.Notice
+	case errors.As(err, &note):
+		ie.Source, ie.Line, ie.Message, ie.Notice = note.File, note.Line, note.Msg, true
 	case errors.As(err, &parse):
 		ie.Source, ie.Line, ie.Message = parse.File, parse.Line, parse.Msg
+		if parse.Column > 0 {
+			ie.Message = fmt.Sprintf("column %d: %s", parse.Column, parse.Msg)
+		}
 	case errors.As(err, &line):
 		ie.Line, ie.Message = line.line, line.err.Error()
 	case errors.As(err, &pe):

@@ -60,6 +60,16 @@ func (t *kubeTarget) inventory(ctx context.Context, logger *slog.Logger) (*inven
 	for _, w := range inv.Warnings {
 		logger.Warn(w, "cluster", t.name)
 	}
+	if t.dynamic != nil {
+		custom := inventory.Custom(ctx, t.dynamic, t.namespace)
+		for _, w := range custom.Warnings {
+			logger.Warn(w, "cluster", t.name)
+		}
+		if len(custom.NotServed) > 0 {
+			logger.Info("workload kinds not served, skipped", "cluster", t.name, "resources", custom.NotServed)
+		}
+		inv.AddTemplates(custom.Templates)
+	}
 	logger.Info("cluster read", "cluster", t.name, "containers", len(inv.Containers))
 	return inv, nil
 }
