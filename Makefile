@@ -67,7 +67,7 @@ demo: build bins-registry
 # comparison with crane and the scale figures (BENCH_ONCE) push thousands
 # of images each, so they run once; the others three times. About 7
 # minutes on 2 cores once the binaries are built.
-BENCH_ONCE  := ^Benchmark(Compare|Scale)$$
+BENCH_ONCE  := ^Benchmark(Compare|Scale|Watch)$$
 bench: bins-bench
 	$(GO) test -tags integration -run '^$$' -bench . -skip '$(BENCH_ONCE)' -benchmem -benchtime 3x $(PKGS)
 	$(GO) test -tags integration -run '^$$' -bench '$(BENCH_ONCE)' -benchmem -benchtime 1x -timeout 30m ./integration/

@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -23,6 +24,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/regcheck/regcheck/deploy"
 	"github.com/regcheck/regcheck/internal/testing/registry"
@@ -508,4 +511,150 @@ func TestNodePullPathOverlay(t *testing.T) {
 			t.Error("record got --registries-config: it asks no registry")
 		}
 	}
+}
+
+// TestWatchKustomization: kubectl apply -k deploy/watch/, beside the base,
+// runs regcheck watch as two replicas electing a leader as the base's
+// ServiceAccount, with the RBAC its informers and Lease need, a Service and
+// a PodMonitor for its /metrics, probes on /readyz and /healthz, and the
+// CronJob's security settings; the base's Role lets it update the history.
+func TestWatchKustomization(t *testing.T) {
+	res, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), "watch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var objs []runtime.Object
+	var podMonitor map[string]any
+	dec := serializer.NewCodecFactory(scheme.Scheme, serializer.EnableStrict).UniversalDeserializer()
+	for _, r := range res.Resources() {
+		data, err := r.AsYAML()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.GetKind() == "PodMonitor" {
+			if err := yaml.Unmarshal(data, &podMonitor); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		obj, _, err := dec.Decode(data, nil, nil)
+		if err != nil {
+			t.Fatalf("%s %s: %v", r.GetKind(), r.GetName(), err)
+		}
+		objs = append(objs, obj)
+	}
+	var (
+		dep   *appsv1.Deployment
+		roles []*rbacv1.Role
+		crs   []*rbacv1.ClusterRole
+		svc   *corev1.Service
+	)
+	for _, o := range objs {
+		switch v := o.(type) {
+		case *appsv1.Deployment:
+			dep = v
+		case *rbacv1.Role:
+			roles = append(roles, v)
+		case *rbacv1.ClusterRole:
+			crs = append(crs, v)
+		case *corev1.Service:
+			svc = v
+		}
+		if acc, _ := meta.Accessor(o); acc.GetLabels()["app.kubernetes.io/part-of"] != "regcheck" {
+			t.Errorf("%T %s has no part-of label", o, acc.GetName())
+		}
+	}
+	if dep == nil || svc == nil || podMonitor == nil {
+		t.Fatalf("deployment %v, service %v, podmonitor %v", dep != nil, svc != nil, podMonitor != nil)
+	}
+	if dep.Namespace != "regcheck" || dep.Spec.Replicas == nil || *dep.Spec.Replicas != 2 {
+		t.Errorf("deployment %s/%s replicas %v, want 2 in regcheck", dep.Namespace, dep.Name, dep.Spec.Replicas)
+	}
+	pod := dep.Spec.Template.Spec
+	if pod.ServiceAccountName != "regcheck" || len(pod.Containers) != 1 {
+		t.Fatalf("serviceAccountName %q, %d containers", pod.ServiceAccountName, len(pod.Containers))
+	}
+	if sc := pod.SecurityContext; sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.RunAsUser == nil || *sc.RunAsUser != 65532 {
+		t.Errorf("pod securityContext %+v, want runAsNonRoot as 65532", sc)
+	}
+	c := pod.Containers[0]
+	wantArgs := []string{"watch", "-A", "--configmap", "regcheck/" + historyName, "--leader-elect", "--metrics-bind-address", ":8080"}
+	if !slices.Equal(c.Args, wantArgs) || c.Image != "registry.example.com/tools/regcheck:v1" {
+		t.Errorf("args %q image %q, want %q and the kustomization's image", c.Args, c.Image, wantArgs)
+	}
+	if sc := c.SecurityContext; sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
+		sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
+		t.Errorf("securityContext %+v", sc)
+	}
+	if p := c.ReadinessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/readyz" || p.HTTPGet.Port.String() != "metrics" {
+		t.Errorf("readiness probe %+v", p)
+	}
+	if p := c.LivenessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/healthz" {
+		t.Errorf("liveness probe %+v", p)
+	}
+	if len(c.Ports) != 1 || c.Ports[0].Name != "metrics" || c.Ports[0].ContainerPort != 8080 {
+		t.Errorf("ports %+v", c.Ports)
+	}
+	if _, ok := c.Resources.Limits[corev1.ResourceMemory]; !ok {
+		t.Error("no memory limit")
+	}
+	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].TargetPort.String() != "metrics" || !reflect.DeepEqual(svc.Spec.Selector, dep.Spec.Selector.MatchLabels) {
+		t.Errorf("service %+v does not select the watcher's metrics port", svc.Spec)
+	}
+	spec, _ := podMonitor["spec"].(map[string]any)
+	sel, _ := spec["selector"].(map[string]any)
+	eps, _ := spec["podMetricsEndpoints"].([]any)
+	if podMonitor["apiVersion"] != "monitoring.coreos.com/v1" || fmt.Sprint(sel["matchLabels"]) != fmt.Sprint(mapOf(dep.Spec.Selector.MatchLabels)) || len(eps) != 1 {
+		t.Errorf("podmonitor %v", podMonitor)
+	}
+	if ep, _ := eps[0].(map[string]any); ep["port"] != "metrics" || ep["path"] != "/metrics" {
+		t.Errorf("podmonitor endpoint %v", eps[0])
+	}
+	var watchRole *rbacv1.ClusterRole
+	for _, cr := range crs {
+		if cr.Name == "regcheck-watch" {
+			watchRole = cr
+		}
+	}
+	if watchRole == nil {
+		t.Fatal("no ClusterRole regcheck-watch")
+	}
+	for _, res := range []string{"pods", "deployments", "replicasets", "statefulsets", "daemonsets", "jobs", "cronjobs"} {
+		if !grants(watchRole.Rules, res, "", "watch") || !grants(watchRole.Rules, res, "", "list") {
+			t.Errorf("ClusterRole regcheck-watch does not let the informers list and watch %s", res)
+		}
+	}
+	lease, records := false, false
+	for _, o := range render(t, "") { // the base's Role on the history
+		if r, ok := o.(*rbacv1.Role); ok {
+			roles = append(roles, r)
+		}
+	}
+	for _, r := range roles {
+		lease = lease || grants(r.Rules, "leases", "regcheck-watch", "get") && grants(r.Rules, "leases", "regcheck-watch", "update") && grants(r.Rules, "leases", "", "create")
+		records = records || grants(r.Rules, "configmaps", historyName, "update")
+	}
+	if !lease || !records {
+		t.Errorf("roles grant the Lease %v, the history ConfigMap %v", lease, records)
+	}
+}
+
+func mapOf(m map[string]string) map[string]any {
+	out := map[string]any{}
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// grants reports whether rules allow verb on resource (named name, or
+// any name when name is "").
+func grants(rules []rbacv1.PolicyRule, resource, name, verb string) bool {
+	for _, r := range rules {
+		if slices.Contains(r.Resources, resource) && slices.Contains(r.Verbs, verb) &&
+			(len(r.ResourceNames) == 0 || name != "" && slices.Contains(r.ResourceNames, name)) {
+			return true
+		}
+	}
+	return false
 }

@@ -204,6 +204,29 @@ func Rules() []RuleGroup {
 		{Name: "regcheck-broken-and-at-risk", Rules: findings},
 		{Name: "regcheck-unknown", Rules: unknown},
 		{Name: "regcheck-stale", Rules: stale},
+		{Name: "regcheck-watch", Rules: []Rule{unplannedUpgrade()}},
+	}
+}
+
+// unplannedUpgrade is the alert on regcheck watch's
+// regcheck_unplanned_upgrade: a running digest changed while the image
+// string did not.
+func unplannedUpgrade() Rule {
+	l := func(name string) string { return "{{ $labels." + name + " }}" }
+	owner := l(LabelOwnerKind) + " " + l(LabelNamespace) + "/" + l(LabelOwnerName) + " (container " + l(LabelContainer) + ")"
+	history := "<(kubectl -n regcheck get configmap regcheck-history -o jsonpath='{.data.history\\.json}')"
+	return Rule{
+		Alert:  "RegcheckUnplannedUpgrade",
+		Expr:   string(UnplannedUpgrade) + " == 1",
+		Labels: map[string]string{"severity": "warning", "class": "at-risk"},
+		Annotations: map[string]string{
+			"summary": owner + " runs other bits than before while its image string did not change",
+			"description": owner + " runs " + l(LabelTo) + " instead of " + l(LabelFrom) + ", and nobody changed its image string (unplanned-upgrade): a tag moved, then a restart or a reschedule pulled it. " +
+				"regcheck watch's log says whether the previous digest is still whole in the registry and whether a crash loop began with the change. " +
+				"To go back: `kubectl -n " + l(LabelNamespace) + " set image " + l(LabelOwnerKind) + "/" + l(LabelOwnerName) + " " + l(LabelContainer) + "=REPOSITORY@" + l(LabelFrom) + "`, " +
+				"then `regcheck pin --from-records " + history + " --write MANIFESTS/` pins the manifests to the digest that runs, so the next restart keeps it. " +
+				"To keep the new bits, run that pin now: it pins to " + l(LabelTo) + ".",
+		},
 	}
 }
 

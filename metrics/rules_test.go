@@ -68,6 +68,7 @@ func TestRulesClasses(t *testing.T) {
 		"RegcheckDrift", "RegcheckRunningDigestMissing", "RegcheckPullAlwaysMutable", "RegcheckAttestationMissing", "RegcheckPinnedDigestUntagged",
 		"RegcheckImageUnknown", "RegcheckInputsNotRead",
 		"RegcheckNoRecentSuccess", "RegcheckNeverSucceeded",
+		"RegcheckUnplannedUpgrade",
 	}
 	if got := Alerts(); !slices.Equal(got, want) {
 		t.Errorf("alerts %v\nwant %v", got, want)

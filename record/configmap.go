@@ -108,7 +108,7 @@ func (c *ConfigMap) Update(ctx context.Context, fn func(*History) error) (Update
 		if err := fn(h); err != nil {
 			return err
 		}
-		before := len(h.Records)
+		before := len(h.Records) + len(h.Transitions)
 		data, n, err := trim(h, max)
 		if err != nil {
 			return fmt.Errorf("encoding history for %s: %w", c, err)

@@ -97,6 +97,9 @@ type Record struct {
 type History struct {
 	SchemaVersion int      `json:"schemaVersion"`
 	Records       []Record `json:"records"`
+	// Transitions are the changes of running digest regcheck watch saw,
+	// oldest first; readers that predate them ignore them.
+	Transitions []Transition `json:"transitions,omitempty"`
 }
 
 // NewHistory returns an empty history.

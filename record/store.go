@@ -2,11 +2,9 @@ package record
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"time"
 )
 
@@ -85,6 +83,7 @@ func Decode(data []byte) (*History, error) {
 		return nil, fmt.Errorf("history schemaVersion %d is newer than this regcheck supports (%d)", h.SchemaVersion, SchemaVersion)
 	}
 	h.sort()
+	h.sortTransitions()
 	return &h, nil
 }
 
@@ -102,44 +101,28 @@ func Encode(h *History, indent bool) ([]byte, error) {
 	return json.Marshal(&out)
 }
 
-// trim drops the oldest records (by LastSeen) until the encoded history
-// fits in max bytes. It returns the encoding and how many records it dropped.
+// trim drops the oldest records (by LastSeen) and transitions (by Time)
+// until the encoded history fits in max bytes. It returns the encoding and
+// how many records and transitions it dropped.
 func trim(h *History, max int) ([]byte, int, error) {
 	b, err := Encode(h, false)
 	if err != nil || len(b) <= max {
 		return b, 0, err
 	}
-	// Oldest first; ties broken by key so trimming is deterministic.
-	order := make([]int, len(h.Records))
-	for i := range order {
-		order[i] = i
-	}
-	recs := h.Records
-	slices.SortFunc(order, func(a, b int) int {
-		return cmp.Or(recs[a].LastSeen.Compare(recs[b].LastSeen), compareKeys(recs[a].Key, recs[b].Key))
-	})
-	// Estimate how many to drop from per-record sizes, then check and adjust.
+	order := h.byAge()
+	// Estimate how many to drop from per-item sizes, then check and adjust.
 	drop := 0
 	excess := len(b) - max
 	for drop < len(order) && excess > 0 {
-		rb, err := json.Marshal(recs[order[drop]])
+		n, err := h.size(order[drop])
 		if err != nil {
 			return nil, 0, err
 		}
-		excess -= len(rb) + 1
+		excess -= n + 1
 		drop++
 	}
 	for {
-		gone := make(map[int]bool, drop)
-		for _, i := range order[:drop] {
-			gone[i] = true
-		}
-		kept := &History{SchemaVersion: SchemaVersion}
-		for i, r := range recs {
-			if !gone[i] {
-				kept.Records = append(kept.Records, r)
-			}
-		}
+		kept := h.without(order[:drop])
 		b, err = Encode(kept, false)
 		if err != nil {
 			return nil, 0, err
@@ -148,7 +131,7 @@ func trim(h *History, max int) ([]byte, int, error) {
 			if len(b) > max {
 				return nil, 0, fmt.Errorf("an empty history (%d bytes) does not fit in %d bytes", len(b), max)
 			}
-			h.Records = kept.Records
+			h.Records, h.Transitions = kept.Records, kept.Transitions
 			return b, drop, nil
 		}
 		drop++
@@ -156,7 +139,7 @@ func trim(h *History, max int) ([]byte, int, error) {
 }
 
 func trimMessage(where string, max, trimmed, before int, kept []Record) string {
-	msg := fmt.Sprintf("history in %s exceeded %d bytes: trimmed the %d oldest of %d records (by lastSeen)", where, max, trimmed, before)
+	msg := fmt.Sprintf("history in %s exceeded %d bytes: trimmed the %d oldest of %d records and transitions (by lastSeen and time)", where, max, trimmed, before)
 	if len(kept) > 0 {
 		oldest := kept[0].LastSeen
 		for _, r := range kept {

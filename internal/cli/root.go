@@ -69,6 +69,7 @@ pull. It is read-only against registries and clusters.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
 	root.AddCommand(newScanCmd(s, g), newPinCmd(s, g), newVersionCmd(s), newGCCheckCmd(s, g), newRecordCmd(s, g))
 	root.AddCommand(newRescueCmd(s, g))
+	root.AddCommand(newWatchCmd(s, g))
 	for _, c := range root.Commands() {
 		incompleteOnFailure(c)
 	}

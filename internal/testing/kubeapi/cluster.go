@@ -59,6 +59,7 @@ type Cluster struct {
 	caData    []byte
 	etcd      *process
 	apiserver *process
+	restarts  int // of kube-apiserver, by RestartAPIServer
 }
 
 type process struct {

@@ -1,0 +1,572 @@
+//go:build integration
+
+package integration
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/regcheck/regcheck/internal/testing/kubeapi"
+)
+
+// Sizes and bounds of BenchmarkWatch (issue 18, point 6).
+const (
+	watchBenchPods    = 10000
+	watchBenchRepos   = 50 // each with two digests under :latest
+	watchBenchRate    = 200
+	watchBenchWindow  = 60 * time.Second
+	watchBenchCreate  = 10 * time.Minute // creation stops there; the bench goes on with what exists
+	watchBenchDrain   = time.Minute      // after the window, for the last changes to reach the history
+	watchBenchWorkers = 16
+	watchBenchNS      = "bench"
+	// watchBenchInterval is the watchers' --interval: the periodic deep walk
+	// comes once in the bench, after the minute of changes, to be counted.
+	watchBenchInterval = 150 * time.Second
+)
+
+// watchBenchChange is one status change: the pod restarted onto digest.
+type watchBenchChange struct {
+	pod      int
+	restarts int32
+	shown    time.Time // the API server answered the patch
+}
+
+// BenchmarkWatch runs `regcheck watch` (the built binary) over 10,000 pods
+// on a real kube-apiserver, 50 images in distribution 3.1.2 behind them
+// (two digests each, both in use from the start), while 200 container
+// statuses a second change for a minute (each a restart onto the image's
+// other digest), and reports: the lag from a status update to its
+// transition in the history file (p50, p99, max), the watcher's peak RSS
+// (VmHWM, read after the periodic walk), the API requests it made by verb
+// (informers: LIST and WATCH, no per-pod GET), and the registry requests it
+// made: its first deep walk, the minute of changes, and one periodic deep
+// walk (--interval 150s here), which give the requests an hour in steady
+// state at the default --interval 1h. Nothing is asserted on time. The
+// scenario runs once whatever b.N; run it with -benchtime 1x.
+func BenchmarkWatch(b *testing.B) {
+	ctx := context.Background()
+	bin := watchBinary(b)
+	kc, err := kubeapi.Start(ctx, b.TempDir(), kubeapi.DefaultBinDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(kc.Stop)
+	cs, err := kubernetes.NewForConfig(kc.BulkConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
+	reg, alog := startAccessLogged(b)
+	host := reg.Host()
+	digests := watchBenchImages(b, host)
+	if err := createNamespace(ctx, cs, watchBenchNS); err != nil {
+		b.Fatal(err)
+	}
+	pods := watchBenchPodList(host, digests)
+	start := time.Now()
+	cctx, cancel := context.WithTimeout(ctx, watchBenchCreate)
+	n, err := kubeapi.CreatePods(cctx, cs, pods, watchBenchWorkers)
+	cancel()
+	created := time.Since(start)
+	b.Logf("created %d pods with their status in %v (%.0f pods/s)", n, created.Round(time.Second), float64(n)/created.Seconds())
+	if n == 0 {
+		b.Fatal(err)
+	}
+	pods = pods[:n]
+	b.ReportMetric(created.Seconds(), "create-s")
+
+	rig := &watchRig{kc: kc, cs: cs, reg: reg, bin: bin, ns: watchBenchNS}
+	out := filepath.Join(b.TempDir(), "history.json")
+	before, err := apiRequests(ctx, cs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := alog.mark(); err != nil {
+		b.Fatal(err)
+	}
+	w := rig.startWatcher(b, []string{"--out", out}, "--interval", watchBenchInterval.String())
+	started := time.Now()
+	ready := w.waitReady(b, 5*time.Minute)
+	seen := newHistoryPoller(out)
+	stopPoll := seen.run()
+	defer stopPoll()
+	seen.waitFirstSeen(b, len(pods), 5*time.Minute)
+	synced := time.Since(started)
+	b.Logf("watcher ready %v after start; every pod's digest in the history %v after start", ready.Round(time.Millisecond), synced.Round(time.Millisecond))
+	waitFirstWalk(b, w, alog, 5*time.Minute)
+	walked := time.Since(started)
+	b.Logf("first deep walk published %v after start", walked.Round(time.Millisecond))
+	b.ReportMetric(walked.Seconds(), "first-walk-s")
+	walk, err := alog.since()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := alog.mark(); err != nil {
+		b.Fatal(err)
+	}
+
+	changes, took := watchBenchChanges(b, cs, pods, host, digests)
+	lags, missing := seen.lags(b, changes, watchBenchDrain)
+	steady, err := alog.since()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := alog.mark(); err != nil {
+		b.Fatal(err)
+	}
+	// Each unplanned transition asks for a walk of its previous digest,
+	// debounced: it comes once the changes stop, before the periodic walk.
+	due := started.Add(watchBenchInterval)
+	time.Sleep(time.Until(due.Add(-2 * time.Second)))
+	prevWalk, err := alog.since()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := alog.mark(); err != nil {
+		b.Fatal(err)
+	}
+	rewalk := waitRewalk(b, alog, due)
+	var historySize int64
+	if fi, err := os.Stat(out); err == nil {
+		historySize = fi.Size()
+	}
+	rss := vmHWM(b, w.cmd.Process.Pid)
+	families := watcherFamilies(b, w)
+	if code, took := w.stop(b, syscall.SIGTERM, 30*time.Second); code != 0 {
+		b.Errorf("exit %d after SIGTERM (%v):\n%s", code, took, w.tail())
+	}
+	after, err := apiRequests(ctx, cs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	reportWatchBench(b, watchBenchFigures{
+		changes: len(changes), rate: float64(len(changes)) / took.Seconds(), lags: lags, missing: missing, rss: rss,
+		ready: ready, synced: synced, walk: walk, prevWalk: prevWalk, rewalk: rewalk, steady: steady, historySize: historySize, window: took,
+		api: diffRequests(before, after), families: families,
+	})
+	if walk.Total()+steady.Total()+prevWalk.Total()+rewalk.Total() == 0 {
+		b.Logf("the watcher sent the registry nothing; its log ends:\n%s", w.tail())
+	}
+}
+
+// waitFirstWalk waits (at most timeout) until the watcher publishes
+// availability series, its first deep walk done, and the registry's access
+// log has settled.
+func waitFirstWalk(b *testing.B, w *watcher, alog *accessLog, timeout time.Duration) {
+	start := time.Now()
+	for watcherFamilies(b, w)["regcheck_container_image_available"] == 0 {
+		if time.Since(start) > timeout {
+			b.Fatalf("no regcheck_container_image_available series %v after start; the log ends:\n%s", timeout, w.tail())
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if _, err := alog.settled(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// waitRewalk waits until the periodic deep walk, due at due, has ended
+// (requests logged since mark, and no more for a few seconds; at most 3
+// minutes past due) and returns how many requests it sent.
+func waitRewalk(b *testing.B, alog *accessLog, due time.Time) requestCounts {
+	time.Sleep(time.Until(due))
+	prev, still := -1, 0
+	var c requestCounts
+	for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); time.Sleep(time.Second) {
+		var err error
+		if c, err = alog.since(); err != nil {
+			b.Fatal(err)
+		}
+		n := c.Total()
+		if n > 0 && n == prev {
+			if still++; still >= 3 {
+				return c
+			}
+		} else {
+			still = 0
+		}
+		prev = n
+	}
+	b.Errorf("the periodic deep walk due at %v did not end within 3 minutes (%d requests so far)", due.Format(time.TimeOnly), prev)
+	return c
+}
+
+// watcherFamilies counts the series of each family the watcher serves.
+func watcherFamilies(b *testing.B, w *watcher) map[string]int {
+	code, body, err := w.get("/metrics")
+	if err != nil || code != 200 {
+		b.Fatalf("GET /metrics: %d %v", code, err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := parser.TextToMetricFamilies(bytes.NewReader(body))
+	if err != nil {
+		b.Fatal(err)
+	}
+	out := map[string]int{}
+	for name, mf := range mfs {
+		out[name] = len(mf.Metric)
+	}
+	return out
+}
+
+// watchBenchImages pushes two images to each of watchBenchRepos repositories
+// under :latest (the tag ends on the second) and returns their digests.
+func watchBenchImages(b *testing.B, host string) [][2]string {
+	var out [][2]string
+	for i := range watchBenchRepos {
+		ref := fmt.Sprintf("%s/bench/r%02d:latest", host, i)
+		out = append(out, [2]string{pushSingle(b, ref, fmt.Sprintf("r%02d a", i)), pushSingle(b, ref, fmt.Sprintf("r%02d b", i))})
+	}
+	return out
+}
+
+// watchBenchPod is pod i's spec and status after restarts restarts: the
+// first digest of its image at an even count, the second at an odd one.
+func watchBenchPod(host string, digests [][2]string, i int, restarts int32) *corev1.Pod {
+	repo := fmt.Sprintf("%s/bench/r%02d", host, i%watchBenchRepos)
+	image := repo + ":latest"
+	// Pods of one image start on either digest, so that every reference
+	// the changes use is in use (and walked) before they begin.
+	first := int32(i / watchBenchRepos % 2)
+	st := restartedStatus("app", image, repo+"@"+digests[i%watchBenchRepos][(first+restarts)%2], restarts, "Error", 1)
+	if restarts == 0 {
+		st.ContainerStatuses[0].LastTerminationState = corev1.ContainerState{}
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: watchBenchNS, Name: watchBenchPodName(i)},
+		Spec: corev1.PodSpec{NodeName: fmt.Sprintf("node-%d", i%20),
+			Containers: []corev1.Container{{Name: "app", Image: image, ImagePullPolicy: corev1.PullAlways}}},
+		Status: st,
+	}
+}
+
+func watchBenchPodName(i int) string { return fmt.Sprintf("p-%05d", i) }
+
+func watchBenchPodList(host string, digests [][2]string) []*corev1.Pod {
+	pods := make([]*corev1.Pod, watchBenchPods)
+	for i := range pods {
+		pods[i] = watchBenchPod(host, digests, i, 0)
+	}
+	return pods
+}
+
+// watchBenchChanges changes watchBenchRate statuses a second for
+// watchBenchWindow, pod after pod, each a restart onto the image's other
+// digest, watchBenchWorkers patches at a time; a tick finding every worker
+// busy is skipped (the rate achieved is reported). It returns the changes
+// the API server accepted and how long the window lasted.
+func watchBenchChanges(b *testing.B, cs kubernetes.Interface, pods []*corev1.Pod, host string, digests [][2]string) ([]watchBenchChange, time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), watchBenchWindow)
+	defer cancel()
+	todo := make(chan watchBenchChange)
+	var (
+		mu   sync.Mutex
+		done []watchBenchChange
+		errs int
+		wg   sync.WaitGroup
+	)
+	for range watchBenchWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c := range todo {
+				p := watchBenchPod(host, digests, c.pod, c.restarts)
+				err := kubeapi.PatchStatus(context.Background(), cs, watchBenchNS, p.Name, p.Status)
+				c.shown = time.Now()
+				mu.Lock()
+				if err != nil {
+					errs++
+				} else {
+					done = append(done, c)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	start := time.Now()
+	tick := time.NewTicker(time.Second / watchBenchRate)
+	defer tick.Stop()
+	restarts := make([]int32, len(pods))
+	next, skipped := 0, 0
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case <-tick.C:
+		}
+		i := next % len(pods)
+		select {
+		case todo <- watchBenchChange{pod: i, restarts: restarts[i] + 1}:
+			restarts[i]++
+			next++
+		default:
+			skipped++
+		}
+	}
+	close(todo)
+	wg.Wait()
+	took := time.Since(start)
+	b.Logf("%d status changes in %v (%.0f/s), %d ticks skipped with every worker busy, %d patches failed", len(done), took.Round(time.Millisecond), float64(len(done))/took.Seconds(), skipped, errs)
+	return done, took
+}
+
+// historyPoller reads the history file whenever it changes (checked every
+// 50ms) and notes when each (pod, restart count) transition first appeared.
+type historyPoller struct {
+	path string
+	mu   sync.Mutex
+	seen map[string]time.Time // pod/restarts → first seen in the file
+	pods map[string]bool      // pods with a first-seen transition
+	errs []error
+}
+
+func newHistoryPoller(path string) *historyPoller {
+	return &historyPoller{path: path, seen: map[string]time.Time{}, pods: map[string]bool{}}
+}
+
+func (p *historyPoller) run() (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		var last os.FileInfo
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			fi, err := os.Stat(p.path)
+			if err != nil || last != nil && fi.ModTime().Equal(last.ModTime()) && fi.Size() == last.Size() {
+				continue
+			}
+			last = fi
+			p.read()
+		}
+	}()
+	var once sync.Once
+	return func() { once.Do(func() { close(done); wg.Wait() }) }
+}
+
+func (p *historyPoller) read() {
+	now := time.Now()
+	h, err := fileHistory(p.path)()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err != nil {
+		p.errs = append(p.errs, err)
+		return
+	}
+	for _, tr := range h.Transitions {
+		k := tr.Pod + "/" + strconv.Itoa(int(tr.RestartCount))
+		if _, ok := p.seen[k]; !ok {
+			p.seen[k] = now
+		}
+		if tr.From == "" {
+			p.pods[tr.Pod] = true
+		}
+	}
+}
+
+// waitFirstSeen waits until n pods have their first-seen transition.
+func (p *historyPoller) waitFirstSeen(b *testing.B, n int, timeout time.Duration) {
+	start := time.Now()
+	for time.Since(start) < timeout {
+		p.mu.Lock()
+		got, errs := len(p.pods), p.errs
+		p.mu.Unlock()
+		if len(errs) > 0 {
+			b.Fatal(errs[0])
+		}
+		if got >= n {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	b.Fatalf("%d of %d pods in the history after %v", len(p.pods), n, timeout)
+}
+
+// lags waits (at most drain) until every change is in the history and
+// returns the lags of those that are, and how many are not.
+func (p *historyPoller) lags(b *testing.B, changes []watchBenchChange, drain time.Duration) ([]time.Duration, int) {
+	deadline := time.Now().Add(drain)
+	for {
+		var lags []time.Duration
+		p.mu.Lock()
+		for _, c := range changes {
+			if at, ok := p.seen[watchBenchPodName(c.pod)+"/"+strconv.Itoa(int(c.restarts))]; ok {
+				lags = append(lags, max(at.Sub(c.shown), 0))
+			}
+		}
+		errs := p.errs
+		p.mu.Unlock()
+		if len(errs) > 0 {
+			b.Errorf("reading the history: %v", errs[0])
+		}
+		if len(lags) == len(changes) || time.Now().After(deadline) {
+			slices.Sort(lags)
+			return lags, len(changes) - len(lags)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// vmHWM is a process's peak resident set size, from /proc/PID/status.
+func vmHWM(b *testing.B, pid int) int64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		if f := strings.Fields(sc.Text()); len(f) == 3 && f[0] == "VmHWM:" {
+			kb, err := strconv.ParseInt(f[1], 10, 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	b.Fatalf("no VmHWM in /proc/%d/status", pid)
+	return 0
+}
+
+// apiRequests reads apiserver_request_total from the API server's
+// /metrics, summed by verb and resource ("LIST pods", ...).
+func apiRequests(ctx context.Context, cs kubernetes.Interface) (map[string]float64, error) {
+	raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the API server's metrics: %w", err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := parser.TextToMetricFamilies(bytes.NewReader(raw))
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	mf := mfs["apiserver_request_total"]
+	if mf == nil {
+		return nil, fmt.Errorf("no apiserver_request_total in the API server's metrics")
+	}
+	for _, m := range mf.Metric {
+		l := map[string]string{}
+		for _, p := range m.Label {
+			l[p.GetName()] = p.GetValue()
+		}
+		if l["resource"] == "" {
+			continue // /metrics, /readyz and the like
+		}
+		res := l["resource"]
+		if l["subresource"] != "" {
+			res += "/" + l["subresource"]
+		}
+		out[l["verb"]+" "+res] += m.GetCounter().GetValue()
+	}
+	return out, nil
+}
+
+func diffRequests(before, after map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range after {
+		if d := v - before[k]; d > 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+// watchBenchFigures are what BenchmarkWatch measured.
+type watchBenchFigures struct {
+	changes       int
+	rate          float64
+	lags          []time.Duration
+	missing       int
+	rss           int64
+	ready, synced time.Duration
+	walk, steady  requestCounts
+	prevWalk      requestCounts // after the changes, before the periodic walk
+	rewalk        requestCounts // the periodic deep walk's requests
+	historySize   int64
+	window        time.Duration
+	api           map[string]float64 // by "VERB resource", over the watcher's life
+	families      map[string]int     // series the watcher served at the end, by family
+}
+
+func lagAt(lags []time.Duration, p float64) time.Duration {
+	if len(lags) == 0 {
+		return -1
+	}
+	return lags[min(int(float64(len(lags))*p), len(lags)-1)]
+}
+
+func reportWatchBench(b *testing.B, f watchBenchFigures) {
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	b.ReportMetric(f.rate, "changes/s")
+	b.ReportMetric(ms(lagAt(f.lags, 0.5)), "lag-p50-ms")
+	b.ReportMetric(ms(lagAt(f.lags, 0.99)), "lag-p99-ms")
+	b.ReportMetric(ms(lagAt(f.lags, 1)), "lag-max-ms")
+	b.ReportMetric(float64(f.missing), "changes-missing")
+	b.ReportMetric(float64(f.rss)/(1<<20), "peak-RSS-MiB")
+	b.ReportMetric(ms(f.synced), "first-history-ms")
+	// In steady state, an hour holds one periodic walk (--interval 1h by
+	// default) and an hour of what the minute of changes sent.
+	perHour := float64(f.steady.Total())*float64(time.Hour)/float64(f.window) + float64(f.rewalk.Total())
+	b.ReportMetric(float64(f.walk.Total()), "registry-req-first-walk")
+	b.ReportMetric(float64(f.rewalk.Total()), "registry-req-rewalk")
+	b.ReportMetric(perHour, "registry-req/h-steady")
+	var list, watch, get, podGets float64
+	var keys []string
+	for k, v := range f.api {
+		verb, res, _ := strings.Cut(k, " ")
+		switch verb {
+		case "LIST":
+			list += v
+		case "WATCH":
+			watch += v
+		case "GET":
+			get += v
+			if res == "pods" {
+				podGets += v
+			}
+		default:
+			continue // the bench's own CREATE and PATCH
+		}
+		keys = append(keys, fmt.Sprintf("%s=%.0f", k, v))
+	}
+	slices.Sort(keys)
+	b.ReportMetric(float64(f.families["regcheck_container_image_available"]), "availability-series")
+	b.ReportMetric(list, "api-LIST")
+	b.ReportMetric(watch, "api-WATCH")
+	b.ReportMetric(get, "api-GET")
+	b.ReportMetric(podGets, "api-GET-pods")
+	b.Logf("%d changes at %.0f/s; lag status update → history: p50 %v, p99 %v, max %v; %d never reached the history",
+		f.changes, f.rate, lagAt(f.lags, 0.5), lagAt(f.lags, 0.99), lagAt(f.lags, 1), f.missing)
+	b.Logf("peak RSS %.0f MiB (goal < 300 MiB); ready %v, every pod in the history %v after start",
+		float64(f.rss)/(1<<20), f.ready.Round(time.Millisecond), f.synced.Round(time.Millisecond))
+	b.ReportMetric(float64(f.prevWalk.Total()), "registry-req-after-changes")
+	b.ReportMetric(float64(f.historySize)/(1<<20), "history-MiB")
+	b.Logf("registry requests: %d for the first deep walk (%+v), %d in %v of changes (%+v), %d after them, before the periodic walk (%+v), %d for the periodic deep walk (%+v): %.0f/h in steady state at --interval 1h",
+		f.walk.Total(), f.walk, f.steady.Total(), f.window.Round(time.Second), f.steady, f.prevWalk.Total(), f.prevWalk, f.rewalk.Total(), f.rewalk, perHour)
+	b.Logf("history file %.1f MiB at the end", float64(f.historySize)/(1<<20))
+	b.Logf("API server requests (LIST/WATCH/GET, the watcher's life; the bench itself only creates and patches): %s", strings.Join(keys, " "))
+}

@@ -1,0 +1,310 @@
+package watch
+
+import (
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/regcheck/regcheck/inventory"
+	"github.com/regcheck/regcheck/record"
+)
+
+// slot is one container (or image volume) of one owner: what a transition
+// is about.
+type slot struct{ ns, kind, name, container, volume string }
+
+func slotOf(c inventory.Container) slot {
+	if c.ImageVolume() {
+		return slot{c.Namespace, c.OwnerKind, c.OwnerName, "", c.Container}
+	}
+	return slot{c.Namespace, c.OwnerKind, c.OwnerName, c.Container, ""}
+}
+
+func (s slot) query(cluster string) record.Query {
+	return record.Query{Cluster: cluster, Namespace: s.ns, OwnerKind: s.kind, OwnerName: s.name, Container: s.container, Volume: s.volume}
+}
+
+// podRun is what one pod runs in one slot.
+type podRun struct {
+	digest, image string
+	restarts      int32
+}
+
+// slotState is what the watcher knows of one slot: the digest it ran last
+// (and the spec image then), what each of its pods runs, and the unplanned
+// upgrade that stands, if any.
+type slotState struct {
+	last, lastImage string
+	// recent are the digests the history saw at the slot's last sighting
+	// (several during a rollout), until the next transition.
+	recent map[string]bool
+	pods   map[string]podRun
+	// upgrade is the unplanned upgrade that stands: the last transition,
+	// unplanned, while a pod still runs its To.
+	upgrade *Upgrade
+}
+
+// Upgrade is an unplanned upgrade that stands: the transition, and
+// whether the container has crash-looped since.
+type Upgrade struct {
+	record.Transition
+	// CrashLoop is true once the container restarted again after the
+	// transition and is in CrashLoopBackOff or last exited non-zero:
+	// the crash loop began with this image change.
+	CrashLoop bool
+	// Restarts is the container's restart count when last seen.
+	Restarts int32
+}
+
+// sighting is one container (or image volume) of one pod as an event
+// showed it, with what the inventory does not keep.
+type sighting struct {
+	c inventory.Container
+	// lastReason and lastExit are the container status's last termination.
+	lastReason string
+	lastExit   *int32
+	// templateImage is the owner's pod template's image for this container
+	// now; "" when unknown (a bare pod, a kind with no template).
+	templateImage string
+}
+
+// state is the per-slot state machine. It is not safe for concurrent use:
+// the watcher holds its lock around every call.
+type state struct {
+	cluster string
+	slots   map[slot]*slotState
+	// podSlots are the slots each pod ("ns/name") runs in.
+	podSlots map[string][]slot
+	// hist indexes the history loaded at the last reconcile, by slot: what
+	// a slot seen for the first time since then starts from.
+	hist map[slot]histSlot
+	// seen keeps, per slot, the last transition observed (written or not),
+	// so that a reconcile by a new leader records it with the time it was
+	// first seen rather than the time of the reconcile.
+	seen map[slot]record.Transition
+}
+
+// histSlot is what the history holds of one slot.
+type histSlot struct {
+	records     []record.Record // newest first
+	transitions []record.Transition
+}
+
+func newState(cluster string) *state {
+	return &state{cluster: cluster, slots: map[slot]*slotState{}, podSlots: map[string][]slot{},
+		hist: map[slot]histSlot{}, seen: map[slot]record.Transition{}}
+}
+
+// reset starts over from h: every slot is forgotten (the pods are observed
+// again next), and slots seen from now on start from what h holds.
+func (s *state) reset(h *record.History) {
+	s.slots, s.podSlots = map[slot]*slotState{}, map[string][]slot{}
+	s.hist = map[slot]histSlot{}
+	for _, r := range h.Records {
+		if r.Digest == "" || r.Cluster != s.cluster {
+			continue
+		}
+		k := slot{r.Namespace, r.OwnerKind, r.OwnerName, r.Container, r.Volume}
+		hs := s.hist[k]
+		hs.records = append(hs.records, r)
+		s.hist[k] = hs
+	}
+	for _, t := range h.Transitions {
+		if t.Cluster != s.cluster {
+			continue
+		}
+		k := slot{t.Namespace, t.OwnerKind, t.OwnerName, t.Container, t.Volume}
+		hs := s.hist[k]
+		hs.transitions = append(hs.transitions, t) // oldest first, as h keeps them
+		s.hist[k] = hs
+	}
+	for k, hs := range s.hist {
+		slices.SortFunc(hs.records, func(a, b record.Record) int {
+			if c := b.LastSeen.Compare(a.LastSeen); c != 0 {
+				return c
+			}
+			return b.FirstSeen.Compare(a.FirstSeen)
+		})
+		s.hist[k] = hs
+	}
+}
+
+// slotFor returns k's state, starting it from the history when new.
+func (s *state) slotFor(k slot) *slotState {
+	if st, ok := s.slots[k]; ok {
+		return st
+	}
+	st := &slotState{pods: map[string]podRun{}, recent: map[string]bool{}}
+	if hs, ok := s.hist[k]; ok && len(hs.records) > 0 {
+		st.last, st.lastImage = hs.records[0].Digest, hs.records[0].Image
+		for _, r := range hs.records {
+			if r.LastSeen.Equal(hs.records[0].LastSeen) {
+				st.recent[r.Digest] = true
+			}
+		}
+		if n := len(hs.transitions); n > 0 {
+			if t := hs.transitions[n-1]; !t.TemplateChanged && !t.FirstSeen() && t.To == st.last {
+				st.upgrade = &Upgrade{Transition: t, Restarts: t.RestartCount}
+			}
+		}
+	}
+	s.slots[k] = st
+	return st
+}
+
+// observe takes the containers of pod ns/name as they are now. It returns
+// the entries to merge into the history (a container whose digest, pod or
+// restart count is new) and the transitions it saw.
+func (s *state) observe(now time.Time, ns, pod string, ss []sighting) ([]record.Entry, []record.Transition) {
+	key := ns + "/" + pod
+	var entries []record.Entry
+	var ts []record.Transition
+	var slots []slot
+	for _, x := range ss {
+		c := x.c
+		if c.RunningDigest == "" {
+			continue
+		}
+		k := slotOf(c)
+		slots = append(slots, k)
+		st := s.slotFor(k)
+		prev, had := st.pods[pod]
+		if had && prev.digest == c.RunningDigest && prev.restarts == c.RestartCount {
+			st.trackCrash(x)
+			continue
+		}
+		if t, ok := s.transition(now, k, st, x, prev, had); ok {
+			ts = append(ts, t)
+		}
+		st.pods[pod] = podRun{c.RunningDigest, c.Image, c.RestartCount}
+		st.trackCrash(x)
+		entries = append(entries, s.entry(now, c))
+	}
+	s.leave(pod, key, slots)
+	return entries, ts
+}
+
+// transition decides whether x is a change of k's running digest: the
+// same pod running another digest than before, or a pod new to the slot
+// running a digest no pod of it runs, that is not the slot's last and that
+// the history did not see at its last sighting.
+func (s *state) transition(now time.Time, k slot, st *slotState, x sighting, prev podRun, had bool) (record.Transition, bool) {
+	d := x.c.RunningDigest
+	switch {
+	case had && prev.digest == d:
+		return record.Transition{}, false
+	case !had && (d == st.last || st.recent[d] || st.runs(d)):
+		return record.Transition{}, false
+	}
+	from, fromImage := st.last, st.lastImage
+	if had {
+		from, fromImage = prev.digest, prev.image
+	}
+	t := record.Transition{Cluster: s.cluster, Namespace: k.ns, OwnerKind: k.kind, OwnerName: k.name,
+		Container: k.container, Volume: k.volume, Pod: x.c.Pod, Node: x.c.Node,
+		Image: x.c.Image, From: from, To: d, Time: now.UTC(),
+		RestartCount: x.c.RestartCount, LastTerminationReason: x.lastReason, LastExitCode: x.lastExit}
+	if from != "" {
+		t.PreviousImage = fromImage
+	}
+	t.TemplateChanged = from == "" || fromImage != x.c.Image || x.templateImage != "" && x.templateImage != fromImage
+	if seen, ok := s.seen[k]; ok && seen.From == t.From && seen.To == t.To {
+		t = seen // seen before a reconcile: keep when it was first seen
+	}
+	s.seen[k] = t
+	st.last, st.lastImage = d, x.c.Image
+	st.recent = map[string]bool{}
+	st.upgrade = nil
+	if !t.TemplateChanged {
+		st.upgrade = &Upgrade{Transition: t, Restarts: t.RestartCount}
+	}
+	return t, true
+}
+
+// runs reports whether a pod of the slot runs d.
+func (st *slotState) runs(d string) bool {
+	for _, p := range st.pods {
+		if p.digest == d {
+			return true
+		}
+	}
+	return false
+}
+
+// trackCrash marks the standing upgrade as crash-looping when the
+// container running its To restarted since and is in CrashLoopBackOff or
+// last exited non-zero.
+func (st *slotState) trackCrash(x sighting) {
+	u := st.upgrade
+	if u == nil || x.c.RunningDigest != u.To {
+		return
+	}
+	u.Restarts = max(u.Restarts, x.c.RestartCount)
+	failing := x.c.Reason == "CrashLoopBackOff" || x.lastExit != nil && *x.lastExit != 0
+	if x.c.RestartCount > u.RestartCount && failing {
+		u.CrashLoop = true
+	}
+}
+
+// leave removes pod from the slots it no longer runs in (all of them when
+// slots is empty), and ends the upgrades no pod runs any more.
+func (s *state) leave(pod, key string, slots []slot) {
+	for _, k := range s.podSlots[key] {
+		if slices.Contains(slots, k) {
+			continue
+		}
+		if st, ok := s.slots[k]; ok {
+			delete(st.pods, pod)
+			if st.upgrade != nil && !st.runs(st.upgrade.To) {
+				st.upgrade = nil
+			}
+		}
+	}
+	if len(slots) == 0 {
+		delete(s.podSlots, key)
+		return
+	}
+	var uniq []slot
+	for _, k := range slots {
+		if !slices.Contains(uniq, k) {
+			uniq = append(uniq, k)
+		}
+	}
+	s.podSlots[key] = uniq
+}
+
+// forget is a pod deleted.
+func (s *state) forget(ns, pod string) { s.leave(pod, ns+"/"+pod, nil) }
+
+// entry is what the history records of c now.
+func (s *state) entry(now time.Time, c inventory.Container) record.Entry {
+	e := record.Entry{Cluster: s.cluster, Time: now.UTC(), Namespace: c.Namespace, OwnerKind: c.OwnerKind, OwnerName: c.OwnerName,
+		Pod: c.Pod, Container: c.Container, Image: c.Image, Digest: c.RunningDigest, ImageID: c.ImageID,
+		Node: c.Node, PullPolicy: c.PullPolicy, StartedAt: c.StartedAt, RestartCount: c.RestartCount}
+	if c.ImageVolume() {
+		e.Container, e.Volume = "", c.Container
+	}
+	return e
+}
+
+// upgrades returns the unplanned upgrades that stand, by slot.
+func (s *state) upgrades() map[slot]Upgrade {
+	out := map[slot]Upgrade{}
+	for k, st := range s.slots {
+		if st.upgrade != nil {
+			out[k] = *st.upgrade
+		}
+	}
+	return out
+}
+
+// slotsRunning returns how many slots have a pod.
+func (s *state) slotsRunning() int {
+	n := 0
+	for st := range maps.Values(s.slots) {
+		if len(st.pods) > 0 {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,143 @@
+package watch
+
+import (
+	"testing"
+	"time"
+
+	"github.com/regcheck/regcheck/inventory"
+	"github.com/regcheck/regcheck/record"
+)
+
+const (
+	dA = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	dB = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+	dC = "sha256:cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc"
+)
+
+// see is one container of Deployment web/app as a pod shows it.
+func see(pod, image, digest string, restarts int32, reason string) sighting {
+	return sighting{c: inventory.Container{Namespace: "web", OwnerKind: "Deployment", OwnerName: "app", Pod: pod,
+		Container: "app", Field: inventory.FieldContainers, Image: image, RunningDigest: digest, RestartCount: restarts, Reason: reason}}
+}
+
+type step struct {
+	pod     string
+	s       sighting
+	delete  bool
+	want    string // "" no transition; else "FROM>TO planned|unplanned"
+	upgrade bool   // an unplanned upgrade stands after the step
+	crash   bool   // ... and crash-loops
+}
+
+func describe(ts []record.Transition) string {
+	if len(ts) == 0 {
+		return ""
+	}
+	t := ts[0]
+	kind := "unplanned"
+	if t.TemplateChanged {
+		kind = "planned"
+	}
+	short := func(d string) string {
+		if d == "" {
+			return "-"
+		}
+		return d[7:8]
+	}
+	return short(t.From) + ">" + short(t.To) + " " + kind
+}
+
+func TestStateTransitions(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name  string
+		hist  *record.History
+		steps []step
+	}{
+		{name: "first seen, then the same digest again", steps: []step{
+			{pod: "p1", s: see("p1", "app:latest", dA, 0, ""), want: "->a planned"},
+			{pod: "p1", s: see("p1", "app:latest", dA, 0, "")},
+			{pod: "p2", s: see("p2", "app:latest", dA, 0, "")},
+		}},
+		{name: "a restart pulls other bits under the same tag", steps: []step{
+			{pod: "p1", s: see("p1", "app:latest", dA, 0, ""), want: "->a planned"},
+			{pod: "p1", s: see("p1", "app:latest", dB, 1, ""), want: "a>b unplanned", upgrade: true},
+			{pod: "p1", s: see("p1", "app:latest", dB, 2, "CrashLoopBackOff"), upgrade: true, crash: true},
+		}},
+		{name: "a rollout is one planned transition", steps: []step{
+			{pod: "p1", s: see("p1", "app:v1", dA, 0, ""), want: "->a planned"},
+			{pod: "p2", s: see("p2", "app:v2", dB, 0, ""), want: "a>b planned"},
+			{pod: "p3", s: see("p3", "app:v2", dB, 0, "")},
+			{pod: "p1", delete: true},
+		}},
+		{name: "a new pod pulls other bits under the same tag", steps: []step{
+			{pod: "p1", s: see("p1", "app:latest", dA, 0, ""), want: "->a planned"},
+			{pod: "p1", delete: true},
+			{pod: "p2", s: see("p2", "app:latest", dB, 0, ""), want: "a>b unplanned", upgrade: true},
+			{pod: "p2", delete: true},
+		}},
+		{name: "history already holds what runs", hist: hist(dA, "app:latest"), steps: []step{
+			{pod: "p1", s: see("p1", "app:latest", dA, 0, "")},
+		}},
+		{name: "history lacks what runs: reconciled as a transition", hist: hist(dA, "app:latest"), steps: []step{
+			{pod: "p1", s: see("p1", "app:latest", dC, 3, ""), want: "a>c unplanned", upgrade: true},
+		}},
+		{name: "a template change seen in the owner is planned", steps: []step{
+			{pod: "p1", s: see("p1", "app:latest", dA, 0, ""), want: "->a planned"},
+			{pod: "p1", s: withTemplate(see("p1", "app:latest", dB, 1, ""), "app:v2"), want: "a>b planned"},
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			st := newState("prod")
+			if tc.hist != nil {
+				st.reset(tc.hist)
+			}
+			now := time.Date(2026, 12, 2, 5, 0, 0, 0, time.UTC)
+			for i, s := range tc.steps {
+				now = now.Add(time.Second)
+				var ts []record.Transition
+				if s.delete {
+					st.forget("web", s.pod)
+				} else {
+					_, ts = st.observe(now, "web", s.pod, []sighting{s.s})
+				}
+				if got := describe(ts); got != s.want {
+					t.Errorf("step %d: transition %q, want %q", i, got, s.want)
+				}
+				ups := st.upgrades()
+				u, ok := ups[slot{"web", "Deployment", "app", "app", ""}]
+				if ok != s.upgrade || ok && u.CrashLoop != s.crash {
+					t.Errorf("step %d: upgrade %v %+v, want %v crash %v", i, ok, u, s.upgrade, s.crash)
+				}
+			}
+		})
+	}
+}
+
+func withTemplate(s sighting, image string) sighting { s.templateImage = image; return s }
+
+func hist(digest, image string) *record.History {
+	h := record.NewHistory()
+	h.Merge(record.Snapshot{Cluster: "prod", Time: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), Entries: []record.Entry{{
+		Namespace: "web", OwnerKind: "Deployment", OwnerName: "app", Pod: "old", Container: "app", Image: image, Digest: digest}}})
+	return h
+}
+
+// A transition seen before a reconcile keeps the time it was first seen.
+func TestStateReconcileKeepsFirstSeenTime(t *testing.T) {
+	t.Parallel()
+	st := newState("prod")
+	st.reset(hist(dA, "app:latest"))
+	t0 := time.Date(2026, 12, 2, 5, 0, 0, 0, time.UTC)
+	_, ts := st.observe(t0, "web", "p1", []sighting{see("p1", "app:latest", dB, 1, "")})
+	if len(ts) != 1 {
+		t.Fatalf("transitions %+v", ts)
+	}
+	st.reset(hist(dA, "app:latest")) // the write was lost; a new leader reconciles
+	_, ts = st.observe(t0.Add(time.Minute), "web", "p1", []sighting{see("p1", "app:latest", dB, 1, "")})
+	if len(ts) != 1 || !ts[0].Time.Equal(t0) {
+		t.Fatalf("after the reconcile: %+v, want the transition at %v", ts, t0)
+	}
+}

@@ -1,0 +1,386 @@
+package watch
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/regcheck/regcheck/cluster"
+	"github.com/regcheck/regcheck/inventory"
+	"github.com/regcheck/regcheck/metrics"
+	"github.com/regcheck/regcheck/record"
+	"github.com/regcheck/regcheck/report"
+	"github.com/regcheck/regcheck/scan"
+	"github.com/regcheck/regcheck/types"
+)
+
+// walker runs the deep walks: every image in use each Interval, and the
+// references that appeared since the last walk soon after they appear
+// (debounced), each with a new Scanner. Only the leader walks.
+type walker struct {
+	w    *Watcher
+	kick chan struct{}
+
+	mu     sync.Mutex
+	walked map[string]bool // references (spec images and running repo@digests) walked
+	fresh  map[string]bool // references not walked yet
+	prevs  map[string]record.Transition
+	// whole says, for an unplanned upgrade's previous repo@digest, what its
+	// walk found: "whole", "not whole" (broken) or "unknown".
+	whole  map[string]string
+	result *types.Result // every image walked, the last walk's answer for each
+}
+
+func newWalker(w *Watcher) *walker {
+	return &walker{w: w, kick: make(chan struct{}, 1), walked: map[string]bool{}, fresh: map[string]bool{},
+		prevs: map[string]record.Transition{}, whole: map[string]string{}}
+}
+
+// seen notes the references c uses; a new one starts the debounce.
+func (k *walker) seen(c inventory.Container) {
+	refs := []string{c.Image}
+	if c.RunningDigest != "" {
+		refs = append(refs, cluster.RunningRef(c.Image, c.RunningDigest))
+	}
+	k.mu.Lock()
+	added := false
+	for _, r := range refs {
+		if !k.walked[r] && !k.fresh[r] {
+			k.fresh[r], added = true, true
+		}
+	}
+	k.mu.Unlock()
+	if added {
+		k.poke()
+	}
+}
+
+// previous asks for the walk of an unplanned upgrade's previous digest.
+func (k *walker) previous(t record.Transition) {
+	k.mu.Lock()
+	k.prevs[cluster.RunningRef(t.Image, t.From)] = t
+	k.mu.Unlock()
+	k.poke()
+}
+
+func (k *walker) poke() {
+	select {
+	case k.kick <- struct{}{}:
+	default:
+	}
+}
+
+// run walks until ctx ends: everything each Interval, what is new Debounce
+// after the first of it appeared. The delay is not restarted by what
+// appears while it runs: under a steady stream of new references (a
+// rollout, statuses changing faster than Debounce) they are walked in
+// batches, one each Debounce, instead of waiting for the next full walk.
+func (k *walker) run(ctx context.Context) {
+	var full <-chan time.Time
+	if k.w.cfg.Interval > 0 {
+		t := time.NewTicker(k.w.cfg.Interval)
+		defer t.Stop()
+		full = t.C
+	}
+	debounce := time.NewTimer(time.Hour)
+	debounce.Stop()
+	pending := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-k.kick:
+			if !pending {
+				debounce.Reset(k.w.cfg.Debounce)
+				pending = true
+			}
+		case <-debounce.C:
+			pending = false
+			k.once(ctx, false)
+		case <-full:
+			k.once(ctx, true)
+		}
+	}
+}
+
+// once runs one walk, of everything (all) or of the references not walked
+// yet, on the leader only.
+func (k *walker) once(ctx context.Context, all bool) {
+	if !k.w.Leader() || k.w.cfg.Interval < 0 {
+		return
+	}
+	inv := k.inventory(ctx)
+	k.mu.Lock()
+	fresh, prevs := k.fresh, k.prevs
+	k.fresh, k.prevs = map[string]bool{}, map[string]record.Transition{}
+	if k.result == nil {
+		all = true
+	}
+	if all {
+		k.result = nil // replaced: not kept alive through the walk
+	}
+	k.mu.Unlock()
+	if all {
+		k.w.refreshRecords(inv)
+	} else {
+		inv = only(inv, fresh)
+	}
+	s, err := scan.New(k.w.cfg.ScanOptions...)
+	if err != nil {
+		k.w.log.Error("making the scanner", "err", err)
+		return
+	}
+	var res *types.Result
+	if len(inv.Containers) > 0 {
+		if res, err = cluster.Check(ctx, s, inv); err != nil {
+			k.w.log.Warn("deep walk interrupted", "err", err)
+			return
+		}
+	}
+	k.walkPrevious(ctx, s, prevs)
+	k.mu.Lock()
+	k.merge(res, all, inv)
+	merged := k.result
+	k.mu.Unlock()
+	k.publish(merged)
+}
+
+// inventory is what the caches hold, as inventory.List would list it,
+// with the nodes listed once per walk (their image caches are too large to
+// keep in an informer).
+func (k *walker) inventory(ctx context.Context) *inventory.Inventory {
+	o := k.w.caches.objects()
+	nodes, err := k.w.cfg.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	switch {
+	case apierrors.IsForbidden(err):
+		k.w.log.Debug("node image caches unknown", "err", err)
+	case err != nil:
+		k.w.log.Warn("listing nodes", "err", err)
+	default:
+		o.Nodes = nodes.Items
+	}
+	return inventory.FromObjects(o)
+}
+
+// only keeps the containers using one of refs, as spec image or running
+// repo@digest.
+func only(inv *inventory.Inventory, refs map[string]bool) *inventory.Inventory {
+	out := *inv
+	out.Containers = nil
+	for _, c := range inv.Containers {
+		if refs[c.Image] || c.RunningDigest != "" && refs[cluster.RunningRef(c.Image, c.RunningDigest)] {
+			out.Containers = append(out.Containers, c)
+		}
+	}
+	return &out
+}
+
+// walkPrevious walks each unplanned upgrade's previous repo@digest, to
+// say whether pinning back to it would pull.
+func (k *walker) walkPrevious(ctx context.Context, s *scan.Scanner, prevs map[string]record.Transition) {
+	if len(prevs) == 0 {
+		return
+	}
+	var targets []types.Target
+	for ref := range prevs {
+		targets = append(targets, types.Target{Ref: ref, Uses: []types.Use{{Source: "cluster"}}})
+	}
+	res, err := s.Run(ctx, targets)
+	if err != nil {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, im := range res.Images {
+		for ref := range prevs {
+			if n, _, err := s.Parse(ref); err == nil && n == im.Reference {
+				k.whole[ref] = wholeness(im.Verdict)
+			}
+		}
+	}
+}
+
+func wholeness(v types.Verdict) string {
+	switch v {
+	case types.Broken:
+		return "not whole"
+	case types.Unknown:
+		return "unknown"
+	}
+	return "whole"
+}
+
+// merge folds a walk's result into the last one: a whole walk replaces it,
+// a walk of new references replaces the images it walked.
+func (k *walker) merge(res *types.Result, all bool, inv *inventory.Inventory) {
+	for _, c := range inv.Containers {
+		k.walked[c.Image] = true
+		if c.RunningDigest != "" {
+			k.walked[cluster.RunningRef(c.Image, c.RunningDigest)] = true
+		}
+	}
+	if res == nil {
+		if k.result == nil {
+			k.result = &types.Result{Started: time.Now()}
+		}
+		return
+	}
+	if all || k.result == nil {
+		k.result = res
+		return
+	}
+	byRef := map[string]int{}
+	for i, im := range k.result.Images {
+		byRef[im.Reference] = i
+	}
+	for _, im := range res.Images {
+		if i, ok := byRef[im.Reference]; ok {
+			k.result.Images[i] = im
+		} else {
+			k.result.Images = append(k.result.Images, im)
+		}
+	}
+	k.result.Requests = types.SumRequests(append(k.result.Requests, res.Requests...))
+	k.result.RateLimits = res.RateLimits
+}
+
+// publish adds the findings of the unplanned upgrades that stand to a copy
+// of the result and swaps in its series.
+func (k *walker) publish(res *types.Result) {
+	if res == nil {
+		return
+	}
+	k.w.mu.Lock()
+	ups := k.w.st.upgrades()
+	k.w.mu.Unlock()
+	k.mu.Lock()
+	whole := make(map[string]string, len(k.whole))
+	for r, v := range k.whole {
+		whole[r] = v
+	}
+	k.mu.Unlock()
+	out := withUpgrades(res, ups, whole, k.w.cfg.HistoryHint)
+	reg := report.Metrics(out)
+	availability(reg, out)
+	k.w.metrics.walk.Store(reg)
+	for _, u := range ups {
+		k.w.log.Warn(upgradeMessage(u, whole[cluster.RunningRef(u.Image, u.From)]), "advice", upgradeAdvice(u, k.w.cfg.HistoryHint))
+	}
+}
+
+// availability registers regcheck_container_image_available: 1 for each
+// owner container whose image pulls, 0 when it is broken, none while
+// unknown.
+func availability(reg prometheus.Registerer, res *types.Result) {
+	g := metrics.ContainerImageAvailable.Gauge(reg)
+	for _, im := range res.Images {
+		if im.Verdict == types.Unknown {
+			continue
+		}
+		v := 1.0
+		if im.Verdict == types.Broken {
+			v = 0
+		}
+		for _, u := range im.Uses {
+			if u.Source != "cluster" || u.Name == "" {
+				continue
+			}
+			g.WithLabelValues(report.LabelValue(u.Namespace), report.LabelValue(u.Kind), report.LabelValue(u.Name),
+				report.LabelValue(u.Container+u.Volume), report.ImageLabel(im.Reference)).Set(v)
+		}
+	}
+}
+
+// withUpgrades returns res with an unplanned-upgrade finding on each image
+// an owner container with a standing unplanned upgrade uses.
+func withUpgrades(res *types.Result, ups map[slot]Upgrade, whole map[string]string, hint string) *types.Result {
+	if len(ups) == 0 {
+		return res
+	}
+	out := *res
+	out.Images = make([]*types.Image, len(res.Images))
+	for i, im := range res.Images {
+		cp := *im
+		cp.Findings = append([]types.Finding(nil), im.Findings...)
+		for k, u := range ups {
+			if usedBy(&cp, k) && cp.Reference != "" {
+				cp.Findings = append(cp.Findings, types.NewAdvisedFinding(types.UnplannedUpgrade, u.To, "",
+					upgradeMessage(u, whole[cluster.RunningRef(u.Image, u.From)]), upgradeAdvice(u, hint)))
+			}
+		}
+		cp.UpdateVerdict()
+		out.Images[i] = &cp
+	}
+	return &out
+}
+
+// usedBy reports whether the image has a use by slot k with a pod.
+func usedBy(im *types.Image, k slot) bool {
+	for _, u := range im.Uses {
+		if u.Pod != "" && u.Namespace == k.ns && u.Kind == k.kind && u.Name == k.name && u.Container == k.container && u.Volume == k.volume {
+			return true
+		}
+	}
+	return false
+}
+
+// upgradeMessage says what changed, whether the previous digest is still
+// whole, and whether a crash loop began with the change.
+func upgradeMessage(u Upgrade, whole string) string {
+	who := fmt.Sprintf("%s %s/%s (container %s)", u.OwnerKind, u.Namespace, u.OwnerName, u.Container+u.Volume)
+	msg := fmt.Sprintf("%s now runs %s, not %s, since %s, while its image string %s did not change: a tag moved and a restart (restart count %d) pulled other bits",
+		who, types.ShortDigest(u.To), u.From, u.Time.Format(time.RFC3339), u.Image, u.RestartCount)
+	if u.LastTerminationReason != "" {
+		msg += fmt.Sprintf("; the container before it ended with %s", u.LastTerminationReason)
+		if u.LastExitCode != nil {
+			msg += fmt.Sprintf(" (exit code %d)", *u.LastExitCode)
+		}
+	}
+	switch whole {
+	case "whole":
+		msg += "; the previous digest is still whole in the registry"
+	case "not whole":
+		msg += "; the previous digest is no longer whole in the registry: pinning back to it will not pull"
+	case "unknown":
+		msg += "; whether the previous digest is still whole in the registry could not be checked"
+	}
+	if u.CrashLoop {
+		msg += fmt.Sprintf("; the container has crash-looped since (restart count %d): the crash loop began with this image change", u.Restarts)
+	}
+	return msg
+}
+
+// upgradeAdvice is the command that pins the workload back.
+func upgradeAdvice(u Upgrade, hint string) string {
+	if hint == "" {
+		hint = "HISTORY"
+	}
+	ref := cluster.RunningRef(u.Image, u.From)
+	return fmt.Sprintf("roll back to the previous digest (kubectl -n %s set image %s/%s %s=%s), then pin the manifests to what runs, so the next restart keeps it: regcheck pin --from-records %s --write MANIFESTS/ (or pin to %s if the change is wanted)",
+		u.Namespace, lower(u.OwnerKind), u.OwnerName, u.Container, ref, hint, types.ShortDigest(u.To))
+}
+
+func lower(kind string) string {
+	b := []byte(kind)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// refreshRecords queues every running container as a sighting, so that
+// the history's lastSeen stays within one Interval of now, as a nightly
+// record keeps it within a day.
+func (w *Watcher) refreshRecords(inv *inventory.Inventory) {
+	snap := record.FromInventory(w.cfg.Cluster, w.cfg.Now(), inv)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.batch.add(snap.Entries, nil)
+}

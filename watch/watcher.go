@@ -1,0 +1,331 @@
+package watch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/regcheck/regcheck/inventory"
+	"github.com/regcheck/regcheck/record"
+	"github.com/regcheck/regcheck/scan"
+)
+
+// Config is what a Watcher watches, where it writes, and how often.
+type Config struct {
+	// Client reads the cluster, through informers only.
+	Client kubernetes.Interface
+	// Cluster names the cluster in the history (as regcheck record does).
+	Cluster string
+	// Namespace limits the watch to one namespace; "" watches all.
+	Namespace string
+	// Store keeps the history (record's file or ConfigMap).
+	Store record.Store
+	// FlushInterval spaces history writes: at most one per interval.
+	// Default 2s.
+	FlushInterval time.Duration
+	// Interval spaces deep walks of every image in use; 0 means 1h, and a
+	// negative one walks never.
+	Interval time.Duration
+	// Debounce is how long a new image reference waits for others before
+	// the walk of the new ones; default 10s.
+	Debounce time.Duration
+	// ScanOptions make the Scanner of each walk (a new one each, so that a
+	// walk never answers from the last one's memory; the manifest cache and
+	// the rate-limit budget apply as in scan).
+	ScanOptions []scan.Option
+	// Leader, when set, makes the watcher write only while it holds the
+	// lease; nil means it always writes.
+	Leader *LeaderConfig
+	// Logger gets what the watcher does; nil discards it.
+	Logger *slog.Logger
+	// Now is the clock; nil is time.Now.
+	Now func() time.Time
+	// HistoryHint names the history in advice (a file, or how to get the
+	// ConfigMap's); "" says HISTORY.
+	HistoryHint string
+	// OwnerWait is how long a pod whose ReplicaSet or Job is not in the
+	// caches yet waits for it before it is attributed to that controller
+	// itself; default 30s.
+	OwnerWait time.Duration
+}
+
+// Watcher records every running digest of a cluster into a history as
+// it changes, exports metrics and walks the images in use. Make one with
+// New, then Run it.
+type Watcher struct {
+	cfg     Config
+	log     *slog.Logger
+	caches  *caches
+	metrics *Metrics
+
+	mu      sync.Mutex
+	st      *state
+	batch   batch
+	synced  bool
+	waiting map[string]time.Time // pods ("ns/name") whose owner is not in the caches yet, since when
+	leader  atomic.Bool
+
+	walks *walker
+	// campaignDone is closed when the leader election has given up the lease.
+	campaignDone chan struct{}
+	// pending is poked when the batch gains something.
+	pending chan struct{}
+}
+
+// New checks cfg and makes a Watcher; nothing is contacted yet.
+func New(cfg Config) (*Watcher, error) {
+	if cfg.Client == nil || cfg.Store == nil {
+		return nil, errors.New("watch: a client and a store are required")
+	}
+	if cfg.FlushInterval <= 0 {
+		cfg.FlushInterval = 2 * time.Second
+	}
+	if cfg.Interval == 0 {
+		cfg.Interval = time.Hour
+	}
+	if cfg.Debounce <= 0 {
+		cfg.Debounce = 10 * time.Second
+	}
+	if cfg.OwnerWait <= 0 {
+		cfg.OwnerWait = 30 * time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	w := &Watcher{cfg: cfg, log: log, st: newState(cfg.Cluster), waiting: map[string]time.Time{}}
+	w.metrics = newMetrics(w)
+	w.caches = newCaches(cfg.Client, cfg.Namespace, 0)
+	w.walks = newWalker(w)
+	w.campaignDone = make(chan struct{})
+	w.pending = make(chan struct{}, 1)
+	if cfg.Leader == nil {
+		w.leader.Store(true)
+		close(w.campaignDone)
+	}
+	return w, nil
+}
+
+// Metrics is what the watcher exports: serve its Handler.
+func (w *Watcher) Metrics() *Metrics { return w.metrics }
+
+// Leader reports whether this watcher writes the history now.
+func (w *Watcher) Leader() bool { return w.leader.Load() }
+
+// Ready reports whether the informers have synced and the history was
+// reconciled with what runs.
+func (w *Watcher) Ready() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.synced
+}
+
+// Run watches until ctx ends, then writes what is pending and returns nil;
+// it returns an error only when it cannot start (the history cannot be
+// read, the informers never sync before ctx ends).
+func (w *Watcher) Run(ctx context.Context) error {
+	w.handle()
+	w.caches.factory.Start(ctx.Done())
+	defer w.caches.factory.Shutdown()
+	for res, ok := range w.caches.factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("watch: the %v informer did not sync", res)
+		}
+	}
+	if err := w.reconcile(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	w.metrics.synced(w.cfg.Now())
+	lctx, stopLeading := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopLeading()
+	if w.cfg.Leader != nil {
+		go w.campaign(lctx)
+	}
+	go w.walks.run(ctx)
+	w.flushLoop(ctx)
+	w.finalFlush()
+	stopLeading()
+	select { // the lease given up, for the next leader
+	case <-w.campaignDone:
+	case <-time.After(5 * time.Second):
+	}
+	return nil
+}
+
+// handle registers the event handlers: pods are observed as they change;
+// a ReplicaSet or Job arriving lets the pods waiting for it be observed.
+func (w *Watcher) handle() {
+	for res, inf := range w.caches.informers {
+		events := w.metrics.events.WithLabelValues(res)
+		h := cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { events.Inc(); w.metrics.synced(w.cfg.Now()) },
+			UpdateFunc: func(_, obj any) { events.Inc(); w.metrics.synced(w.cfg.Now()) },
+			DeleteFunc: func(obj any) { events.Inc(); w.metrics.synced(w.cfg.Now()) },
+		}
+		if res == "pods" {
+			h.AddFunc = func(obj any) { events.Inc(); w.metrics.synced(w.cfg.Now()); w.podChanged(obj) }
+			h.UpdateFunc = func(_, obj any) { events.Inc(); w.metrics.synced(w.cfg.Now()); w.podChanged(obj) }
+			h.DeleteFunc = func(obj any) { events.Inc(); w.metrics.synced(w.cfg.Now()); w.podDeleted(obj) }
+		}
+		if _, err := inf.AddEventHandler(h); err != nil {
+			w.log.Error("adding an event handler", "resource", res, "err", err)
+		}
+	}
+}
+
+// podChanged observes a pod added or updated, once the caches synced (the
+// reconcile observes every pod before that).
+func (w *Watcher) podChanged(obj any) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.synced {
+		return
+	}
+	w.observeLocked(p)
+}
+
+func (w *Watcher) podDeleted(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.waiting, p.Namespace+"/"+p.Name)
+	w.st.forget(p.Namespace, p.Name)
+}
+
+// observeLocked turns p into the containers inventory.List would list for
+// it and feeds the state machine; a pod whose owner is not cached yet
+// waits (up to OwnerWait) for it.
+func (w *Watcher) observeLocked(p *corev1.Pod) {
+	key := p.Namespace + "/" + p.Name
+	now := w.cfg.Now()
+	if !w.caches.ownerKnown(p) {
+		since, ok := w.waiting[key]
+		if !ok {
+			w.waiting[key] = now
+			return
+		}
+		if now.Sub(since) < w.cfg.OwnerWait {
+			return
+		}
+	}
+	delete(w.waiting, key)
+	kind, name := inventory.TopOwner(p, w.caches.ownerRefs)
+	cs := inventory.PodContainers(p, kind, name)
+	ss := make([]sighting, 0, len(cs))
+	for _, c := range cs {
+		x := sighting{c: c}
+		x.lastReason, x.lastExit = lastTermination(p, c)
+		if c.RunningDigest != "" {
+			x.templateImage = w.caches.templateImage(slotOf(c))
+		}
+		ss = append(ss, x)
+	}
+	entries, ts := w.st.observe(now, p.Namespace, p.Name, ss)
+	w.batch.add(entries, ts)
+	if len(entries) > 0 || len(ts) > 0 {
+		w.added()
+	}
+	for _, t := range ts {
+		w.metrics.transition(t)
+		w.noteTransition(t)
+	}
+	for _, c := range cs {
+		w.walks.seen(c)
+	}
+}
+
+// noteTransition logs a transition, and starts the walk of an unplanned
+// upgrade's previous digest.
+func (w *Watcher) noteTransition(t record.Transition) {
+	attrs := []any{"namespace", t.Namespace, "owner", t.OwnerKind + "/" + t.OwnerName, "container", t.Container + t.Volume,
+		"from", t.From, "to", t.To, "image", t.Image, "pod", t.Pod}
+	switch {
+	case t.FirstSeen():
+		w.log.Debug("first seen", attrs...)
+	case t.TemplateChanged:
+		w.log.Info("running digest changed with the template", attrs...)
+	default:
+		w.log.Warn("unplanned upgrade: the running digest changed while the image string did not", attrs...)
+		w.walks.previous(t)
+	}
+}
+
+// retryWaiting observes again the pods that wait for their owner.
+func (w *Watcher) retryWaiting() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for key := range w.waiting {
+		ns, name := splitKey(key)
+		p, err := w.caches.pods.Pods(ns).Get(name)
+		if err != nil {
+			delete(w.waiting, key)
+			continue
+		}
+		w.observeLocked(p)
+	}
+}
+
+func splitKey(key string) (ns, name string) {
+	for i := range len(key) {
+		if key[i] == '/' {
+			return key[:i], key[i+1:]
+		}
+	}
+	return "", key
+}
+
+// lastTermination is how the container before this one ended: its
+// status's lastTerminationState, or the state itself when terminated.
+func lastTermination(p *corev1.Pod, c inventory.Container) (reason string, exit *int32) {
+	var all []corev1.ContainerStatus
+	switch c.Field {
+	case inventory.FieldContainers:
+		all = p.Status.ContainerStatuses
+	case inventory.FieldInitContainers:
+		all = p.Status.InitContainerStatuses
+	case inventory.FieldEphemeralContainers:
+		all = p.Status.EphemeralContainerStatuses
+	}
+	for i := range all {
+		if all[i].Name != c.Container {
+			continue
+		}
+		t := all[i].LastTerminationState.Terminated
+		if t == nil {
+			t = all[i].State.Terminated
+		}
+		if t != nil {
+			code := t.ExitCode
+			return t.Reason, &code
+		}
+	}
+	return "", nil
+}
