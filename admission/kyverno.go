@@ -28,6 +28,10 @@ func kyvernoRules(obj *unstructured.Unstructured, source string) ([]*Rule, error
 	if err != nil {
 		return nil, fmt.Errorf("spec.rules: %w", err)
 	}
+	overrides, err := readOverrides(spec)
+	if err != nil {
+		return nil, err
+	}
 	autogen := podControllers
 	if a, ok := obj.GetAnnotations()[autogenAnnotation]; ok {
 		autogen = splitList(a)
@@ -38,7 +42,7 @@ func kyvernoRules(obj *unstructured.Unstructured, source string) ([]*Rule, error
 		if !ok {
 			return nil, fmt.Errorf("spec.rules[%d] is not an object", i)
 		}
-		rs, err := kyvernoRule(obj, rule, specAction, autogen, source)
+		rs, err := kyvernoRule(obj, rule, policyAction{specAction, overrides}, autogen, source)
 		if err != nil {
 			return nil, fmt.Errorf("spec.rules[%d]: %w", i, err)
 		}
@@ -47,8 +51,15 @@ func kyvernoRules(obj *unstructured.Unstructured, source string) ([]*Rule, error
 	return out, nil
 }
 
+// policyAction is a policy's failure action: the spec's, and its
+// per-namespace overrides.
+type policyAction struct {
+	action    string
+	overrides []actionOverride
+}
+
 // kyvernoRule reads one rule's verifyImages entries.
-func kyvernoRule(obj *unstructured.Unstructured, rule map[string]any, specAction string, autogen []string, source string) ([]*Rule, error) {
+func kyvernoRule(obj *unstructured.Unstructured, rule map[string]any, pa policyAction, autogen []string, source string) ([]*Rule, error) {
 	vis, _, err := unstructured.NestedSlice(rule, "verifyImages")
 	if err != nil || len(vis) == 0 {
 		return nil, err
@@ -62,21 +73,19 @@ func kyvernoRule(obj *unstructured.Unstructured, rule map[string]any, specAction
 	if err != nil {
 		return nil, err
 	}
+	action, explicit := ruleAction(rule, vis)
+	var overrides []actionOverride
+	if !explicit {
+		action, overrides = pa.action, pa.overrides
+	}
 	var out []*Rule
 	for j, raw := range vis {
 		vi, ok := raw.(map[string]any)
 		if !ok {
 			return nil, fmt.Errorf("verifyImages[%d] is not an object", j)
 		}
-		action, _, _ := unstructured.NestedString(vi, "failureAction")
-		if action == "" {
-			action, _, _ = unstructured.NestedString(rule, "validate", "failureAction")
-		}
-		if action == "" {
-			action = specAction
-		}
 		r := &Rule{Engine: Kyverno, Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName(), Rule: name,
-			Source: source, Enforce: strings.EqualFold(action, "enforce"),
+			Source: source, Enforce: strings.EqualFold(action, "enforce"), overrides: overrides,
 			match: match, exclude: exclude, autogen: autogen}
 		r.Images = stringsAt(vi, "imageReferences")
 		if img, _, _ := unstructured.NestedString(vi, "image"); img != "" { // the older single-image form
@@ -87,6 +96,62 @@ func kyvernoRule(obj *unstructured.Unstructured, rule map[string]any, specAction
 			r.Alternatives = []Needs{n}
 			out = append(out, r)
 		}
+	}
+	return out, nil
+}
+
+// ruleAction is a rule's own failure action, as Kyverno 1.19 resolves it
+// (EngineResponse.ruleAction): Enforce when any of its verifyImages
+// entries enforces, else the first entry's that sets one; a validate
+// block's failureAction otherwise. explicit is false when the rule sets
+// none: the spec's overrides and action then apply.
+func ruleAction(rule map[string]any, vis []any) (action string, explicit bool) {
+	for _, raw := range vis {
+		vi, _ := raw.(map[string]any)
+		a, _, _ := unstructured.NestedString(vi, "failureAction")
+		switch {
+		case strings.EqualFold(a, "enforce"):
+			return a, true
+		case a != "" && action == "":
+			action = a
+		}
+	}
+	if action == "" {
+		action, _, _ = unstructured.NestedString(rule, "validate", "failureAction")
+	}
+	return action, action != ""
+}
+
+// actionOverride is one of a ClusterPolicy's
+// validationFailureActionOverrides: the action in the namespaces it names
+// (wildcards) and selects by label; with neither, everywhere.
+type actionOverride struct {
+	enforce    bool
+	namespaces []string
+	selector   labels.Selector // nil when none
+}
+
+// readOverrides reads spec.validationFailureActionOverrides, in order;
+// an entry whose action is neither Audit nor Enforce is passed over, as
+// Kyverno does.
+func readOverrides(spec map[string]any) ([]actionOverride, error) {
+	list, _, _ := unstructured.NestedSlice(spec, "validationFailureActionOverrides")
+	var out []actionOverride
+	for i, raw := range list {
+		m, _ := raw.(map[string]any)
+		a, _, _ := unstructured.NestedString(m, "action")
+		if !strings.EqualFold(a, "enforce") && !strings.EqualFold(a, "audit") {
+			continue
+		}
+		o := actionOverride{enforce: strings.EqualFold(a, "enforce"), namespaces: stringsAt(m, "namespaces")}
+		if sel, ok, _ := unstructured.NestedMap(m, "namespaceSelector"); ok {
+			s, err := selectorOf(sel)
+			if err != nil {
+				return nil, fmt.Errorf("spec.validationFailureActionOverrides[%d]: %w", i, err)
+			}
+			o.selector = s
+		}
+		out = append(out, o)
 	}
 	return out, nil
 }
@@ -135,11 +200,17 @@ type resourceFilter struct {
 	Namespaces []string
 	Names      []string
 	Selector   labels.Selector // namespaceSelector; nil when none
+	// ByObject: the block also selects by the object's own labels or
+	// annotations (selector, annotations), which a use does not carry:
+	// whether it matches is unsure.
+	ByObject bool
 }
 
 // readFilter reads rule[key]: any/all lists of resource filters, or the
-// older single resources block. Filters on users, roles and object
-// selectors are not read: a use is matched on kind, namespace and name.
+// older single resources block. A use is matched on kind, namespace and
+// name; a block that also selects by the object's labels or annotations
+// matches unsure. Filters on users and roles are not read (a restart's
+// pod is created by a controller's ServiceAccount).
 func readFilter(rule map[string]any, key string) (*filter, error) {
 	m, ok, _ := unstructured.NestedMap(rule, key)
 	if !ok {
@@ -174,21 +245,33 @@ func readResources(raw any) (resourceFilter, error) {
 	m, _ := raw.(map[string]any)
 	res, _, _ := unstructured.NestedMap(m, "resources")
 	rf := resourceFilter{Kinds: stringsAt(res, "kinds"), Namespaces: stringsAt(res, "namespaces"), Names: stringsAt(res, "names")}
+	_, bySelector := res["selector"]
+	_, byAnnotations := res["annotations"]
+	rf.ByObject = bySelector || byAnnotations
 	if n, _, _ := unstructured.NestedString(res, "name"); n != "" {
 		rf.Names = append(rf.Names, n)
 	}
 	if sel, ok, _ := unstructured.NestedMap(res, "namespaceSelector"); ok {
-		var ls metav1.LabelSelector
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(sel, &ls); err != nil {
-			return rf, fmt.Errorf("namespaceSelector: %w", err)
-		}
-		s, err := metav1.LabelSelectorAsSelector(&ls)
+		s, err := selectorOf(sel)
 		if err != nil {
-			return rf, fmt.Errorf("namespaceSelector: %w", err)
+			return rf, err
 		}
 		rf.Selector = s
 	}
 	return rf, nil
+}
+
+// selectorOf reads a namespaceSelector.
+func selectorOf(sel map[string]any) (labels.Selector, error) {
+	var ls metav1.LabelSelector
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(sel, &ls); err != nil {
+		return nil, fmt.Errorf("namespaceSelector: %w", err)
+	}
+	s, err := metav1.LabelSelectorAsSelector(&ls)
+	if err != nil {
+		return nil, fmt.Errorf("namespaceSelector: %w", err)
+	}
+	return s, nil
 }
 
 // stringsAt is m[key] as a list of strings; entries of other types are

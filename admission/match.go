@@ -13,10 +13,14 @@ import (
 // Applied is a rule that applies to one use of an image.
 type Applied struct {
 	Rule *Rule
-	// Unsure: whether the rule applies turns on namespace labels that are
-	// not known (policies read from files without the Namespace object):
-	// it is said as a warning, never as broken.
+	// Unsure: whether the rule applies, or enforces, turns on namespace
+	// labels that are not known (policies read from files without the
+	// Namespace object): it is said as a warning, never as broken.
 	Unsure bool
+	// Enforce: the rule refuses the use's pod (Rule.Enforce, unless a
+	// Kyverno validationFailureActionOverrides entry says otherwise for
+	// the use's namespace).
+	Enforce bool
 }
 
 // Applying returns the rules that apply to the use u of the image ref, in
@@ -28,7 +32,8 @@ func (ps *Policies) Applying(u types.Use, ref imageref.Ref) []Applied {
 	var out []Applied
 	for _, r := range ps.Rules {
 		if ok, unsure := ps.applies(r, u, ref); ok {
-			out = append(out, Applied{Rule: r, Unsure: unsure})
+			enforce, eu := ps.enforces(r, namespaceOf(u))
+			out = append(out, Applied{Rule: r, Unsure: unsure || eu, Enforce: enforce})
 		}
 	}
 	return out
@@ -51,13 +56,40 @@ func (ps *Policies) applies(r *Rule, u types.Use, ref imageref.Ref) (ok, unsure 
 		if !globMatches(r.Images, ref) {
 			return false, false
 		}
+		ok, unsure := r.matchesResources(resourcesOf(u))
+		if !ok {
+			return false, false
+		}
 		lbl, known := ps.labels(ns)
 		if !known {
 			return true, true
 		}
-		return lbl[includeLabel] == "true", false
+		return lbl[includeLabel] == "true", unsure
 	}
 	return false, false
+}
+
+// enforces says whether r refuses a pod in namespace ns: the first of its
+// overrides that names ns (a wildcard) and whose namespaceSelector, if
+// any, selects it decides, as in Kyverno's matchOverride; else
+// r.Enforce. unsure: an override's selector turns on labels not known.
+func (ps *Policies) enforces(r *Rule, ns string) (enforce, unsure bool) {
+	for _, o := range r.overrides {
+		if len(o.namespaces) > 0 && !anyWildcard(o.namespaces, ns) {
+			continue
+		}
+		if o.selector == nil {
+			return o.enforce, false
+		}
+		lbl, known := ps.labels(ns)
+		if !known {
+			return o.enforce || r.Enforce, true
+		}
+		if o.selector.Matches(labels.Set(lbl)) {
+			return o.enforce, false
+		}
+	}
+	return r.Enforce, false
 }
 
 // kyvernoSelects applies a Kyverno rule's match and exclude to u, as the
@@ -134,7 +166,8 @@ func (ps *Policies) filterMatches(f *filter, r *Rule, res resource, isMatch bool
 
 // resourceMatches applies one resources block: every field it gives must
 // match. A namespaceSelector over a namespace whose labels are not known
-// matches, unsure.
+// matches, unsure; so does a block that selects by the object's labels or
+// annotations.
 func (ps *Policies) resourceMatches(rf resourceFilter, r *Rule, res resource) (ok, unsure bool) {
 	if len(rf.Kinds) > 0 && !kindMatches(rf.Kinds, res.kind, r.autogen) {
 		return false, false
@@ -154,7 +187,7 @@ func (ps *Policies) resourceMatches(rf resourceFilter, r *Rule, res resource) (o
 			return false, false
 		}
 	}
-	return true, false
+	return true, rf.ByObject
 }
 
 // kindMatches reports whether kinds (each Kind, version/Kind or

@@ -59,9 +59,11 @@ type Rule struct {
 	// ClusterImagePolicy's authorities); a Kyverno rule has one.
 	Alternatives []Needs
 
-	match, exclude *filter // Kyverno's match and exclude
+	match, exclude *filter          // Kyverno's match and exclude
+	overrides      []actionOverride // Kyverno: the spec's per-namespace actions, when the rule sets none
 	autogen        []string
-	optIn          bool // policy-controller: only in namespaces labelled policy.sigstore.dev/include=true
+	optIn          bool       // policy-controller: only in namespaces labelled policy.sigstore.dev/include=true
+	resources      []cipMatch // policy-controller: spec.match; none selects every resource
 }
 
 // Mode names the rule's failure action in its engine's words.

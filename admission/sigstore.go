@@ -20,6 +20,7 @@ func sigstoreRule(obj *unstructured.Unstructured, source string) (*Rule, error) 
 	mode, _, _ := unstructured.NestedString(spec, "mode")
 	r := &Rule{Engine: PolicyController, Kind: obj.GetKind(), Name: obj.GetName(), Source: source,
 		Enforce: mode == "" || strings.EqualFold(mode, "enforce"), optIn: true}
+	r.resources = readMatch(spec)
 	images, _, _ := unstructured.NestedSlice(spec, "images")
 	for _, raw := range images {
 		im, _ := raw.(map[string]any)
@@ -45,6 +46,64 @@ func sigstoreRule(obj *unstructured.Unstructured, source string) (*Rule, error) 
 		return nil, nil
 	}
 	return r, nil
+}
+
+// cipMatch is one entry of a ClusterImagePolicy's spec.match: the
+// policy applies only to resources of a listed group, version and
+// resource, and with a selector, only to those whose labels it selects.
+type cipMatch struct {
+	group, version, resource string
+	bySelector               bool
+}
+
+// readMatch reads spec.match.
+func readMatch(spec map[string]any) []cipMatch {
+	list, _, _ := unstructured.NestedSlice(spec, "match")
+	var out []cipMatch
+	for _, raw := range list {
+		m, _ := raw.(map[string]any)
+		g, _, _ := unstructured.NestedString(m, "group")
+		v, _, _ := unstructured.NestedString(m, "version")
+		res, _, _ := unstructured.NestedString(m, "resource")
+		_, sel := m["selector"]
+		out = append(out, cipMatch{group: g, version: v, resource: res, bySelector: sel})
+	}
+	return out
+}
+
+// podSpecables are the group, version and resource of the kinds
+// policy-controller validates, by kind.
+var podSpecables = map[string][3]string{
+	"Pod": {"", "v1", "pods"}, "Deployment": {"apps", "v1", "deployments"}, "ReplicaSet": {"apps", "v1", "replicasets"},
+	"StatefulSet": {"apps", "v1", "statefulsets"}, "DaemonSet": {"apps", "v1", "daemonsets"},
+	"Job": {"batch", "v1", "jobs"}, "CronJob": {"batch", "v1", "cronjobs"},
+}
+
+// matchesResources applies a ClusterImagePolicy's spec.match to the
+// resources admission sees for a use, as policy-controller's
+// GetMatchingPolicies does: no match list selects everything; an entry
+// with a selector over the object's labels (which a use does not carry)
+// matches unsure.
+func (r *Rule) matchesResources(res []resource) (ok, unsure bool) {
+	if len(r.resources) == 0 {
+		return true, false
+	}
+	for _, x := range res {
+		gvr, known := podSpecables[x.kind]
+		if !known {
+			continue
+		}
+		for _, m := range r.resources {
+			if m.group != gvr[0] || m.resource != gvr[2] || m.version != gvr[1] && m.version != "*" {
+				continue
+			}
+			if !m.bySelector {
+				return true, false
+			}
+			ok, unsure = true, true
+		}
+	}
+	return ok, unsure
 }
 
 // authorityNeeds is what one authority requires, and whether it is a

@@ -81,24 +81,34 @@ func (c *Checker) Findings(ctx context.Context, im *types.Image) []types.Finding
 	return append(out, unrequired(set, raised)...)
 }
 
-// ruleUses is a rule and the uses of an image it applies to.
+// ruleUses is a rule and the uses of an image it applies to, with one
+// failure action.
 type ruleUses struct {
-	rule   *Rule
-	unsure bool // true only when it is unsure for every use
-	uses   []types.Use
+	rule    *Rule
+	enforce bool // the rule refuses these uses' pods
+	unsure  bool // true only when it is unsure for every use
+	uses    []types.Use
+}
+
+// ruleMode keys the uses a rule applies to with one failure action.
+type ruleMode struct {
+	rule    *Rule
+	enforce bool
 }
 
 // applied groups the rules that apply to im's uses, rule by rule in the
-// order read.
+// order read, and by failure action (a Kyverno override may enforce a
+// rule in one namespace and audit it in another).
 func (c *Checker) applied(im *types.Image, ref imageref.Ref) []*ruleUses {
 	var out []*ruleUses
-	byRule := map[*Rule]*ruleUses{}
+	byRule := map[ruleMode]*ruleUses{}
 	for _, u := range im.Uses {
 		for _, a := range c.Policies.Applying(u, ref) {
-			ru := byRule[a.Rule]
+			k := ruleMode{a.Rule, a.Enforce}
+			ru := byRule[k]
 			if ru == nil {
-				ru = &ruleUses{rule: a.Rule, unsure: true}
-				byRule[a.Rule] = ru
+				ru = &ruleUses{rule: a.Rule, enforce: a.Enforce, unsure: true}
+				byRule[k] = ru
 				out = append(out, ru)
 			}
 			ru.unsure = ru.unsure && a.Unsure
@@ -239,27 +249,40 @@ func (ru *ruleUses) missingFinding(l lack, digest string) types.Finding {
 			what += " of predicate type " + l.predicate
 		}
 	}
-	msg := fmt.Sprintf("%s requires %s of %s for %s; %s", ru.rule.named(), what, types.ShortDigest(digest), usesText(ru.uses), seenText(l.seen))
+	msg := fmt.Sprintf("%s%s requires %s of %s for %s; %s", ru.rule.named(), ru.overridden(), what, types.ShortDigest(digest), usesText(ru.uses), seenText(l.seen))
 	f := types.NewFinding(code, digest, "", "%s", msg)
 	switch {
-	case !ru.rule.Enforce:
+	case !ru.enforce:
 		f.Severity = types.SeverityWarning
 		f.Message += ": the pod is admitted, the policy reports it"
 	case ru.unsure:
 		f.Severity = types.SeverityWarning
-		f.Message += ": if the namespace is selected (its labels are not known), the pod will be refused"
+		f.Message += ": if the policy selects the pod (it selects by namespace labels that are not known, or by the pod's own labels or annotations), the pod will be refused"
 	default:
 		f.Message += ": the pod will be refused"
 	}
 	return f
 }
 
+// overridden says when the uses' failure action is not the rule's own.
+func (ru *ruleUses) overridden() string {
+	switch {
+	case ru.enforce == ru.rule.Enforce:
+		return ""
+	case ru.enforce:
+		return ", Enforce in this namespace (validationFailureActionOverrides)"
+	}
+	return ", Audit in this namespace (validationFailureActionOverrides)"
+}
+
 // faultFinding says that a fault hides whether a needed artifact is there.
 func (ru *ruleUses) faultFinding(set artifacts.Set, l lack, digest string) types.Finding {
 	cause := types.Finding{Code: types.RegistryFault, Message: "a fault"}
 	for _, f := range set.Faults {
-		cause = f
-		break
+		if f.Digest == "" || f.Digest == set.Image { // a child's fault hides none of the image's own
+			cause = f
+			break
+		}
 	}
 	for _, a := range l.seen {
 		for _, f := range a.Findings {

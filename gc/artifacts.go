@@ -102,23 +102,34 @@ func (ss storageSource) HasManifest(ctx context.Context, repo name.Repository, d
 	return err
 }
 
-// artifactLosses finds the artifacts of one in-use image (subject, as the
-// walk resolved it) in the storage now and after the run, and returns
-// those whole now and not after. A search that faults before the run
-// returns an error: the prediction is incomplete for the image.
-func artifactLosses(ctx context.Context, now, after storageSource, im InUse, subject string) ([]ArtifactLoss, error) {
+// artifactSets are the artifacts of one in-use image (subject, as the
+// walk resolved it) in the storage now and after the run.
+type artifactSets struct {
+	was, is artifacts.Set
+}
+
+// findArtifacts finds the artifacts of one in-use image now and after the
+// run. A search that faults before the run returns an error: the
+// prediction is incomplete for the image.
+func findArtifacts(ctx context.Context, now, after storageSource, im InUse, subject string) (artifactSets, error) {
 	repo := im.ref.Context()
 	was, err := artifacts.NewSourceFinder(now).Find(ctx, repo, subject)
 	if err != nil {
-		return nil, err
+		return artifactSets{}, err
 	}
 	if len(was.Faults) > 0 {
-		return nil, fmt.Errorf("finding the artifacts of %s: %s", im.Reference, was.Faults[0].Message)
+		return artifactSets{}, fmt.Errorf("finding the artifacts of %s: %s", im.Reference, was.Faults[0].Message)
 	}
 	is, err := artifacts.NewSourceFinder(after).Find(ctx, repo, subject)
 	if err != nil {
-		return nil, err
+		return artifactSets{}, err
 	}
+	return artifactSets{was: was, is: is}, nil
+}
+
+// losses are the artifacts whole now and not after the run.
+func (sets artifactSets) losses(im InUse) []ArtifactLoss {
+	was, is := sets.was, sets.is
 	kept := map[string]artifacts.Artifact{}
 	for _, a := range is.Artifacts {
 		kept[artifactKey(a)] = a
@@ -135,7 +146,7 @@ func artifactLosses(ctx context.Context, now, after storageSource, im InUse, sub
 		out = append(out, ArtifactLoss{Reference: im.Reference, Subject: a.Subject, Platform: a.Platform, Kind: a.Kind, Layout: a.Layout,
 			Ref: a.Ref, Digest: a.Digest, PredicateTypes: a.PredicateTypes, Reason: lossReason(b, ok)})
 	}
-	return out, nil
+	return out
 }
 
 // artifactKey names an artifact across the two views.

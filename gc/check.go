@@ -73,16 +73,13 @@ func (rep *Report) crossStorage(im InUse, now, after storageSource, opts Options
 	if e := entry(im, was.digest, was.losses, alreadyAdvice); e != nil {
 		rep.AlreadyBroken = append(rep.AlreadyBroken, *e)
 	}
-	if was.digest != "" {
-		lost, err := artifactLosses(ctx, now, after, im, was.digest)
-		if err != nil {
-			rep.note("", "the signatures and attestations of "+im.Reference+" could not be read, so their loss is not predicted: "+err.Error())
-		}
-		rep.WouldLoseArtifacts = append(rep.WouldLoseArtifacts, lost...)
-	}
+	refused, policyErr := rep.crossArtifacts(ctx, im, was.digest, now, after, opts)
 	e := entry(im, was.digest, minus(walkImage(ctx, after, im.ref).losses, was.losses), breakAdvice(opts))
 	if e == nil {
-		return nil
+		if refused != nil {
+			rep.WouldBreak = append(rep.WouldBreak, *refused)
+		}
+		return policyErr
 	}
 	for _, b := range rep.plan.Blobs {
 		if need[b] {
@@ -92,8 +89,31 @@ func (rep *Report) crossStorage(im InUse, now, after storageSource, opts Options
 	if n := len(e.DeletedBlobs); n > 0 {
 		e.Reason += fmt.Sprintf("; the run deletes %d blob(s) it needs", n)
 	}
+	e.merge(refused)
 	rep.WouldBreak = append(rep.WouldBreak, *e)
-	return nil
+	return policyErr
+}
+
+// crossArtifacts adds to WouldLoseArtifacts the artifacts of the image
+// (resolved to digest) the run loses, and returns the refusal they cause
+// under opts.Policies, if any. When the artifacts could not be read, a
+// note says so; under image policies the prediction is then incomplete:
+// the error says why.
+func (rep *Report) crossArtifacts(ctx context.Context, im InUse, digest string, now, after storageSource, opts Options) (*Entry, error) {
+	if digest == "" {
+		return nil, nil
+	}
+	sets, err := findArtifacts(ctx, now, after, im, digest)
+	if err != nil {
+		rep.note("", "the signatures and attestations of "+im.Reference+" could not be read, so their loss is not predicted: "+err.Error())
+		if opts.Policies != nil && len(opts.Policies.Rules) > 0 {
+			return nil, fmt.Errorf("%s: whether the run deletes what its image policies require is not known: %w", im.Reference, err)
+		}
+		return nil, nil
+	}
+	lost := sets.losses(im)
+	rep.WouldLoseArtifacts = append(rep.WouldLoseArtifacts, lost...)
+	return refusal(ctx, im, digest, sets, lost, opts.Policies), nil
 }
 
 // InUse is one in-use image as found in the storage.

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/regcheck/regcheck/admission"
 	"github.com/regcheck/regcheck/types"
 )
 
@@ -168,6 +169,12 @@ type Options struct {
 	// registry's _catalog lists, not only those of in-use images: a
 	// complete wouldDelete list, at the cost of reading the whole registry.
 	AllRepositories bool
+	// Policies, when set, are the image policies admission enforces (the
+	// cluster's, read with gc-check --cluster): an in-use image whose
+	// signature or attestation an enforcing policy requires, and the run
+	// deletes, would be refused: WouldBreak, broken (storage mode only).
+	// Without them a lost artifact is information (WouldLoseArtifacts).
+	Policies *admission.Policies
 }
 
 // newReport starts the report of a prediction of plan's run.

@@ -40,7 +40,7 @@ type Kind string
 const (
 	KindUnpinned    Kind = "unpinned"          // --check: the reference has no digest
 	KindInvalid     Kind = "invalid-reference" // the reference cannot be parsed, so cannot be pinned
-	KindBroken      Kind = "broken"            // not pinned: the digest's tree is broken (or the tag is gone)
+	KindBroken      Kind = "broken"            // not pinned: the digest's tree is broken (or the tag is gone), or an enforcing image policy refuses it
 	KindUnresolved  Kind = "unresolved"        // not pinned: the registry could not be asked
 	KindUnverified  Kind = "unverified"        // pinned, but the walk could not check the whole tree
 	KindAtRisk      Kind = "at-risk"           // pinned; the tree pulls but lost something (attestations)
@@ -96,7 +96,7 @@ func (k Kind) Describe() string {
 	case KindInvalid:
 		return "image reference cannot be parsed, so cannot be pinned"
 	case KindBroken:
-		return "not pinned: the registry's tree for the digest is broken"
+		return "not pinned: the registry's tree for the digest is broken, or an enforcing image policy would refuse it (a signature gone)"
 	case KindUnresolved:
 		return "not pinned: the registry could not be asked"
 	case KindUnverified:

@@ -36,6 +36,7 @@ type plan struct {
 	verdict  types.Verdict
 	problems []string // the walk's findings, for the messages
 	fault    string   // why the digest could not be had
+	refused  []string // what admission refuses a whole tree for (signature-missing), when nothing else breaks it
 
 	gcCheck  string // repo:tag@digest to ask Tagged about
 	untagged bool
@@ -299,8 +300,19 @@ func (pl *plan) walked(im *types.Image) {
 		return
 	}
 	pl.verdict = im.Verdict
+	treeBroken := false
 	for _, f := range im.Findings {
 		pl.problems = append(pl.problems, string(f.Code)+": "+f.Message)
+		switch {
+		case f.Severity < types.SeverityCritical:
+		case f.Code == types.SignatureMissing || f.Code == types.SignedAttestationMissing:
+			pl.refused = append(pl.refused, string(f.Code)+": "+f.Message)
+		default:
+			treeBroken = true
+		}
+	}
+	if treeBroken {
+		pl.refused = nil
 	}
 	if im.Digest == "" && im.Verdict != types.Broken {
 		pl.fault = strings.Join(pl.problems, "; ")
@@ -410,6 +422,10 @@ func (pl *plan) findings(img yamlfile.Image) []Finding {
 			pl.running, cmp.Or(pl.tag, pl.norm), pl.platform, img.Ref)))
 	case pl.fault != "":
 		out = append(out, f(KindUnresolved, fmt.Sprintf("%s left as is: %s", img.Ref, pl.fault)))
+	case pl.verdict == types.Broken && len(pl.refused) > 0:
+		out = append(out, f(KindBroken, fmt.Sprintf("refusing to pin %s to %s: the image is whole, but an enforcing image policy would refuse it (%s); "+
+			"sign the digest again (cosign sign, or cosign attest for an attestation) and push what the policy requires, then pin; left as is",
+			img.Ref, pl.digest, strings.Join(pl.refused, "; "))))
 	case pl.verdict == types.Broken:
 		out = append(out, f(KindBroken, fmt.Sprintf("refusing to pin %s to %s, whose tree is broken (%s); left as is",
 			img.Ref, pl.digest, strings.Join(pl.problems, "; "))))

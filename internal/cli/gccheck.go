@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/regcheck/regcheck/admission"
 	"github.com/regcheck/regcheck/cluster"
 	"github.com/regcheck/regcheck/gc"
 	"github.com/regcheck/regcheck/record"
@@ -71,6 +72,13 @@ lists manifests only: which blobs a run deletes depends on blob sharing,
 which only storage mode sees. Without --delete-untagged no manifest is
 deleted by either model, and the report says so.
 
+With --storage it also names the signatures, attestations and SBOMs of
+in-use images the run deletes (wouldLoseArtifacts: information). With
+--cluster it reads the cluster's image policies too: an image whose
+signature or attestation an enforcing policy requires, and the run
+deletes, would break (admission refuses its next pod); an auditing
+policy makes it at-risk.
+
 Exit codes: 0 nothing in use breaks; 1 an in-use image would break or is
 already broken; 2 usage or configuration error; 3 incomplete (some inputs
 could not be read).`,
@@ -86,7 +94,7 @@ could not be read).`,
 	fl.StringVar(&f.storage, "storage", "", "the registry's filesystem storage rootdirectory (holding docker/registry/v2); read only")
 	fl.StringVar(&f.model, "gc-model", string(gc.Distribution28), "garbage collector to simulate: distribution-2.8 or distribution-3 (when not given, the report says the default was assumed)")
 	fl.BoolVar(&f.deleteUntagged, "delete-untagged", false, "simulate garbage-collect --delete-untagged")
-	fl.BoolVar(&f.cluster, "cluster", false, "add what a live cluster runs to the in-use set: workload images and running digests")
+	fl.BoolVar(&f.cluster, "cluster", false, "add what a live cluster runs to the in-use set: workload images and running digests; with --storage, also read its image policies (Kyverno, policy-controller; docs/admission.md): an image whose signature an enforcing one requires and the run deletes would break")
 	fl.StringVar(&f.fromRecords, "from-records", "", "add every image and digest recorded running (history file of regcheck record) to the in-use set")
 	f.kube.addTo(fl)
 	fl.BoolVar(&f.allRepos, "all-repositories", false, "API mode: also examine every repository the registry's _catalog lists, not only the in-use ones (reads the whole registry)")
@@ -124,7 +132,7 @@ func runGCCheck(cmd *cobra.Command, s Streams, g *globals, f *gcCheckFlags) erro
 	if !f.cluster && f.kube.set() {
 		return usageError(errors.New("--kubeconfig, --context, -n and -A go with --cluster"))
 	}
-	targets, incomplete, err := gcCheckTargets(cmd, s, g, f)
+	targets, policies, incomplete, err := gcCheckTargets(cmd, s, g, f)
 	if err != nil {
 		return err
 	}
@@ -139,7 +147,7 @@ func runGCCheck(cmd *cobra.Command, s Streams, g *globals, f *gcCheckFlags) erro
 	if err != nil {
 		return err
 	}
-	rep, err := gc.Check(st, gc.Options{Model: model, ModelAssumed: assumed, DeleteUntagged: f.deleteUntagged, Host: host}, targets)
+	rep, err := gc.Check(st, gc.Options{Model: model, ModelAssumed: assumed, DeleteUntagged: f.deleteUntagged, Host: host, Policies: policies}, targets)
 	return gcCheckReport(s, g, rep, err, render, incomplete)
 }
 
@@ -194,25 +202,36 @@ func runGCCheckAPI(cmd *cobra.Command, s Streams, g *globals, f *gcCheckFlags, m
 // gcCheckTargets is the in-use set: arguments, -f manifests, --images-from,
 // and with --cluster or --from-records every workload's image and every
 // digest a container runs or ran (a GC that deletes it breaks the next
-// reschedule, and any rollback).
-func gcCheckTargets(cmd *cobra.Command, s Streams, g *globals, f *gcCheckFlags) ([]types.Target, bool, error) {
+// reschedule, and any rollback). With --cluster it also reads the
+// cluster's image policies: a signature an enforcing one requires that
+// the run deletes breaks the next pod (a policy that could not be read
+// leaves the prediction incomplete).
+func gcCheckTargets(cmd *cobra.Command, s Streams, g *globals, f *gcCheckFlags) ([]types.Target, *admission.Policies, bool, error) {
 	targets, incomplete := f.read(s.In, g.logger)
+	var policies *admission.Policies
 	if f.cluster {
 		kt, err := f.kube.connect()
 		if err != nil {
-			return nil, false, err
+			return nil, nil, false, err
 		}
 		inv, err := kt.inventory(cmd.Context(), g.logger)
 		if err != nil {
-			return nil, false, err
+			return nil, nil, false, err
 		}
 		targets = append(targets, cluster.Targets(inv)...)
 		targets = append(targets, cluster.RunningTargets(inv)...)
+		if f.storage != "" { // API mode does not look for artifacts
+			ps, problems, err := clusterPolicies(cmd.Context(), kt, g.logger)
+			if err != nil {
+				return nil, nil, false, err
+			}
+			policies, incomplete = ps, incomplete || len(problems) > 0
+		}
 	}
 	if f.fromRecords != "" {
 		h, err := (&record.File{Path: f.fromRecords}).Load(cmd.Context())
 		if err != nil {
-			return nil, false, usageError(fmt.Errorf("--from-records: %w", err))
+			return nil, nil, false, usageError(fmt.Errorf("--from-records: %w", err))
 		}
 		for _, r := range h.Records {
 			use := types.Use{Source: "records", Kind: r.OwnerKind, Namespace: r.Namespace, Name: r.OwnerName, Container: r.Container, Volume: r.Volume, Pod: r.Pod, Node: r.Node, RunningDigest: r.Digest}
@@ -222,5 +241,5 @@ func gcCheckTargets(cmd *cobra.Command, s Streams, g *globals, f *gcCheckFlags) 
 			}
 		}
 	}
-	return targets, incomplete, nil
+	return targets, policies, incomplete, nil
 }
