@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/regcheck/regcheck/imageref"
@@ -66,12 +67,20 @@ type CustomResult struct {
 	Warnings []string
 }
 
-// Custom lists the objects of each kind in Workloads in namespace ("" for
-// all) through the dynamic client. A kind not served is skipped, one that
-// cannot be listed is a warning; neither stops the others.
-func Custom(ctx context.Context, dyn dynamic.Interface, namespace string) *CustomResult {
+// Custom lists the objects of each kind in Workloads that discovery says
+// the server serves, in namespace ("" for all), through the dynamic
+// client. A kind not served is skipped without a request (its CRD is not
+// installed: a ServiceAccount without RBAC on it would only get 403s), one
+// that cannot be listed is a warning; neither stops the others. With disc
+// nil every kind is listed and a 404 tells which are not served.
+func Custom(ctx context.Context, dyn dynamic.Interface, disc discovery.DiscoveryInterface, namespace string) *CustomResult {
 	res := &CustomResult{}
+	served := servedWorkloads(disc)
 	for _, w := range Workloads {
+		if !served(w) {
+			res.NotServed = append(res.NotServed, w.Resource+"."+w.Group)
+			continue
+		}
 		items, err := listAll(ctx, dyn.Resource(w.GroupVersionResource).Namespace(namespace))
 		switch {
 		case apierrors.IsNotFound(err):
@@ -93,6 +102,42 @@ func Custom(ctx context.Context, dyn dynamic.Interface, namespace string) *Custo
 		}
 	}
 	return res
+}
+
+// servedWorkloads asks discovery once per group version which of
+// Workloads the server serves. A group version discovery does not know
+// (404) serves none of them; one whose discovery fails otherwise (a
+// partial discovery error: an aggregated API down, say) is taken as
+// served, so its list tells. With disc nil every kind is taken as served.
+func servedWorkloads(disc discovery.DiscoveryInterface) func(Workload) bool {
+	if disc == nil {
+		return func(Workload) bool { return true }
+	}
+	type answer struct {
+		names map[string]bool
+		known bool // discovery answered, so names is the whole truth
+	}
+	answers := map[string]answer{}
+	return func(w Workload) bool {
+		gv := w.GroupVersion().String()
+		a, ok := answers[gv]
+		if !ok {
+			list, err := disc.ServerResourcesForGroupVersion(gv)
+			switch {
+			case apierrors.IsNotFound(err):
+				a = answer{known: true}
+			case err != nil || list == nil:
+				a = answer{}
+			default:
+				a = answer{names: map[string]bool{}, known: true}
+				for _, r := range list.APIResources {
+					a.names[r.Name] = true
+				}
+			}
+			answers[gv] = a
+		}
+		return !a.known || a.names[w.Resource]
+	}
 }
 
 // listAll follows the continue tokens of a list.

@@ -12,12 +12,15 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	fakediscovery "k8s.io/client-go/discovery/fake"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	sigsyaml "sigs.k8s.io/yaml"
 )
 
@@ -54,7 +57,7 @@ func TestCustom(t *testing.T) {
 		}),
 		obj("postgresql.cnpg.io/v1", "Cluster", "db", "pg", map[string]any{"imageName": "ghcr.io/cloudnative-pg/postgresql:16.4"}),
 	)
-	res := Custom(context.Background(), dyn, "")
+	res := Custom(context.Background(), dyn, nil, "")
 	var got []string
 	for _, c := range res.Templates {
 		got = append(got, showEntry(c))
@@ -67,6 +70,88 @@ func TestCustom(t *testing.T) {
 	if !slices.Equal(got, want) || len(res.Warnings) != 0 {
 		t.Errorf("templates:\n%s\nwant:\n%s\nwarnings: %v", strings.Join(got, "\n"), strings.Join(want, "\n"), res.Warnings)
 	}
+}
+
+// forbiddenDynamic is a dynamic client whose every list is forbidden, as
+// for a ServiceAccount without RBAC on any workload CRD; it records the
+// resources listed.
+func forbiddenDynamic(listed *[]string) *dynamicfake.FakeDynamicClient {
+	listKinds := map[schema.GroupVersionResource]string{}
+	for _, w := range Workloads {
+		listKinds[w.GroupVersionResource] = w.Kind + "List"
+	}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds)
+	dyn.PrependReactor("list", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		r := a.GetResource()
+		*listed = append(*listed, r.Resource+"."+r.Group)
+		return true, nil, apierrors.NewForbidden(r.GroupResource(), "", fmt.Errorf("no RBAC"))
+	})
+	return dyn
+}
+
+// TestCustomDiscovery asks discovery first: a kind not served is not
+// listed and is said in NotServed (no warning); a served kind whose list
+// is forbidden stays a warning; a group version whose discovery fails
+// otherwise than 404 is listed (its list tells).
+func TestCustomDiscovery(t *testing.T) {
+	t.Parallel()
+	rollouts := metav1.APIResourceList{GroupVersion: "argoproj.io/v1alpha1", APIResources: []metav1.APIResource{{Name: "rollouts", Kind: "Rollout", Namespaced: true}}}
+	tekton := metav1.APIResourceList{GroupVersion: "tekton.dev/v1", APIResources: []metav1.APIResource{{Name: "tasks", Kind: "Task", Namespaced: true}}}
+	for _, tc := range []struct {
+		name      string
+		resources []*metav1.APIResourceList
+		failGV    string // a group version whose discovery fails with a 503
+		listed    []string
+	}{
+		{"nothing served", nil, "", nil},
+		{"rollouts and tekton tasks served", []*metav1.APIResourceList{&rollouts, &tekton}, "", []string{"rollouts.argoproj.io", "tasks.tekton.dev"}},
+		{"cnpg discovery fails", nil, "postgresql.cnpg.io/v1", []string{"clusters.postgresql.cnpg.io"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			disc := &fakediscovery.FakeDiscovery{Fake: &k8stesting.Fake{Resources: tc.resources}}
+			var d discoveryFunc = func(gv string) (*metav1.APIResourceList, error) {
+				if gv == tc.failGV {
+					return nil, apierrors.NewServiceUnavailable("discovery down")
+				}
+				return disc.ServerResourcesForGroupVersion(gv)
+			}
+			var listed []string
+			res := Custom(context.Background(), forbiddenDynamic(&listed), discoveryWith{disc, d}, "")
+			if !slices.Equal(listed, tc.listed) {
+				t.Errorf("listed %v, want %v", listed, tc.listed)
+			}
+			if len(res.Warnings) != len(tc.listed) {
+				t.Errorf("warnings %q, want one per listed resource %v", res.Warnings, tc.listed)
+			}
+			for i, w := range res.Warnings {
+				if i < len(tc.listed) && !strings.Contains(w, "listing "+tc.listed[i]+" is forbidden") {
+					t.Errorf("warning %q does not say %s is forbidden", w, tc.listed[i])
+				}
+			}
+			if len(res.NotServed)+len(tc.listed) != len(Workloads) {
+				t.Errorf("not served %v: want every resource but %v", res.NotServed, tc.listed)
+			}
+			for _, r := range res.NotServed {
+				if slices.Contains(tc.listed, r) {
+					t.Errorf("%s both listed and not served", r)
+				}
+			}
+		})
+	}
+}
+
+// discoveryFunc answers ServerResourcesForGroupVersion.
+type discoveryFunc func(gv string) (*metav1.APIResourceList, error)
+
+// discoveryWith is a fake discovery whose per-group-version answer is f.
+type discoveryWith struct {
+	*fakediscovery.FakeDiscovery
+	f discoveryFunc
+}
+
+func (d discoveryWith) ServerResourcesForGroupVersion(gv string) (*metav1.APIResourceList, error) {
+	return d.f(gv)
 }
 
 // TestRolloutPods attributes the pods of a Rollout's ReplicaSet to the

@@ -75,3 +75,97 @@ func TestGitOpsRenderedInTree(t *testing.T) {
 		})
 	}
 }
+
+// kustomizeApp is a kustomization whose own images entry sets the web
+// image's tag, over a Deployment with a web and a proxy container.
+var kustomizeApp = map[string]string{
+	"apps/web/base/kustomization.yaml": "resources:\n- deploy.yaml\nimages:\n- name: registry.example.com/web\n  newTag: \"1.0\"\n",
+	"apps/web/base/deploy.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  template:\n    spec:\n      containers:\n" +
+		"      - name: app\n        image: registry.example.com/web:0.9\n      - name: proxy\n        image: registry.example.com/proxy:2.0\n",
+	"apps/plain/deploy.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: plain\nspec:\n  template:\n    spec:\n      containers:\n" +
+		"      - name: app\n        image: registry.example.com/plain:1.0\n",
+}
+
+// application is an Argo CD Application of path with these
+// kustomize.images, in spec.source or spec.sources[0]; its first entry is
+// at line 10.
+func application(path string, multi bool, images ...string) string {
+	src := "  source:\n    repoURL: https://git.example.com/repo.git\n"
+	if multi {
+		src = "  sources:\n  - repoURL: https://git.example.com/repo.git\n"
+	}
+	s := "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: web, namespace: argocd}\nspec:\n" + src +
+		"    path: " + path + "\n    kustomize:\n      images:\n"
+	for _, img := range images {
+		s += "      - " + img + "\n"
+	}
+	return s
+}
+
+// An Application whose path is a kustomization of the tree is rendered
+// with its kustomize.images applied after the kustomization's own
+// entries; each image one of them sets is at that entry's line. A path
+// of plain manifests is read as files, and the entries as written, with
+// the notice.
+func TestGitOpsKustomizeInTree(t *testing.T) {
+	t.Parallel()
+	// The tree renders the kustomization as it is, too.
+	base := []string{
+		"apps/plain/deploy.yaml:10 Deployment/plain registry.example.com/plain:1.0",
+		"apps/web/base/deploy.yaml:12 Deployment/web registry.example.com/proxy:2.0",
+		"apps/web/base/kustomization.yaml:4 Deployment/web registry.example.com/web:1.0",
+	}
+	for _, tc := range []struct {
+		name    string
+		file    string
+		want    []string // beside base: image uses, "file:line kind/name ref"
+		notices []string // substrings of the problems
+	}{
+		{"a tag and a rename", application("apps/web/base", false, "registry.example.com/web:3.0", "registry.example.com/proxy=mirror.example.com/proxy:2.1"),
+			[]string{
+				"clusters/prod/app.yaml:10 Deployment/web registry.example.com/web:3.0",
+				"clusters/prod/app.yaml:11 Deployment/web mirror.example.com/proxy:2.1",
+			}, nil},
+		{"spec.sources and a digest", application("apps/web/base", true, "registry.example.com/proxy@sha256:"+strings.Repeat("a", 64)),
+			[]string{"clusters/prod/app.yaml:10 Deployment/web registry.example.com/proxy@sha256:" + strings.Repeat("a", 64)}, nil},
+		{"an entry that matches nothing", application("apps/web/base", false, "registry.example.com/other:9"), nil, nil},
+		{"no entries", application("apps/web/base", false), nil, nil},
+		{"a path of plain manifests", application("apps/plain", false, "registry.example.com/plain:2.0"),
+			[]string{"clusters/prod/app.yaml:10 Application/web registry.example.com/plain:2.0"},
+			[]string{"spec.source (https://git.example.com/repo.git apps/plain) not rendered; 1 image(s) read from kustomize.images"}},
+		{"a path not in the tree", application("apps/elsewhere", false, "registry.example.com/web:3.0"),
+			[]string{"clusters/prod/app.yaml:10 Application/web registry.example.com/web:3.0"},
+			[]string{"not rendered; 1 image(s) read from kustomize.images"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			files := map[string]string{"clusters/prod/app.yaml": tc.file}
+			for k, v := range kustomizeApp {
+				files[k] = v
+			}
+			root := writeTree(t, files)
+			imgs, errs := Images(root)
+			var got, msgs []string
+			for _, img := range imgs {
+				rel, _ := filepath.Rel(root, img.File)
+				got = append(got, fmt.Sprintf("%s:%d %s/%s %s", filepath.ToSlash(rel), img.Line, img.Kind, img.Name, img.Ref))
+			}
+			slices.Sort(got)
+			want := slices.Sorted(slices.Values(append(slices.Clone(base), tc.want...)))
+			for _, err := range errs {
+				msgs = append(msgs, err.Error())
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("images:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+			if len(msgs) != len(tc.notices) {
+				t.Errorf("problems: %q, want %d containing %q", msgs, len(tc.notices), tc.notices)
+			}
+			for i, n := range tc.notices {
+				if i < len(msgs) && !strings.Contains(msgs[i], n) {
+					t.Errorf("problem %q does not say %q", msgs[i], n)
+				}
+			}
+		})
+	}
+}

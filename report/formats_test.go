@@ -519,7 +519,7 @@ func TestInputErrorsEveryFormat(t *testing.T) {
 				}
 			}
 			want := []string{
-				"result error k8s/broken.yaml &{StartLine:3}",
+				"result error k8s/broken.yaml &{StartLine:3 StartColumn:0}",
 				"notification note k8s/chart/templates/deploy.yaml k8s/chart/templates/deploy.yaml: skipped: Helm template",
 			}
 			if !slices.Equal(got, want) {

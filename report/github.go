@@ -14,9 +14,11 @@ import (
 type Annotation struct {
 	// Level is "error", "warning" or "notice".
 	Level string
-	// File and Line locate it; Line 0 marks the whole file.
+	// File, Line and Col locate it; Line 0 marks the whole file, Col 0
+	// the whole line.
 	File string
 	Line int
+	Col  int
 	// Title heads it; Message is its text and may span lines.
 	Title   string
 	Message string
@@ -34,6 +36,9 @@ func GitHubAnnotations(w io.Writer, as []Annotation) error {
 			props = append(props, "file="+ghProperty(Printable(filepath.ToSlash(a.File))))
 			if a.Line > 0 {
 				props = append(props, fmt.Sprintf("line=%d", a.Line))
+				if a.Col > 0 {
+					props = append(props, fmt.Sprintf("col=%d", a.Col))
+				}
 			}
 		}
 		props = append(props, "title="+ghProperty(Printable(a.Title)))
@@ -71,14 +76,14 @@ func GitHub(w io.Writer, r *types.Result) error {
 		as = append(as, Annotation{Level: GitHubLevel(SARIFLevel(lf.Severity)), File: lf.file, Line: lf.line, Title: string(lf.Code), Message: lf.text})
 	}
 	for _, ie := range r.InputErrors {
-		a := Annotation{Level: "error", Title: InputErrorRule, Line: ie.Line, Message: ie.Message}
+		a := Annotation{Level: "error", Title: InputErrorRule, Line: ie.Line, Col: ie.Column, Message: ie.Message}
 		if ie.Notice {
 			a.Level, a.Title = "notice", InputSkippedRule
 		}
 		if inputInFile(ie) {
 			a.File = ie.Source
 		} else {
-			a.Line, a.Message = 0, inputLocation(ie)+": "+ie.Message
+			a.Line, a.Col, a.Message = 0, 0, inputLocation(ie)+": "+ie.Message
 		}
 		as = append(as, a)
 	}

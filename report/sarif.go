@@ -111,6 +111,8 @@ type SARIFArtifactLocation struct {
 // SARIFRegion is a line of a file, from 1.
 type SARIFRegion struct {
 	StartLine int `json:"startLine"`
+	// StartColumn is the column on StartLine, when known.
+	StartColumn int `json:"startColumn,omitempty"`
 }
 
 // SARIFFile locates a result in a file, at a line when line > 0.
@@ -118,6 +120,16 @@ func SARIFFile(path string, line int) SARIFLocation {
 	loc := SARIFLocation{PhysicalLocation: SARIFPhysicalLocation{ArtifactLocation: SARIFArtifactLocation{URI: filepath.ToSlash(path)}}}
 	if line > 0 {
 		loc.PhysicalLocation.Region = &SARIFRegion{StartLine: line}
+	}
+	return loc
+}
+
+// sarifInput locates an input error in its file, at its line and column
+// when known.
+func sarifInput(ie types.InputError) SARIFLocation {
+	loc := SARIFFile(ie.Source, ie.Line)
+	if r := loc.PhysicalLocation.Region; r != nil && ie.Column > 0 {
+		r.StartColumn = ie.Column
 	}
 	return loc
 }
@@ -224,7 +236,7 @@ func SARIF(w io.Writer, r *types.Result) error {
 				n.Level = "note"
 			}
 			if inputInFile(ie) {
-				n.Locations = []SARIFLocation{SARIFFile(ie.Source, ie.Line)}
+				n.Locations = []SARIFLocation{sarifInput(ie)}
 			}
 			notes = append(notes, n)
 			continue
@@ -237,7 +249,7 @@ func SARIF(w io.Writer, r *types.Result) error {
 		}
 		run.Results = append(run.Results, SARIFResult{
 			RuleID: InputErrorRule, RuleIndex: i, Level: "error",
-			Message: SARIFText{ie.Message}, Locations: []SARIFLocation{SARIFFile(ie.Source, ie.Line)},
+			Message: SARIFText{ie.Message}, Locations: []SARIFLocation{sarifInput(ie)},
 		})
 	}
 	if len(notes) > 0 {

@@ -73,9 +73,13 @@ func Table(w io.Writer, r *types.Result) error {
 	return err
 }
 
-// inputLocation is an input error's "source:line", or its source.
+// inputLocation is an input error's "source:line:column",
+// "source:line", or its source.
 func inputLocation(ie types.InputError) string {
-	if ie.Line > 0 {
+	switch {
+	case ie.Line > 0 && ie.Column > 0:
+		return fmt.Sprintf("%s:%d:%d", ie.Source, ie.Line, ie.Column)
+	case ie.Line > 0:
 		return fmt.Sprintf("%s:%d", ie.Source, ie.Line)
 	}
 	return ie.Source

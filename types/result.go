@@ -168,6 +168,9 @@ type InputError struct {
 	Source string `json:"source"`
 	// Line is the line in Source, when known.
 	Line int `json:"line,omitempty"`
+	// Column is the column on Line (1 for its first character, counted
+	// in characters), when known: a YAML parse error's.
+	Column int `json:"column,omitempty"`
 	// Message says what is wrong.
 	Message string `json:"message"`
 	// Notice is true for an input skipped on purpose (a Helm template, a

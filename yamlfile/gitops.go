@@ -51,6 +51,18 @@ type ChartSource struct {
 	// Unrendered says what the render cannot apply (an Application's
 	// helm.parameters with a list index), or "".
 	Unrendered string
+	// Images are an Argo CD Application's kustomize.images entries, in
+	// order, for a renderer that finds its path's kustomization in the
+	// same tree; nil for a Helm source.
+	Images []ImageArg
+}
+
+// ImageArg is one of an Application's kustomize.images, as written
+// ("ref" or "name=ref", the argument of kustomize edit set image), and
+// where it is.
+type ImageArg struct {
+	Value        string
+	Line, Column int
 }
 
 // Parts of a reference a Site's Value may hold (Site.Part).
@@ -200,8 +212,10 @@ func (w *walker) appSource(base Image, src ref, name string) {
 	}
 	what = strings.TrimSuffix(w.str(src, "repoURL"), "/") + " " + what
 	if k, ok := w.get(src, "kustomize"); ok {
-		n := w.kustomizeImages(base, k, name+".kustomize.images")
-		w.note(src.node, "%s %s: %s (%s) not rendered; %d image(s) read from kustomize.images", base.Kind, objName(base), name, what, n)
+		args := w.kustomizeImages(base, k, name+".kustomize.images")
+		w.note(src.node, "%s %s: %s (%s) not rendered; %d image(s) read from kustomize.images", base.Kind, objName(base), name, what, len(args))
+		w.charts = append(w.charts, ChartSource{File: w.file, Kind: base.Kind, Namespace: base.Namespace, Name: base.Name, Path: w.str(src, "path"),
+			Fields: []string{name + ".kustomize.images"}, Notice: w.notes[len(w.notes)-1].(*Notice), Images: args})
 	}
 	h, ok := w.get(src, "helm")
 	if !ok {
@@ -304,13 +318,13 @@ func (w *walker) parameters(h ref) map[string]ref {
 }
 
 // kustomizeImages reads an Application's kustomize.images: "ref" or
-// "name=ref" each; the number read.
-func (w *walker) kustomizeImages(base Image, k ref, field string) int {
+// "name=ref" each; those read ([] when there are none).
+func (w *walker) kustomizeImages(base Image, k ref, field string) []ImageArg {
+	args := []ImageArg{}
 	list, ok := w.get(k, "images")
 	if !ok || list.node.Kind != yaml.SequenceNode {
-		return 0
+		return args
 	}
-	n := 0
 	for _, e := range list.node.Content {
 		v := w.resolve(e, list.alias, list.pos)
 		if !isValue(v.node) {
@@ -322,9 +336,9 @@ func (w *walker) kustomizeImages(base Image, k ref, field string) int {
 			s.Prefix, s.Ref, s.Container = name+"=", img, name
 		}
 		w.sites = append(w.sites, s)
-		n++
+		args = append(args, ImageArg{Value: v.node.Value, Line: v.node.Line, Column: v.node.Column})
 	}
-	return n
+	return args
 }
 
 // valuesString reads helm.values, Helm values written as a YAML string.

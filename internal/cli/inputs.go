@@ -134,10 +134,7 @@ func inputError(source string, err error) types.InputError {
 	case errors.As(err, &note):
 		ie.Source, ie.Line, ie.Message, ie.Notice = note.File, note.Line, note.Msg, true
 	case errors.As(err, &parse):
-		ie.Source, ie.Line, ie.Message = parse.File, parse.Line, parse.Msg
-		if parse.Column > 0 {
-			ie.Message = fmt.Sprintf("column %d: %s", parse.Column, parse.Msg)
-		}
+		ie.Source, ie.Line, ie.Column, ie.Message = parse.File, parse.Line, parse.Column, parse.Msg
 	case errors.As(err, &line):
 		ie.Line, ie.Message = line.line, line.err.Error()
 	case errors.As(err, &pe):

@@ -61,7 +61,9 @@ func (t *kubeTarget) inventory(ctx context.Context, logger *slog.Logger) (*inven
 		logger.Warn(w, "cluster", t.name)
 	}
 	if t.dynamic != nil {
-		custom := inventory.Custom(ctx, t.dynamic, t.namespace)
+		// Discovery first: a kind whose CRD is not installed is not
+		// listed, so a ServiceAccount without RBAC on it gets no 403.
+		custom := inventory.Custom(ctx, t.dynamic, t.client.Discovery(), t.namespace)
 		for _, w := range custom.Warnings {
 			logger.Warn(w, "cluster", t.name)
 		}
