@@ -38,35 +38,36 @@ type Kind string
 
 // Finding kinds.
 const (
-	KindUnpinned    Kind = "unpinned"          // --check: the reference has no digest
-	KindInvalid     Kind = "invalid-reference" // the reference cannot be parsed, so cannot be pinned
-	KindBroken      Kind = "broken"            // not pinned: the digest's tree is broken (or the tag is gone), or an enforcing image policy refuses it
-	KindUnresolved  Kind = "unresolved"        // not pinned: the registry could not be asked
-	KindUnverified  Kind = "unverified"        // pinned, but the walk could not check the whole tree
-	KindAtRisk      Kind = "at-risk"           // pinned; the tree pulls but lost something (attestations)
-	KindUntagged    Kind = "untagged-digest"   // no tag points at the pinned digest: a GC deleting untagged manifests deletes it
-	KindNotEdited   Kind = "not-edited"        // a YAML alias or a scalar form pin does not edit
-	KindNoRecord    Kind = "no-record"         // no running digest known for the container
-	KindUnparseable Kind = "unparseable"       // the file is not YAML: skipped, left as is
-	KindTemplate    Kind = "template"          // a Helm template: skipped on purpose
-	KindUnwritable  Kind = "unwritable"        // the file could not be read or written
-	KindChanged     Kind = "changed-on-disk"   // --write: the file changed after Run read it: left as is
-	KindAmbiguous   Kind = "ambiguous-record"  // the running digest recorded differs between clusters: left as is
-	KindPlatform    Kind = "platform-digest"   // the running digest is a platform manifest of an index the tag no longer points at
-	KindSkipped     Kind = "skipped"           // not a regular file (a named pipe, a device, a symlink to nothing): not read
-	KindUnrendered  Kind = "unrendered"        // a kustomization or chart (or a file it names) could not be rendered
-	KindLeftOut     Kind = "left-out"          // left out of a render on purpose: a remote base, a dependency not in charts/
+	KindUnpinned     Kind = "unpinned"          // --check: the reference has no digest
+	KindInvalid      Kind = "invalid-reference" // the reference cannot be parsed, so cannot be pinned
+	KindBroken       Kind = "broken"            // not pinned: the digest's tree is broken (or the tag is gone), or an enforcing image policy refuses it
+	KindUnresolved   Kind = "unresolved"        // not pinned: the registry could not be asked
+	KindUnverified   Kind = "unverified"        // pinned, but the walk could not check the whole tree
+	KindAtRisk       Kind = "at-risk"           // pinned; the tree pulls but lost something (attestations)
+	KindUntagged     Kind = "untagged-digest"   // no tag points at the pinned digest: a GC deleting untagged manifests deletes it
+	KindNotEdited    Kind = "not-edited"        // a YAML alias or a scalar form pin does not edit
+	KindNoRecord     Kind = "no-record"         // no running digest known for the container
+	KindUnparseable  Kind = "unparseable"       // the file is not YAML: skipped, left as is
+	KindTemplate     Kind = "template"          // a Helm template: skipped on purpose
+	KindUnwritable   Kind = "unwritable"        // the file could not be read or written
+	KindChanged      Kind = "changed-on-disk"   // --write: the file changed after Run read it: left as is
+	KindAmbiguous    Kind = "ambiguous-record"  // the running digest recorded differs between clusters: left as is
+	KindPlatform     Kind = "platform-digest"   // the running digest is a platform manifest of an index the tag no longer points at
+	KindSkipped      Kind = "skipped"           // not a regular file (a named pipe, a device, a symlink to nothing): not read
+	KindUnrendered   Kind = "unrendered"        // a kustomization or chart (or a file it names) could not be rendered
+	KindLeftOut      Kind = "left-out"          // left out of a render on purpose: a remote base, a dependency not in charts/
+	KindPolicyUnread Kind = "policy-unread"     // an image policy (a cluster's kind, a file's object) could not be read: pins were not checked against it
 )
 
 // Kinds is every finding kind, for outputs that list rules.
 var Kinds = []Kind{KindUnpinned, KindInvalid, KindBroken, KindUnresolved, KindUnverified, KindAtRisk,
 	KindUntagged, KindNotEdited, KindNoRecord, KindUnparseable, KindTemplate, KindUnwritable, KindChanged,
-	KindAmbiguous, KindPlatform, KindSkipped, KindUnrendered, KindLeftOut}
+	KindAmbiguous, KindPlatform, KindSkipped, KindUnrendered, KindLeftOut, KindPolicyUnread}
 
 // Level is "error", "warning" or "note", as SARIF and GitHub name them.
 func (k Kind) Level() string {
 	switch k {
-	case KindInvalid, KindBroken, KindUnparseable, KindUnwritable, KindUnresolved, KindChanged, KindPlatform, KindUnrendered:
+	case KindInvalid, KindBroken, KindUnparseable, KindUnwritable, KindUnresolved, KindChanged, KindPlatform, KindUnrendered, KindPolicyUnread:
 		return "error"
 	case KindTemplate, KindNoRecord, KindSkipped, KindLeftOut:
 		return "note"
@@ -82,7 +83,7 @@ func (k Kind) Fails() bool { return k == KindUnpinned || k == KindInvalid || k =
 // be done (exit 3 when nothing fails).
 func (k Kind) Incomplete() bool {
 	switch k {
-	case KindUnparseable, KindUnwritable, KindUnresolved, KindUnverified, KindChanged, KindAmbiguous, KindPlatform, KindUnrendered:
+	case KindUnparseable, KindUnwritable, KindUnresolved, KindUnverified, KindChanged, KindAmbiguous, KindPlatform, KindUnrendered, KindPolicyUnread:
 		return true
 	}
 	return false
@@ -127,6 +128,8 @@ func (k Kind) Describe() string {
 		return "a kustomization or chart could not be rendered, whole or in part"
 	case KindLeftOut:
 		return "left out of a render on purpose (a remote base, a dependency not in charts/)"
+	case KindPolicyUnread:
+		return "an image policy could not be read: the pins were not checked against it"
 	}
 	return string(k)
 }
@@ -141,7 +144,12 @@ type Finding struct {
 	Message string `json:"message"`
 }
 
+// String is "file:line: kind: message", or "kind: message" for a finding
+// of no file (the cluster's image policies).
 func (f Finding) String() string {
+	if f.File == "" {
+		return fmt.Sprintf("%s: %s", f.Kind, f.Message)
+	}
 	loc := f.File
 	if f.Line > 0 {
 		loc = fmt.Sprintf("%s:%d", f.File, f.Line)

@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/regcheck/regcheck/render"
@@ -66,6 +67,10 @@ type Config struct {
 	// attestation that is gone is then broken, and refused as a broken
 	// tree is. Not applied with AllowBroken, which walks no tree.
 	Admission func(ctx stdctx.Context, res *types.Result) error
+	// Problems are findings met before Run, such as an image policy that
+	// could not be read (KindPolicyUnread): Run reports them first, and
+	// pins the rest as it would without them.
+	Problems []Finding
 }
 
 // File is one file Run read. New differs from Old when Run changed (or
@@ -120,6 +125,7 @@ func Run(ctx stdctx.Context, roots []string, c Config) (*Report, error) {
 	}
 	trees := c.render(roots)
 	r, parsed := c.read(trees)
+	r.Findings = append(slices.Clone(c.Problems), r.Findings...)
 	uses := c.uses(trees)
 	if c.Check {
 		r.Findings = append(r.Findings, c.check(parsed)...)
