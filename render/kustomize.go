@@ -386,7 +386,7 @@ type markItem struct {
 // gets a marker for its tag, so that the marked render says, for each
 // image, which one set it last.
 func (g *kgraph) filesystems(files map[string][]byte, dirs []string, mk *markers, items *[]markItem) (plain, marked filesys.FileSystem) {
-	plain, marked = filesys.MakeFsInMemory(), filesys.MakeFsInMemory()
+	plain, marked = newMemFS(), newMemFS() // kyaml's refuses names with a comma, a space…
 	kfiles := map[string]*kust{}
 	for _, d := range dirs {
 		kfiles[g.nodes[d].file] = g.nodes[d]
