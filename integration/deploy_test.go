@@ -214,9 +214,15 @@ func TestDeploy(t *testing.T) {
 
 		// Everything the ServiceAccount may do, as the API server sums it up,
 		// is what every authenticated user may (shop's default ServiceAccount,
-		// bound to nothing) plus the inventory's get/list and the history's
+		// bound to nothing) plus the inventory's get/list (the workload kinds,
+		// the workload custom resources, the image policies and the
+		// namespaces whose labels they select by) and the history's
 		// get/update.
-		inventory := map[string][]string{"": {"pods", "nodes"}, "apps": {"deployments", "statefulsets", "daemonsets", "replicasets"}, "batch": {"jobs", "cronjobs"}}
+		inventory := map[string][]string{"": {"pods", "nodes", "namespaces"}, "apps": {"deployments", "statefulsets", "daemonsets", "replicasets"}, "batch": {"jobs", "cronjobs"},
+			"kyverno.io": {"clusterpolicies", "policies"}, "policy.sigstore.dev": {"clusterimagepolicies"},
+			"argoproj.io": {"rollouts", "workflowtemplates", "cronworkflows"}, "tekton.dev": {"tasks", "pipelines"},
+			"serving.knative.dev": {"services"}, "keda.sh": {"scaledjobs"}, "apps.kruise.io": {"clonesets"},
+			"postgresql.cnpg.io": {"clusters"}, "monitoring.coreos.com": {"prometheuses", "alertmanagers"}}
 		regcheck := func(r right) bool {
 			return (r.verb == "get" || r.verb == "list") && slices.Contains(inventory[r.group], r.resource) && r.name == "" ||
 				(r.verb == "get" || r.verb == "update") && r.group == "" && r.resource == "configmaps" && r.name == "regcheck-history" && r.namespace == "regcheck"
