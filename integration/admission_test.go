@@ -574,6 +574,22 @@ func TestAdmissionCluster(t *testing.T) {
 		}
 	})
 
+	t.Run("pin with the policies forbidden: said, pinned, incomplete", func(t *testing.T) {
+		dir := t.TempDir()
+		// Deployment prod/web, container web, as workload made it.
+		web := strings.NewReplacer("  name: web\n", "  name: web\n  namespace: prod\n", "- name: app\n", "- name: web\n").Replace(deployment("web", enforced.ref, ""))
+		if err := os.WriteFile(filepath.Join(dir, "web.yaml"), []byte(web), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, out, stderr := runCLI(t, "pin", "--from-cluster", "--kubeconfig", limited, "-A", dir)
+		if code != cli.ExitIncomplete || !strings.Contains(stderr, "policy-unread: the cluster's image policies: listing clusterpolicies.kyverno.io") {
+			t.Errorf("pin, the policies forbidden: exit %d, want %d and policy-unread naming the ClusterPolicy list:\n%s%s", code, cli.ExitIncomplete, out, stderr)
+		}
+		if !strings.Contains(out, enforced.ref+"@"+enforced.digest) {
+			t.Errorf("pin did not pin the rest (%s to the digest running):\n%s%s", enforced.ref, out, stderr)
+		}
+	})
+
 	t.Run("scan -f reads the policies among the files", func(t *testing.T) {
 		dir := t.TempDir()
 		body := deployment("web", enforced.ref, "") + "---\n" + strings.NewReplacer("HOST", host, "PUB", "cosign.pub").Replace(strings.Split(admissionPolicies, "---")[0])

@@ -223,9 +223,9 @@ func unplannedUpgrade() Rule {
 			"summary": owner + " runs other bits than before while its image string did not change",
 			"description": owner + " runs " + l(LabelTo) + " instead of " + l(LabelFrom) + ", and nobody changed its image string (unplanned-upgrade): a tag moved, then a restart or a reschedule pulled it. " +
 				"regcheck watch's log says whether the previous digest is still whole in the registry and whether a crash loop began with the change. " +
-				"To go back: `kubectl -n " + l(LabelNamespace) + " set image " + l(LabelOwnerKind) + "/" + l(LabelOwnerName) + " " + l(LabelContainer) + "=REPOSITORY@" + l(LabelFrom) + "`, " +
-				"then `regcheck pin --from-records " + history + " --write MANIFESTS/` pins the manifests to the digest that runs, so the next restart keeps it. " +
-				"To keep the new bits, run that pin now: it pins to " + l(LabelTo) + ".",
+				"To go back to " + l(LabelFrom) + ": `regcheck pin --from-records " + history + " --records-at TIME --write PATH` pins the manifests under PATH to the digest each container ran at TIME (and refuses one that is no longer whole), then apply them; " +
+				"regcheck watch's warning for this change, and its unplanned-upgrade finding, give that command with TIME filled in (the millisecond before the change). " +
+				"To keep the new bits, the same pin without `--records-at` pins to " + l(LabelTo) + ".",
 		},
 	}
 }

@@ -93,3 +93,83 @@ func TestRunningFrom(t *testing.T) {
 		})
 	}
 }
+
+// RunningAt pins back: after an unplanned upgrade from a to b, the digest
+// that ran just before it, not the latest.
+func TestRunningAt(t *testing.T) {
+	t.Parallel()
+	a, b := "sha256:"+strings.Repeat("a", 64), "sha256:"+strings.Repeat("b", 64)
+	t0 := time.Date(2026, 12, 2, 5, 0, 0, 0, time.UTC)
+	upgrade := t0.Add(time.Hour)
+	entry := func(name, pod, digest string) record.Entry {
+		return record.Entry{Namespace: "web", OwnerKind: "Deployment", OwnerName: name, Pod: pod, Container: "app", Image: "app:latest", Digest: digest}
+	}
+	h := record.NewHistory()
+	for _, s := range []record.Snapshot{
+		{Cluster: "prod", Time: t0, Entries: []record.Entry{entry("app", "app-1", a), entry("roll", "roll-1", a), entry("roll", "roll-2", b), entry("split", "split-1", a)}},
+		{Cluster: "staging", Time: t0, Entries: []record.Entry{entry("split", "split-9", b), entry("same", "same-9", a)}},
+		{Cluster: "prod", Time: t0, Entries: []record.Entry{entry("same", "same-1", a)}},
+		{Cluster: "prod", Time: upgrade.Add(time.Second), Entries: []record.Entry{entry("app", "app-1", b)}},
+	} {
+		h.Merge(s)
+	}
+	h.AddTransitions(
+		record.Transition{Cluster: "prod", Namespace: "web", OwnerKind: "Deployment", OwnerName: "app", Container: "app", Image: "app:latest", From: "", To: a, Time: t0},
+		record.Transition{Cluster: "prod", Namespace: "web", OwnerKind: "Deployment", OwnerName: "app", Container: "app", Image: "app:latest", PreviousImage: "app:latest", From: a, To: b, Time: upgrade},
+	)
+	deployment := func(name string) yamlfile.Image {
+		return yamlfile.Image{Kind: "Deployment", Namespace: "web", Name: name, Container: "app", Ref: "app:latest"}
+	}
+	for _, tc := range []struct {
+		name    string
+		cluster string
+		img     yamlfile.Image
+		at      time.Time
+		want    string
+		err     error
+		amb     map[string]string
+		rollout bool
+		msg     string // a part of the error's text
+	}{
+		{"just before the upgrade", "prod", deployment("app"), upgrade.Add(-time.Second), a, nil, nil, false, ""},
+		{"any cluster", "", deployment("app"), upgrade.Add(-time.Second), a, nil, nil, false, ""},
+		{"after it", "prod", deployment("app"), upgrade, b, nil, nil, false, ""},
+		{"before anything ran", "prod", deployment("app"), t0.Add(-time.Second), "", ErrNoRecord, nil, false, ""},
+		{"a rollout at that time", "prod", deployment("roll"), t0, "", nil, map[string]string{"prod pod roll-1": a, "prod pod roll-2": b}, true, ""},
+		{"clusters that disagree", "", deployment("split"), t0, "", nil, map[string]string{"prod": a, "staging": b}, false, ""},
+		{"clusters that agree", "", deployment("same"), t0, a, nil, nil, false, ""},
+		{"one of them", "staging", deployment("split"), t0, b, nil, nil, false, ""},
+		{"compose has no workload", "", yamlfile.Image{Kind: "Compose", Name: "app", Container: "app"}, t0, "", ErrNoRecord, nil, false, ""},
+		{"the same image string, written otherwise", "prod", yamlfile.Image{Kind: "Deployment", Namespace: "web", Name: "app", Container: "app", Ref: "app"},
+			upgrade.Add(-time.Second), a, nil, nil, false, ""},
+		{"a tag changed since: not a pin back", "prod", yamlfile.Image{Kind: "Deployment", Namespace: "web", Name: "app", Container: "app", Ref: "app:v2"},
+			upgrade.Add(-time.Second), "", ErrNoRecord, nil, false, "it ran " + a + " as app:latest: the image string changed since"},
+		{"a repository changed since", "prod", yamlfile.Image{Kind: "Deployment", Namespace: "web", Name: "app", Container: "app", Ref: "mirror.example/app:latest"},
+			upgrade.Add(-time.Second), "", ErrNoRecord, nil, false, "the image string changed since"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := RunningAt(h, tc.cluster, tc.at)(tc.img)
+			if got != tc.want {
+				t.Errorf("digest %q, want %q", got, tc.want)
+			}
+			var amb *AmbiguousError
+			switch {
+			case tc.err != nil:
+				if !errors.Is(err, tc.err) || !strings.Contains(err.Error(), tc.msg) {
+					t.Errorf("error %v, want %v saying %q", err, tc.err, tc.msg)
+				}
+			case tc.amb != nil:
+				if !errors.As(err, &amb) || !maps.Equal(amb.Digests, tc.amb) || amb.Rollout != tc.rollout {
+					t.Errorf("error %#v, want an AmbiguousError of %v (rollout %v)", err, tc.amb, tc.rollout)
+				}
+			case tc.msg != "":
+				if err == nil || !strings.Contains(err.Error(), tc.msg) {
+					t.Errorf("error %v, want one saying %q", err, tc.msg)
+				}
+			case err != nil:
+				t.Errorf("error %v", err)
+			}
+		})
+	}
+}

@@ -1,12 +1,14 @@
 package record
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/gofrs/flock"
@@ -32,10 +34,30 @@ func DefaultPath() (string, error) {
 // same folder, synced, then renamed over it, keeping the file's mode), so
 // concurrent or interrupted runs always leave a complete file. A file that
 // exists but cannot be read as a history is an error and is never replaced.
+//
+// A File keeps the history its last Update wrote, with that file open, and
+// the next Update starts from it instead of reading the file again while
+// the file is still the one it wrote (same file, size and modification
+// time); any other writer's file is read. Encoding streams to the
+// temporary file. A long-running writer (regcheck watch) so keeps one
+// decoded copy and makes little garbage per write. Use a File through a
+// pointer, and Close it when done.
 type File struct {
 	Path string
 	// LockRetry is how often a blocked Update retries the lock; default 50ms.
 	LockRetry time.Duration
+
+	mu   sync.Mutex // guards last; Updates exclude each other by the file lock
+	last *written
+}
+
+// written is the history an Update wrote, and the file it wrote, held
+// open so that its inode is not reused while it is compared.
+type written struct {
+	h    *History
+	file *os.File
+	size int64
+	mod  time.Time
 }
 
 var _ Store = (*File)(nil)
@@ -44,6 +66,22 @@ var _ Store = (*File)(nil)
 // read see a complete file.
 func (f *File) Load(ctx context.Context) (*History, error) {
 	return f.read()
+}
+
+// Close forgets the history the last Update wrote and closes its file.
+func (f *File) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.forget()
+}
+
+func (f *File) forget() error {
+	if f.last == nil {
+		return nil
+	}
+	err := f.last.file.Close()
+	f.last = nil
+	return err
 }
 
 func (f *File) read() (*History, error) {
@@ -86,19 +124,108 @@ func (f *File) Update(ctx context.Context, fn func(*History) error) (UpdateResul
 		return UpdateResult{}, fmt.Errorf("removing a killed write's leftovers: %w", err)
 	}
 
-	h, err := f.read()
+	h, err := f.current()
 	if err != nil {
 		return UpdateResult{}, err
 	}
 	if err := fn(h); err != nil {
 		return UpdateResult{}, err
 	}
-	data, err := Encode(h, true)
+	w, err := writeHistory(f.Path, h)
 	if err != nil {
-		return UpdateResult{}, fmt.Errorf("encoding history: %w", err)
-	}
-	if err := atomicfile.Write(f.Path, data, 0o600); err != nil {
 		return UpdateResult{}, fmt.Errorf("writing history %s: %w", f.Path, err)
 	}
+	f.mu.Lock()
+	f.forget()
+	f.last = w
+	f.mu.Unlock()
 	return UpdateResult{}, nil
+}
+
+// current is the history in the file, under the lock: the one the last
+// Update wrote while the file is still that one, else the file read. Either
+// way f forgets it, since the caller changes it: an Update that fails
+// reads the file again next time.
+func (f *File) current() (*History, error) {
+	f.mu.Lock()
+	w := f.last
+	f.last = nil
+	f.mu.Unlock()
+	if w != nil {
+		defer w.file.Close()
+		if w.unchanged(f.Path) {
+			return w.h, nil
+		}
+	}
+	return f.read()
+}
+
+// unchanged reports whether path is still the file w wrote, as w wrote it.
+func (w *written) unchanged(path string) bool {
+	now, err := os.Stat(path)
+	if err != nil {
+		return false
+	}
+	mine, err := w.file.Stat()
+	if err != nil {
+		return false
+	}
+	return os.SameFile(now, mine) && now.Size() == w.size && now.ModTime().Equal(w.mod) &&
+		mine.Size() == w.size && mine.ModTime().Equal(w.mod)
+}
+
+// writeHistory replaces path with h, indented, as atomicfile.Write does
+// (a synced temporary file in the same folder, named as
+// atomicfile.RemoveStale expects, renamed over path, then the folder
+// synced; a symlink's target is replaced; the file keeps its mode), but
+// encodes straight to the temporary file. It returns the file written,
+// still open.
+func writeHistory(path string, h *History) (w *written, err error) {
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
+	mode := fs.FileMode(0o600)
+	switch fi, err := os.Stat(path); {
+	case err == nil:
+		mode = fi.Mode().Perm()
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, err
+	}
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if err := tmp.Chmod(mode); err != nil {
+		return nil, err
+	}
+	bw := bufio.NewWriterSize(tmp, 256<<10)
+	if err := encodeIndented(bw, h); err != nil {
+		return nil, fmt.Errorf("encoding history: %w", err)
+	}
+	if err := bw.Flush(); err != nil {
+		return nil, err
+	}
+	if err := tmp.Sync(); err != nil {
+		return nil, err
+	}
+	fi, err := tmp.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return nil, err
+	}
+	// Make the rename itself durable; not every filesystem can sync a folder.
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return &written{h: h, file: tmp, size: fi.Size(), mod: fi.ModTime()}, nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"time"
 )
 
@@ -99,6 +100,62 @@ func Encode(h *History, indent bool) ([]byte, error) {
 		return append(b, '\n'), err
 	}
 	return json.Marshal(&out)
+}
+
+// encodeIndented writes h to w exactly as Encode(h, true) encodes it, one
+// record or transition at a time, so that no encoding of the whole history
+// is held in memory.
+func encodeIndented(w io.Writer, h *History) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("    ", "  ")
+	bw := errWriter{w: w}
+	bw.printf("{\n  \"schemaVersion\": %d,\n  \"records\": ", SchemaVersion)
+	list := func(n int, item func(int) any) {
+		if n == 0 {
+			bw.printf("[]")
+			return
+		}
+		bw.printf("[\n")
+		for i := range n {
+			buf.Reset()
+			if err := enc.Encode(item(i)); err != nil && bw.err == nil {
+				bw.err = err
+			}
+			bw.printf("    ")
+			bw.write(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
+			if i < n-1 {
+				bw.printf(",")
+			}
+			bw.printf("\n")
+		}
+		bw.printf("  ]")
+	}
+	list(len(h.Records), func(i int) any { return &h.Records[i] })
+	if len(h.Transitions) > 0 {
+		bw.printf(",\n  \"transitions\": ")
+		list(len(h.Transitions), func(i int) any { return &h.Transitions[i] })
+	}
+	bw.printf("\n}\n")
+	return bw.err
+}
+
+// errWriter keeps the first error of a run of writes.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) write(b []byte) {
+	if e.err == nil {
+		_, e.err = e.w.Write(b)
+	}
+}
+
+func (e *errWriter) printf(format string, args ...any) {
+	if e.err == nil {
+		_, e.err = fmt.Fprintf(e.w, format, args...)
+	}
 }
 
 // trim drops the oldest records (by LastSeen) and transitions (by Time)

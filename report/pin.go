@@ -113,7 +113,8 @@ func pinJSON(w io.Writer, r *pin.Report) error {
 }
 
 // pinSARIF writes the findings as SARIF 2.1.0: one rule per pin kind, one
-// result per finding at its file and line.
+// result per finding at its file and line; a finding of no file is a
+// notification of the run's invocation.
 func pinSARIF(w io.Writer, r *pin.Report) error {
 	d := SARIFDriver{Name: "regcheck", Version: ToolVersion(), InformationURI: InformationURI}
 	index := map[pin.Kind]int{}
@@ -125,11 +126,21 @@ func pinSARIF(w io.Writer, r *pin.Report) error {
 		index[k] = i
 	}
 	run := SARIFRun{Tool: SARIFTool{Driver: d}, Results: []SARIFResult{}}
+	var notes []SARIFNotification
 	for _, fd := range r.Findings {
+		if fd.File == "" {
+			// Code scanning rejects a result with no file: a finding of
+			// none (the cluster's image policies) is a notification.
+			notes = append(notes, SARIFNotification{Level: fd.Kind.Level(), Message: SARIFText{string(fd.Kind) + ": " + fd.Message}})
+			continue
+		}
 		run.Results = append(run.Results, SARIFResult{
 			RuleID: string(fd.Kind), RuleIndex: index[fd.Kind], Level: fd.Kind.Level(),
 			Message: SARIFText{Text: fd.Message}, Locations: []SARIFLocation{SARIFFile(fd.File, fd.Line)},
 		})
+	}
+	if len(notes) > 0 {
+		run.Invocations = []SARIFInvocation{{ExecutionSuccessful: true, ToolExecutionNotifications: notes}}
 	}
 	return WriteSARIF(w, run)
 }

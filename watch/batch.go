@@ -139,6 +139,7 @@ func (w *Watcher) flush(ctx context.Context) (wrote bool) {
 	}
 	w.metrics.wrote(now)
 	if res.Trimmed > 0 {
+		w.metrics.trim(res.Trimmed)
 		w.log.Warn(res.Message, "trimmed", res.Trimmed)
 	}
 	w.log.Debug("history written", "entries", len(es), "transitions", len(ts))

@@ -3,6 +3,7 @@ package watch
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -267,7 +268,12 @@ func (k *walker) publish(res *types.Result) {
 	out := withUpgrades(res, ups, whole, k.w.cfg.HistoryHint)
 	reg := report.Metrics(out)
 	availability(reg, out)
-	k.w.metrics.walk.Store(reg)
+	g, err := gather(reg)
+	if err != nil {
+		k.w.log.Error("gathering the deep walk's series (kept the last)", "err", err)
+	} else {
+		k.w.metrics.walk.Store(g)
+	}
 	for _, u := range ups {
 		k.w.log.Warn(upgradeMessage(u, whole[cluster.RunningRef(u.Image, u.From)]), "advice", upgradeAdvice(u, k.w.cfg.HistoryHint))
 	}
@@ -355,14 +361,38 @@ func upgradeMessage(u Upgrade, whole string) string {
 	return msg
 }
 
-// upgradeAdvice is the command that pins the workload back.
+// upgradeAdvice is the command that pins the workload back: its
+// manifests to the digest it ran the millisecond before the change (pin
+// --records-at), then applied.
 func upgradeAdvice(u Upgrade, hint string) string {
 	if hint == "" {
 		hint = "HISTORY"
 	}
 	ref := cluster.RunningRef(u.Image, u.From)
-	return fmt.Sprintf("roll back to the previous digest (kubectl -n %s set image %s/%s %s=%s), then pin the manifests to what runs, so the next restart keeps it: regcheck pin --from-records %s --write MANIFESTS/ (or pin to %s if the change is wanted)",
-		u.Namespace, lower(u.OwnerKind), u.OwnerName, u.Container, ref, hint, types.ShortDigest(u.To))
+	cmd := fmt.Sprintf("regcheck pin --from-records %s", hint)
+	if u.Cluster != "" {
+		cmd += " --records-cluster " + shellWord(u.Cluster)
+	}
+	return fmt.Sprintf("pin %s %s/%s back to %s, the digest it ran before, and apply its manifests: %s --records-at %s --write PATH (PATH: its manifests' file or folder); to keep the new bits instead, the same without --records-at pins to %s",
+		lower(u.OwnerKind), u.Namespace, u.OwnerName, ref, cmd, pinBackTime(u.Time), types.ShortDigest(u.To))
+}
+
+// pinBackTime is the time pin --records-at is given to pin back a change
+// seen at t: the millisecond before it, in UTC, as RFC 3339 (a change
+// seen less than a second after the one before it is still told apart).
+func pinBackTime(t time.Time) string {
+	return t.UTC().Add(-time.Millisecond).Truncate(time.Millisecond).Format("2006-01-02T15:04:05.000Z07:00")
+}
+
+// shellWord is s as one shell word: bare when it holds only characters
+// no shell treats specially, else single-quoted.
+func shellWord(s string) string {
+	for _, c := range s {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.ContainsRune("-_./:@=+,", c)) {
+			return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+		}
+	}
+	return s
 }
 
 func lower(kind string) string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/discovery"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/regcheck/regcheck/admission"
 	"github.com/regcheck/regcheck/artifacts"
+	"github.com/regcheck/regcheck/pin"
 	"github.com/regcheck/regcheck/scan"
 	"github.com/regcheck/regcheck/types"
 )
@@ -143,28 +145,50 @@ func applyPolicies(ctx context.Context, s *scan.Scanner, ps *admission.Policies,
 
 // pinAdmission is the admission check pin applies to each digest before
 // pinning it: the image policies among the files it pins and, with
-// --from-cluster, the cluster's. Nil when --policies=false, with
-// --allow-broken (no tree is walked), or when no rule was read.
-func pinAdmission(ctx context.Context, f *pinFlags, kt *kubeTarget, s *scan.Scanner, logger *slog.Logger) (func(context.Context, *types.Result) error, error) {
+// --from-cluster, the cluster's. The check is nil when --policies=false,
+// with --allow-broken (no tree is walked), or when no rule was read. The
+// policies that could not be read (a list forbidden, an object that does
+// not decode) are findings, as scan makes them input errors: the pins
+// are made without them, and the run is incomplete.
+func pinAdmission(ctx context.Context, f *pinFlags, kt *kubeTarget, s *scan.Scanner, logger *slog.Logger) (func(context.Context, *types.Result) error, []pin.Finding, error) {
 	if !f.policies.enabled || f.allowBroken {
-		return nil, nil
+		return nil, nil, nil
 	}
 	paths := f.paths
 	if len(paths) == 0 {
 		paths = []string{"."}
 	}
-	ps, _ := filePolicies(paths, logger)
+	ps, problems := filePolicies(paths, logger)
 	if kt != nil {
-		cps, _, err := clusterPolicies(ctx, kt, logger)
+		cps, cproblems, err := clusterPolicies(ctx, kt, logger)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		ps.Rules = append(ps.Rules, cps.Rules...)
 		ps.Labels, ps.LabelsKnown = cps.Labels, cps.LabelsKnown
+		problems = append(problems, cproblems...)
 	}
+	unread := policyFindings(problems)
 	if len(ps.Rules) == 0 {
-		return nil, nil
+		return nil, unread, nil
 	}
 	c := &admission.Checker{Policies: ps, Finder: artifacts.NewFinder(s), Parse: s.Parse}
-	return c.Apply, nil
+	return c.Apply, unread, nil
+}
+
+// policyFindings makes each policy that could not be read a pin finding:
+// at its file and line, or of no file for the cluster's.
+func policyFindings(problems []types.InputError) []pin.Finding {
+	var out []pin.Finding
+	for _, p := range problems {
+		fd := pin.Finding{Kind: pin.KindPolicyUnread, File: p.Source, Line: p.Line, Message: p.Message}
+		if !strings.Contains(fd.Message, "not applied") {
+			fd.Message += "; not applied to the pins"
+		}
+		if p.Source == "cluster" {
+			fd.File, fd.Message = "", "the cluster's "+fd.Message
+		}
+		out = append(out, fd)
+	}
+	return out
 }

@@ -29,6 +29,7 @@ type pinFlags struct {
 	imagesOnly     string
 	fromRecords    string
 	recordsCluster string
+	recordsAt      string
 	fromCluster    bool
 	kube           kubeFlags
 	output         string
@@ -65,8 +66,16 @@ platform manifest (CRI-O) gets the index the tag points at pinned when that
 index lists it; otherwise nothing is pinned (platform-digest). A history
 file may hold several clusters: --records-cluster reads only one; without
 it, a container whose clusters last ran different digests is left as is
-(ambiguous-record). --write replaces a file only if it still holds what pin
-read; one edited meanwhile is left as is (changed-on-disk). --write does
+(ambiguous-record). --records-at TIME pins instead to the digest each
+container was recorded running at TIME (RFC 3339, or a duration ago such
+as 2h): what the transitions regcheck watch recorded say, else the records
+seen at TIME, else the last seen before it; a container that ran under
+another image string then is left as is (no-record). It pins a workload
+back after an unplanned upgrade (a tag moved and a restart pulled other
+bits), where --from-records alone pins to the new digest; the watcher's
+advice gives the command, with the millisecond before the change as TIME.
+--write replaces a file only if it still holds what pin read; one edited
+meanwhile is left as is (changed-on-disk). --write does
 not write through a symlink that resolves outside the PATH it was found
 under (for a PATH that is a file, outside its folder): such a file is left
 as is and reported (unwritable), unless --follow-symlinks.
@@ -89,12 +98,16 @@ with file:line, left as is, and the run goes on.
 
 Exit codes: 0 done; 1 an unpinned reference (--check), or a pin refused
 because its image is broken; 2 usage error; 3 some files or references
-could not be handled (nothing else failed).`,
+could not be handled, or an image policy could not be read (listing the
+cluster's forbidden, a policy in a file that does not decode: each is
+reported, policy-unread, and the rest is pinned without it), and nothing
+else failed.`,
 		Example: `  regcheck pin k8s/                       # show the diff
   regcheck pin --write k8s/
   regcheck pin --check -o github k8s/      # in CI
   regcheck pin --update --write --images-only 'ghcr.io/org/' k8s/
   regcheck pin --from-records history.json --records-cluster prod --write k8s/
+  regcheck pin --from-records history.json --records-at 2026-12-02T06:33:29Z --write k8s/  # pin back
   regcheck pin --from-cluster -A --write k8s/  # pin to what runs now`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.paths = args
@@ -111,6 +124,7 @@ could not be handled (nothing else failed).`,
 	fl.StringVar(&f.imagesOnly, "images-only", "", "only touch references (as written) matching this regular expression")
 	fl.StringVar(&f.fromRecords, "from-records", "", "pin to the digest last recorded running (history file of regcheck record) instead of the tag's")
 	fl.StringVar(&f.recordsCluster, "records-cluster", "", "with --from-records, use only the records of this cluster (its name as recorded: kubeconfig context name or server URL)")
+	fl.StringVar(&f.recordsAt, "records-at", "", "with --from-records, pin to the digest recorded running at this time (RFC 3339, or a duration ago such as 2h) instead of the latest: to pin back after an unplanned upgrade")
 	fl.BoolVar(&f.fromCluster, "from-cluster", false, "pin to the digest each workload's container runs now in the cluster (its pods' imageIDs) instead of the tag's")
 	f.kube.addTo(fl)
 	f.policies.addTo(fl, pinPoliciesUsage)
@@ -179,6 +193,8 @@ func (f *pinFlags) config(cmd *cobra.Command, g *globals) (pin.Config, error) {
 		return c, errors.New("--from-records and --from-cluster cannot be used together")
 	case f.recordsCluster != "" && f.fromRecords == "":
 		return c, errors.New("--records-cluster goes with --from-records")
+	case f.recordsAt != "" && f.fromRecords == "":
+		return c, errors.New("--records-at goes with --from-records")
 	case !f.fromCluster && f.kube.set():
 		return c, errors.New("--kubeconfig, --context, -n and -A go with --from-cluster")
 	case !f.check && f.output != "text":
@@ -214,6 +230,13 @@ func (f *pinFlags) config(cmd *cobra.Command, g *globals) (pin.Config, error) {
 			return c, fmt.Errorf("--records-cluster %q: %s has no records of it; it has %s", f.recordsCluster, f.fromRecords, clusters(h))
 		}
 		c.Running = chooseCluster(pin.RunningFrom(h, f.recordsCluster))
+		if f.recordsAt != "" {
+			at, err := parseRecordsAt(f.recordsAt, time.Now())
+			if err != nil {
+				return c, err
+			}
+			c.Running = chooseCluster(pin.RunningAt(h, f.recordsCluster, at))
+		}
 	}
 	var kt *kubeTarget // with --from-cluster, for its image policies
 	if f.fromCluster {
@@ -243,10 +266,23 @@ func (f *pinFlags) config(cmd *cobra.Command, g *globals) (pin.Config, error) {
 		return c, err
 	}
 	c.Scanner = sc
-	if c.Admission, err = pinAdmission(cmd.Context(), f, kt, sc, g.logger); err != nil {
+	if c.Admission, c.Problems, err = pinAdmission(cmd.Context(), f, kt, sc, g.logger); err != nil {
 		return c, err
 	}
 	return c, c.Validate()
+}
+
+// parseRecordsAt reads --records-at: an RFC 3339 time, or a duration
+// before now.
+func parseRecordsAt(v string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return t, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return time.Time{}, fmt.Errorf("--records-at %q: want an RFC 3339 time (2026-12-02T06:33:29Z) or a duration ago (2h)", v)
+	}
+	return now.Add(-d), nil
 }
 
 // recorded reports whether h holds records of cluster.
