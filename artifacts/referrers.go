@@ -11,7 +11,10 @@ import (
 )
 
 // referrers finds the subject's OCI 1.1 referrers: through the API, or,
-// where the registry does not serve it, under the referrers tag.
+// where the registry does not serve it, under the referrers tag. When the
+// API could not be asked (a fault), the referrers tag is read too: a
+// whole artifact there is still found, and the fault keeps what is not
+// found unknown, never missing.
 func (l *look) referrers(ctx context.Context, sub subject) {
 	if l.noAPI.Load() {
 		l.referrersTag(ctx, sub)
@@ -25,6 +28,7 @@ func (l *look) referrers(ctx context.Context, sub subject) {
 		return
 	case err != nil:
 		l.fault(err, sub.Digest, sub.Platform, "asking the referrers API")
+		l.referrersTag(ctx, sub)
 		return
 	}
 	for _, d := range descs {

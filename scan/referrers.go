@@ -17,9 +17,11 @@ import (
 
 // ErrReferrersUnsupported is what Referrers returns when the registry does
 // not serve the OCI 1.1 referrers API: it answered the endpoint 404 (as
-// distribution 2.8.3 and 3.1.2 do), 400 or 406, or 200 with a body that is
-// not an image index. It says nothing about whether the subject has
-// referrers: look for the referrers tag-schema fallback instead.
+// distribution 2.8.3 and 3.1.2 do), 400 or 406. It says nothing about
+// whether the subject has referrers: look for the referrers tag-schema
+// fallback instead. A 200 that is not an image index (a proxy's page) is
+// not this but a fault: the registry answered, and what it answered
+// cannot be read.
 var ErrReferrersUnsupported = errors.New("the registry does not serve the referrers API")
 
 // Referrers lists the referrers of the manifest with the digest subject in
@@ -42,9 +44,9 @@ func (s *Scanner) Referrers(ctx context.Context, repo name.Repository, subject, 
 	if err != nil {
 		return nil, referrersError(repo, subject, err)
 	}
-	if mediaType(resp.Header.Get("Content-Type")) != ocispec.MediaTypeImageIndex {
-		return nil, fmt.Errorf("referrers of %s@%s: answered with content type %q, not an image index: %w",
-			repo.Name(), subject, resp.Header.Get("Content-Type"), ErrReferrersUnsupported)
+	if ct := resp.Header.Get("Content-Type"); mediaType(ct) != ocispec.MediaTypeImageIndex {
+		return nil, &RegistryError{Method: http.MethodGet, URL: finalURL(resp, repo.Name()), Status: resp.StatusCode,
+			Detail: fmt.Sprintf("the referrers answer has content type %q, not an image index", ct), Err: types.ErrBadResponse}
 	}
 	var idx ocispec.Index
 	if err := json.Unmarshal(body, &idx); err != nil {

@@ -57,7 +57,7 @@ func TestReferrers(t *testing.T) {
 		{"filter applied here", answer(200, "application/vnd.oci.image.index.v1+json", index), false, "application/spdx+json", 1, nil, false},
 		{"filter applied by the registry", answer(200, "application/vnd.oci.image.index.v1+json", index, "OCI-Filters-Applied", "artifactType"), false, "application/spdx+json", 2, nil, false},
 		{"400", answer(400, "application/json", `{"errors":[]}`), false, "", 0, scan.ErrReferrersUnsupported, false},
-		{"200 not an index", answer(200, "text/html", "<html>"), false, "", 0, scan.ErrReferrersUnsupported, false},
+		{"200 not an index", answer(200, "text/html", "<html>"), false, "", 0, types.ErrBadResponse, true},
 		{"503", answer(503, "text/plain", "down"), false, "", 0, types.ErrRegistry, true},
 		{"429", answer(429, "text/plain", "slow down"), false, "", 0, types.ErrRateLimited, true},
 		{"garbled index", answer(200, "application/vnd.oci.image.index.v1+json", `{"manifests":[`), false, "", 0, types.ErrBadResponse, true},
