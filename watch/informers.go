@@ -135,34 +135,25 @@ func (k *caches) templateSpec(ns, kind, name string) *corev1.PodSpec {
 // objects is what the caches hold, for an inventory of it all: the pods
 // as cached (read only), the few workloads copied.
 func (k *caches) objects() inventory.Objects {
-	var o inventory.Objects
 	all := labels.Everything()
+	var o inventory.Objects
 	o.Pods, _ = k.pods.List(all)
-	ds, _ := k.deployments.List(all)
-	for _, d := range ds {
-		o.Deployments = append(o.Deployments, *d)
-	}
-	rss, _ := k.replicaSets.List(all)
-	for _, r := range rss {
-		o.ReplicaSets = append(o.ReplicaSets, *r)
-	}
-	ss, _ := k.statefulSets.List(all)
-	for _, s := range ss {
-		o.StatefulSets = append(o.StatefulSets, *s)
-	}
-	dss, _ := k.daemonSets.List(all)
-	for _, d := range dss {
-		o.DaemonSets = append(o.DaemonSets, *d)
-	}
-	js, _ := k.jobs.List(all)
-	for _, j := range js {
-		o.Jobs = append(o.Jobs, *j)
-	}
-	cjs, _ := k.cronJobs.List(all)
-	for _, c := range cjs {
-		o.CronJobs = append(o.CronJobs, *c)
-	}
+	o.Deployments = copied(k.deployments.List(all))
+	o.ReplicaSets = copied(k.replicaSets.List(all))
+	o.StatefulSets = copied(k.statefulSets.List(all))
+	o.DaemonSets = copied(k.daemonSets.List(all))
+	o.Jobs = copied(k.jobs.List(all))
+	o.CronJobs = copied(k.cronJobs.List(all))
 	return o
+}
+
+// copied is a lister's objects as values (a cache lister never fails).
+func copied[T any](items []*T, _ error) []T {
+	out := make([]T, 0, len(items))
+	for _, it := range items {
+		out = append(out, *it)
+	}
+	return out
 }
 
 // slim strips an object to what the inventory reads before the informer
