@@ -10,6 +10,7 @@ import (
 
 	"github.com/regcheck/regcheck/admission"
 	"github.com/regcheck/regcheck/artifacts"
+	"github.com/regcheck/regcheck/results/gcresult"
 	"github.com/regcheck/regcheck/types"
 )
 
@@ -24,7 +25,7 @@ const refusalAdvice = "keep what the policy requires: tag the signature or attes
 // policy (admission refuses the next pod), at-risk under an auditing one.
 // Nil without policies, or when the run takes nothing a policy requires
 // (what is missing already is not the run's doing).
-func refusal(ctx context.Context, im InUse, digest string, sets artifactSets, lost []ArtifactLoss, ps *admission.Policies) *Entry {
+func refusal(ctx context.Context, im InUse, digest string, sets artifactSets, lost []gcresult.ArtifactLoss, ps *admission.Policies) *gcresult.Entry {
 	if ps == nil || len(ps.Rules) == 0 {
 		return nil
 	}
@@ -38,15 +39,15 @@ func refusal(ctx context.Context, im InUse, digest string, sets artifactSets, lo
 	if len(added) == 0 {
 		return nil
 	}
-	e := &Entry{Reference: im.Reference, Repository: im.Repository, Digest: digest, Verdict: types.AtRisk, Uses: im.Uses, Advice: refusalAdvice}
+	e := &gcresult.Entry{Reference: im.Reference, Repository: im.Repository, Digest: digest, Verdict: types.AtRisk, Uses: im.Uses, Advice: refusalAdvice}
 	var why []string
 	for _, f := range added {
 		if f.Severity >= types.SeverityCritical {
 			e.Verdict = types.Broken
 		}
-		l := Loss{Code: f.Code, Message: "after the run, " + f.Message}
+		l := gcresult.Loss{Code: f.Code, Message: "after the run, " + f.Message}
 		for _, a := range lost {
-			if a.Subject == digest && a.Kind == kindOf(f.Code) && a.Digest != "" {
+			if a.Subject == digest && a.Kind == string(kindOf(f.Code)) && a.Digest != "" {
 				l.Digest = cmp.Or(l.Digest, a.Digest)
 				if !slices.Contains(e.Lost, a.Digest) {
 					e.Lost = append(e.Lost, a.Digest)
@@ -101,7 +102,7 @@ func (k knownSet) Find(context.Context, name.Repository, string) (artifacts.Set,
 }
 
 // merge adds a refusal to the entry of an image the run also breaks.
-func (e *Entry) merge(r *Entry) {
+func mergeEntry(e, r *gcresult.Entry) {
 	if r == nil {
 		return
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/regcheck/regcheck/gc"
 	"github.com/regcheck/regcheck/internal/testing/fixture"
 	"github.com/regcheck/regcheck/internal/testing/registry"
+	"github.com/regcheck/regcheck/results/gcresult"
 	"github.com/regcheck/regcheck/storage"
 	"github.com/regcheck/regcheck/types"
 )
@@ -104,7 +105,7 @@ func TestCheckPolicies(t *testing.T) {
 		{"enforced bundle, run keeps it", policy("SigstoreBundle", "Enforce"), false, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			rep, err := gc.Check(st, gc.Options{Model: gc.Distribution28, DeleteUntagged: tt.du, Policies: tt.policies}, targets)
+			rep, _, err := gc.Check(st, gc.Options{Model: gcresult.Distribution28, DeleteUntagged: tt.du, Policies: tt.policies}, targets)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/regcheck/regcheck/results/gcresult"
 	"github.com/regcheck/regcheck/scan"
 	"github.com/regcheck/regcheck/types"
 	"github.com/regcheck/regcheck/walk"
@@ -41,12 +42,12 @@ const (
 // API (Report.Notes says so). A non-nil error with a non-nil report means
 // the prediction is incomplete: some repositories or images could not be
 // asked, and are listed under Skipped.
-func CheckAPI(ctx context.Context, sc *scan.Scanner, opts Options, targets []types.Target) (*Report, error) {
-	if _, err := ParseModel(string(opts.Model)); err != nil {
+func CheckAPI(ctx context.Context, sc *scan.Scanner, opts Options, targets []types.Target) (*gcresult.Report, error) {
+	if _, err := gcresult.ParseModel(string(opts.Model)); err != nil {
 		return nil, err
 	}
-	plan := &Plan{Model: opts.Model, DeleteUntagged: opts.DeleteUntagged, Manifests: []ManifestDeletion{}, Blobs: []string{}, LayerLinks: []LayerLink{}}
-	c := &apiCheck{sc: sc, rd: sc.Reader(), opts: opts, plan: plan, rep: newReport(ModeAPI, opts, plan)}
+	plan := &Plan{Model: opts.Model, DeleteUntagged: opts.DeleteUntagged, Manifests: []gcresult.ManifestDeletion{}, Blobs: []string{}, LayerLinks: []LayerLink{}}
+	c := &apiCheck{sc: sc, rd: sc.Reader(), opts: opts, plan: plan, rep: newReport(gcresult.ModeAPI, opts, plan)}
 	c.rep.Registries = []string{}
 	c.inUseSet(targets)
 	if err := c.alreadyBroken(ctx); err != nil {
@@ -70,7 +71,7 @@ type apiCheck struct {
 	rd       walk.Reader // the Scanner's registry client: its cache is the scan's
 	opts     Options
 	plan     *Plan
-	rep      *Report
+	rep      *gcresult.Report
 	problems []error
 
 	inUse   []InUse                      // Repository is the full name, host included
@@ -129,7 +130,7 @@ func (c *apiCheck) alreadyBroken(ctx context.Context) error {
 					cs = append(cs, string(f.Code))
 				}
 			}
-			c.problems = append(c.problems, c.rep.skip(im.Reference, "the registry could not be asked ("+strings.Join(dedupe(cs), ", ")+")"))
+			c.problems = append(c.problems, skip(c.rep, im.Reference, "the registry could not be asked ("+strings.Join(dedupe(cs), ", ")+")"))
 			c.unasked[im.Reference] = true
 		default:
 			if e := scanEntry(im, si); e != nil {
@@ -141,11 +142,11 @@ func (c *apiCheck) alreadyBroken(ctx context.Context) error {
 }
 
 // scanEntry is an already-broken (or at-risk) in-use image as the scan saw it.
-func scanEntry(im InUse, si *types.Image) *Entry {
-	var losses []Loss
+func scanEntry(im InUse, si *types.Image) *gcresult.Entry {
+	var losses []gcresult.Loss
 	for _, f := range si.Findings {
 		if isLoss(f) {
-			losses = append(losses, Loss{Code: f.Code, Digest: f.Digest, Platform: f.Platform, Message: f.Message})
+			losses = append(losses, gcresult.Loss{Code: f.Code, Digest: f.Digest, Platform: f.Platform, Message: f.Message})
 		}
 	}
 	e := entry(im, si.Digest, losses, alreadyAdvice)
@@ -195,7 +196,7 @@ func (c *apiCheck) repositories(ctx context.Context) error {
 // is an error.
 func (c *apiCheck) catalog(ctx context.Context, host string) error {
 	if !c.opts.AllRepositories {
-		c.rep.note(NoteInUseOnly, fmt.Sprintf("only the repositories of in-use images on %s were examined", host))
+		note(c.rep, gcresult.NoteInUseOnly, fmt.Sprintf("only the repositories of in-use images on %s were examined", host))
 		return nil
 	}
 	cat, err := c.sc.Catalog(ctx, host)
@@ -205,12 +206,12 @@ func (c *apiCheck) catalog(ctx context.Context, host string) error {
 			c.hosts[host][p] = true
 		}
 	case refused(err):
-		c.rep.note("", fmt.Sprintf("%s does not list its repositories (_catalog: %v): only the repositories of in-use images were examined", host, sentinel(err)))
+		note(c.rep, "", fmt.Sprintf("%s does not list its repositories (_catalog: %v): only the repositories of in-use images were examined", host, sentinel(err)))
 		c.problems = append(c.problems, &CatalogError{Host: host, Err: err})
 	case ctx.Err() != nil:
 		return ctx.Err()
 	default:
-		c.rep.note("", fmt.Sprintf("listing the repositories of %s failed (%v): only the repositories of in-use images were examined", host, err))
+		note(c.rep, "", fmt.Sprintf("listing the repositories of %s failed (%v): only the repositories of in-use images were examined", host, err))
 		c.problems = append(c.problems, &CatalogError{Host: host, Err: err})
 	}
 	return nil
@@ -234,7 +235,7 @@ func (c *apiCheck) survey(ctx context.Context) error {
 	for _, r := range c.repos {
 		if r.err != nil {
 			c.problems = append(c.problems, r.err)
-			c.rep.note("", fmt.Sprintf("repository %s was not examined: %v", r.name, r.err))
+			note(c.rep, "", fmt.Sprintf("repository %s was not examined: %v", r.name, r.err))
 		}
 	}
 	return nil
@@ -245,7 +246,7 @@ func (c *apiCheck) survey(ctx context.Context) error {
 func (c *apiCheck) run() {
 	c.deleted = map[string]map[string]string{}
 	if !c.opts.DeleteUntagged {
-		c.rep.note("", noteNoDelete)
+		note(c.rep, "", noteNoDelete)
 		return
 	}
 	marked := map[string]map[string]bool{} // host → digests a tag reaches, in any repository (3.x marks across them)
@@ -269,7 +270,7 @@ func (c *apiCheck) run() {
 	}
 	for _, r := range c.repos {
 		for d := range c.deleted[r.name] {
-			c.plan.Manifests = append(c.plan.Manifests, ManifestDeletion{Repository: r.name, Digest: d})
+			c.plan.Manifests = append(c.plan.Manifests, gcresult.ManifestDeletion{Repository: r.name, Digest: d})
 		}
 	}
 	sort.Slice(c.plan.Manifests, func(i, j int) bool {
@@ -293,25 +294,25 @@ func (c *apiCheck) deletions(r *remoteRepo, marked map[string]bool) {
 	if !r.hasTags {
 		if len(served) == 0 {
 			if r.listed() {
-				c.rep.note("", fmt.Sprintf("repository %s has no tags: if it holds a manifest, %s", r.name, noTagsEffect(c.opts.Model)))
+				note(c.rep, "", fmt.Sprintf("repository %s has no tags: if it holds a manifest, %s", r.name, noTagsEffect(c.opts.Model)))
 			}
 			return
 		}
-		if c.opts.Model == Distribution28 {
+		if c.opts.Model == gcresult.Distribution28 {
 			if c.plan.Abort == nil || r.path < c.plan.Abort.Repository {
-				c.plan.Abort = &Abort{Repository: r.path, Digest: served[0], Message: fmt.Sprintf("failed to retrieve tags unknown repository name=%s", r.path)}
+				c.plan.Abort = &gcresult.Abort{Repository: r.path, Digest: served[0], Message: fmt.Sprintf("failed to retrieve tags unknown repository name=%s", r.path)}
 			}
 			return
 		}
 	}
 	for _, d := range served {
 		switch {
-		case c.opts.Model == Distribution28 && len(r.tagged[d]) > 0:
-		case c.opts.Model == Distribution3 && marked[d]:
-		case c.opts.Model == Distribution3 && !c.opts.AllRepositories && r.hasTags:
+		case c.opts.Model == gcresult.Distribution28 && len(r.tagged[d]) > 0:
+		case c.opts.Model == gcresult.Distribution3 && marked[d]:
+		case c.opts.Model == gcresult.Distribution3 && !c.opts.AllRepositories && r.hasTags:
 			// 3.x keeps what a tag of any repository reaches; the
 			// repositories not examined may hold such a tag.
-			c.rep.note(NoteUndecided, fmt.Sprintf("%s@%s: no tag of the examined repositories reaches it; distribution 3 keeps it if a tag in another repository does", r.name, d))
+			note(c.rep, gcresult.NoteUndecided, fmt.Sprintf("%s@%s: no tag of the examined repositories reaches it; distribution 3 keeps it if a tag in another repository does", r.name, d))
 			c.problems = append(c.problems, &UndecidedError{Repository: r.name, Digest: d})
 		case !r.hasTags:
 			c.delete(r.name, d, "repository "+r.name+" has no tags: distribution 3 skips it and deletes the data of manifest "+d)
@@ -339,14 +340,14 @@ func (c *apiCheck) cross(ctx context.Context) {
 		case r == nil:
 			continue
 		case r.err != nil && !c.unasked[im.Reference]:
-			c.rep.Skipped = append(c.rep.Skipped, Skipped{Reference: im.Reference, Reason: r.err.Error()})
+			c.rep.Skipped = append(c.rep.Skipped, gcresult.Skipped{Reference: im.Reference, Reason: r.err.Error()})
 			continue
 		case r.err != nil || c.unasked[im.Reference]:
 			continue
 		}
 		was, now := walkImage(ctx, c.rd, im.ref), walkImage(ctx, after, im.ref)
 		if faults := append(was.faults, now.faults...); len(faults) > 0 {
-			c.problems = append(c.problems, c.rep.skip(im.Reference, "the registry could not be asked: "+faults[0].Message))
+			c.problems = append(c.problems, skip(c.rep, im.Reference, "the registry could not be asked: "+faults[0].Message))
 			continue
 		}
 		losses := minus(now.losses, was.losses)
@@ -362,7 +363,7 @@ func (c *apiCheck) cross(ctx context.Context) {
 }
 
 // deletedMessage says that the run deletes what l lost, and why.
-func deletedMessage(l Loss, why string) string {
+func deletedMessage(l gcresult.Loss, why string) string {
 	switch l.Code {
 	case types.ChildMissing:
 		return "the index keeps listing its " + cmp.Or(l.Platform, "unknown platform") + " manifest " + l.Digest + ", which would be deleted"
@@ -374,21 +375,21 @@ func deletedMessage(l Loss, why string) string {
 
 // report groups the plan's manifests by repository, sums and advises.
 func (c *apiCheck) report() {
-	wd := Deletions{Repositories: []RepositoryDeletions{}, Blobs: []string{}}
+	wd := gcresult.Deletions{Repositories: []gcresult.RepositoryDeletions{}, Blobs: []string{}}
 	for _, m := range c.plan.Manifests {
 		n := len(wd.Repositories)
 		if n == 0 || wd.Repositories[n-1].Repository != m.Repository {
-			wd.Repositories = append(wd.Repositories, RepositoryDeletions{Repository: m.Repository, Blobs: []string{}, LayerLinks: []string{}})
+			wd.Repositories = append(wd.Repositories, gcresult.RepositoryDeletions{Repository: m.Repository, Blobs: []string{}, LayerLinks: []string{}})
 			n++
 		}
 		wd.Repositories[n-1].Manifests = append(wd.Repositories[n-1].Manifests, m)
 	}
 	c.rep.WouldDelete = wd
-	c.rep.finish()
+	finish(c.rep, c.plan)
 	if c.opts.DeleteUntagged {
-		c.rep.note("", noteUnseen)
+		note(c.rep, "", noteUnseen)
 	}
-	c.rep.note(NoteBlobs, noteBlobs)
+	note(c.rep, gcresult.NoteBlobs, noteBlobs)
 }
 
 // without is a registry as a predicted run leaves it: the manifests the
@@ -406,8 +407,8 @@ func (w without) Manifest(ctx context.Context, repo name.Repository, digest stri
 	return w.Reader.Manifest(ctx, repo, digest)
 }
 
-func noTagsEffect(model Model) string {
-	if model == Distribution28 {
+func noTagsEffect(model gcresult.Model) string {
+	if model == gcresult.Distribution28 {
 		return "2.x's --delete-untagged stops there (unknown repository) and deletes nothing"
 	}
 	return "distribution 3 skips it and deletes the data of its manifests no other repository's tags reach"

@@ -23,6 +23,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	ggcrtypes "github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/regcheck/regcheck/internal/testing/fixture"
+	"github.com/regcheck/regcheck/results/gcresult"
 	"github.com/regcheck/regcheck/scan"
 
 	"github.com/regcheck/regcheck/types"
@@ -110,7 +111,7 @@ func (s *apiSeed) targets(skip ...string) []types.Target {
 }
 
 // lostBy maps each would-break reference to the digests it loses.
-func lostBy(es []Entry) map[string]string {
+func lostBy(es []gcresult.Entry) map[string]string {
 	out := map[string]string{}
 	for _, e := range es {
 		out[e.Reference] = strings.Join(e.Lost, ",")
@@ -118,7 +119,7 @@ func lostBy(es []Entry) map[string]string {
 	return out
 }
 
-func deletedSet(r *Report) []string {
+func deletedSet(r *gcresult.Report) []string {
 	var out []string
 	for _, rd := range r.WouldDelete.Repositories {
 		for _, m := range rd.Manifests {
@@ -164,16 +165,16 @@ func TestCheckAPI(t *testing.T) {
 
 	for _, tc := range []struct {
 		name      string
-		model     Model
+		model     gcresult.Model
 		du        bool
 		wantBreak map[string]string
 		wantDel   []string
 		wantAbort bool
 	}{
-		{"2.8 delete-untagged aborts at the tagless repository", Distribution28, true, map[string]string{}, nil, true},
-		{"3 delete-untagged", Distribution3, true, pins, del3, false},
-		{"2.8 without delete-untagged", Distribution28, false, map[string]string{}, nil, false},
-		{"3 without delete-untagged", Distribution3, false, map[string]string{}, nil, false},
+		{"2.8 delete-untagged aborts at the tagless repository", gcresult.Distribution28, true, map[string]string{}, nil, true},
+		{"3 delete-untagged", gcresult.Distribution3, true, pins, del3, false},
+		{"2.8 without delete-untagged", gcresult.Distribution28, false, map[string]string{}, nil, false},
+		{"3 without delete-untagged", gcresult.Distribution3, false, map[string]string{}, nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sc, err := scan.New()
@@ -185,7 +186,7 @@ func TestCheckAPI(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if tc.model == Distribution3 && tc.du {
+			if tc.model == gcresult.Distribution3 && tc.du {
 				// 3.x skips the tagless repository and deletes its data.
 				tc.wantBreak = withEntry(tc.wantBreak, s.host+"/gc/notags@"+s.notags, s.notags)
 				tc.wantDel = append(slices.Clone(tc.wantDel), s.host+"/gc/notags@"+s.notags)
@@ -203,10 +204,10 @@ func TestCheckAPI(t *testing.T) {
 			if got := deletedSet(rep); !slices.Equal(got, tc.wantDel) {
 				t.Errorf("would delete:\n got %v\nwant %v", got, tc.wantDel)
 			}
-			if len(rep.AlreadyBroken) != 0 || rep.Mode != ModeAPI || rep.Counts.Manifests != len(tc.wantDel) {
+			if len(rep.AlreadyBroken) != 0 || rep.Mode != gcresult.ModeAPI || rep.Counts.Manifests != len(tc.wantDel) {
 				t.Errorf("already broken %v, mode %q, counts %+v", rep.AlreadyBroken, rep.Mode, rep.Counts)
 			}
-			if !tc.du && !slices.Contains(rep.Notes, Note{Text: noteNoDelete}) || !slices.Contains(rep.Notes, Note{Kind: NoteBlobs, Text: noteBlobs}) {
+			if !tc.du && !slices.Contains(rep.Notes, gcresult.Note{Text: noteNoDelete}) || !slices.Contains(rep.Notes, gcresult.Note{Kind: gcresult.NoteBlobs, Text: noteBlobs}) {
 				t.Errorf("notes: %q", rep.Notes)
 			}
 		})
@@ -214,7 +215,7 @@ func TestCheckAPI(t *testing.T) {
 
 	t.Run("2.8 delete-untagged breaks the indexes' children", func(t *testing.T) {
 		sc, _ := scan.New()
-		rep, err := CheckAPI(context.Background(), sc, Options{Model: Distribution28, DeleteUntagged: true}, s.targets())
+		rep, err := CheckAPI(context.Background(), sc, Options{Model: gcresult.Distribution28, DeleteUntagged: true}, s.targets())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -231,10 +232,12 @@ func TestCheckAPI(t *testing.T) {
 		}
 		// What the table prints (report.GCCheck, tested there) comes from
 		// these fields.
-		if !slices.Contains(rep.Registries, s.host) || !slices.ContainsFunc(rep.Notes, func(n Note) bool { return n.Kind == NoteBlobs && strings.Contains(n.Text, "storage mode") }) {
+		if !slices.Contains(rep.Registries, s.host) || !slices.ContainsFunc(rep.Notes, func(n gcresult.Note) bool {
+			return n.Kind == gcresult.NoteBlobs && strings.Contains(n.Text, "storage mode")
+		}) {
 			t.Errorf("registries %v, notes %q", rep.Registries, rep.Notes)
 		}
-		if !slices.ContainsFunc(rep.WouldBreak, func(e Entry) bool { return strings.Contains(e.Reason, "child manifest linux/arm64") }) {
+		if !slices.ContainsFunc(rep.WouldBreak, func(e gcresult.Entry) bool { return strings.Contains(e.Reason, "child manifest linux/arm64") }) {
 			t.Errorf("no reason names the arm64 child: %+v", rep.WouldBreak)
 		}
 		js, err := json.Marshal(rep)
@@ -275,7 +278,7 @@ func TestCheckAPIDistribution3Undecided(t *testing.T) {
 	t.Parallel()
 	s := seedAPI(t)
 	sc, _ := scan.New()
-	rep, err := CheckAPI(context.Background(), sc, Options{Model: Distribution3, DeleteUntagged: true}, s.targets())
+	rep, err := CheckAPI(context.Background(), sc, Options{Model: gcresult.Distribution3, DeleteUntagged: true}, s.targets())
 	var ue *UndecidedError
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), ue.Repository+"@"+ue.Digest+": undecided") {
 		t.Fatalf("error %v, want the undecided pins named", err)
@@ -283,8 +286,8 @@ func TestCheckAPIDistribution3Undecided(t *testing.T) {
 	if rep == nil || len(rep.WouldBreak) != 0 {
 		t.Fatalf("would break %+v, want nothing claimed", rep)
 	}
-	if !slices.ContainsFunc(rep.Notes, func(n Note) bool {
-		return n.Kind == NoteUndecided && strings.HasPrefix(n.Text, ue.Repository+"@"+ue.Digest+": ")
+	if !slices.ContainsFunc(rep.Notes, func(n gcresult.Note) bool {
+		return n.Kind == gcresult.NoteUndecided && strings.HasPrefix(n.Text, ue.Repository+"@"+ue.Digest+": ")
 	}) {
 		t.Errorf("notes %q, want %s@%s noted undecided", rep.Notes, ue.Repository, ue.Digest)
 	}
@@ -307,9 +310,9 @@ func TestCheckAPICatalog(t *testing.T) {
 		all, blocked bool
 		listed       bool
 		note         string
-		kind         NoteKind
+		kind         gcresult.NoteKind
 	}{
-		{"in-use repositories only (default)", false, false, false, "only the repositories of in-use images", NoteInUseOnly},
+		{"in-use repositories only (default)", false, false, false, "only the repositories of in-use images", gcresult.NoteInUseOnly},
 		{"all repositories", true, false, true, "", ""},
 		{"all repositories, catalog blocked", true, true, false, "does not list its repositories", ""},
 	} {
@@ -318,7 +321,7 @@ func TestCheckAPICatalog(t *testing.T) {
 				s.blockPath("/v2/_catalog", http.StatusUnauthorized)
 			}
 			sc, _ := scan.New()
-			rep, err := CheckAPI(context.Background(), sc, Options{Model: Distribution28, DeleteUntagged: true, AllRepositories: tc.all}, s.targets("multiarch"))
+			rep, err := CheckAPI(context.Background(), sc, Options{Model: gcresult.Distribution28, DeleteUntagged: true, AllRepositories: tc.all}, s.targets("multiarch"))
 			if (err != nil) != tc.blocked {
 				t.Fatalf("error %v; a catalog asked for and refused makes the run incomplete, nothing else", err)
 			}
@@ -360,7 +363,7 @@ func TestCheckAPIAlreadyBroken(t *testing.T) {
 		t.Fatalf("deleting %s: %v %v", gone, err, resp)
 	}
 	sc, _ := scan.New()
-	rep, err := CheckAPI(context.Background(), sc, Options{Model: Distribution28, DeleteUntagged: true}, s.targets())
+	rep, err := CheckAPI(context.Background(), sc, Options{Model: gcresult.Distribution28, DeleteUntagged: true}, s.targets())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -384,7 +387,7 @@ func TestCheckAPIUnreachable(t *testing.T) {
 	host := strings.TrimPrefix(srv.URL, "http://")
 	srv.Close()
 	sc, _ := scan.New(scan.WithRetry(1, 1))
-	rep, err := CheckAPI(context.Background(), sc, Options{Model: Distribution28, DeleteUntagged: true}, []types.Target{{Ref: host + "/app:v1"}})
+	rep, err := CheckAPI(context.Background(), sc, Options{Model: gcresult.Distribution28, DeleteUntagged: true}, []types.Target{{Ref: host + "/app:v1"}})
 	if err == nil || rep == nil || len(rep.Skipped) == 0 || len(rep.WouldBreak)+len(rep.AlreadyBroken) != 0 {
 		t.Fatalf("err %v, report %+v", err, rep)
 	}

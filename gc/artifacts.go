@@ -11,41 +11,12 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/regcheck/regcheck/artifacts"
+	"github.com/regcheck/regcheck/results/gcresult"
 	"github.com/regcheck/regcheck/scan"
 	"github.com/regcheck/regcheck/storage"
 	"github.com/regcheck/regcheck/types"
 	"github.com/regcheck/regcheck/walk"
 )
-
-// ArtifactLoss is a signature, attestation or SBOM of an in-use image,
-// whole before the run, that the run deletes or leaves not whole: the
-// image still pulls, but an admission policy that requires the artifact
-// refuses the pod.
-type ArtifactLoss struct {
-	// Reference is the in-use image; Subject the digest the artifact is
-	// about (the image's, or a child's: Platform).
-	Reference string           `json:"reference"`
-	Subject   string           `json:"subject"`
-	Platform  string           `json:"platform,omitempty"`
-	Kind      artifacts.Kind   `json:"kind"`
-	Layout    artifacts.Layout `json:"layout"`
-	// Ref and Digest locate the artifact (repo:tag or repo@digest).
-	Ref    string `json:"ref"`
-	Digest string `json:"digest,omitempty"`
-	// PredicateTypes are an attestation's, where its manifest says them.
-	PredicateTypes []string `json:"predicateTypes,omitempty"`
-	// Reason says what the run does to it.
-	Reason string `json:"reason"`
-}
-
-// OrphanedArtifact is an artifact tag (cosign's sha256-<hex>.sig, .att,
-// .sbom, or the referrers tag sha256-<hex>) whose subject manifest the run
-// deletes: the tag and what it holds stay, about an image that is gone.
-type OrphanedArtifact struct {
-	Repository string `json:"repository"`
-	Tag        string `json:"tag"`
-	Subject    string `json:"subject"`
-}
 
 // artifactSuffixes are the tags an artifact of a subject sha256:<hex> is
 // kept under: cosign's and the referrers tag schema's.
@@ -128,13 +99,13 @@ func findArtifacts(ctx context.Context, now, after storageSource, im InUse, subj
 }
 
 // losses are the artifacts whole now and not after the run.
-func (sets artifactSets) losses(im InUse) []ArtifactLoss {
+func (sets artifactSets) losses(im InUse) []gcresult.ArtifactLoss {
 	was, is := sets.was, sets.is
 	kept := map[string]artifacts.Artifact{}
 	for _, a := range is.Artifacts {
 		kept[artifactKey(a)] = a
 	}
-	var out []ArtifactLoss
+	var out []gcresult.ArtifactLoss
 	for _, a := range was.Artifacts {
 		if !a.Whole {
 			continue
@@ -143,7 +114,7 @@ func (sets artifactSets) losses(im InUse) []ArtifactLoss {
 		if ok && b.Whole {
 			continue
 		}
-		out = append(out, ArtifactLoss{Reference: im.Reference, Subject: a.Subject, Platform: a.Platform, Kind: a.Kind, Layout: a.Layout,
+		out = append(out, gcresult.ArtifactLoss{Reference: im.Reference, Subject: a.Subject, Platform: a.Platform, Kind: string(a.Kind), Layout: string(a.Layout),
 			Ref: a.Ref, Digest: a.Digest, PredicateTypes: a.PredicateTypes, Reason: lossReason(b, ok)})
 	}
 	return out
@@ -166,8 +137,8 @@ func lossReason(after artifacts.Artifact, listed bool) string {
 }
 
 // orphans lists the artifact tags whose subject the plan deletes.
-func orphans(s *storage.Storage, p *Plan) []OrphanedArtifact {
-	out := []OrphanedArtifact{}
+func orphans(s *storage.Storage, p *Plan) []gcresult.OrphanedArtifact {
+	out := []gcresult.OrphanedArtifact{}
 	for _, m := range p.Manifests {
 		r := s.Repositories[m.Repository]
 		if r == nil {
@@ -176,7 +147,7 @@ func orphans(s *storage.Storage, p *Plan) []OrphanedArtifact {
 		for _, suffix := range artifactSuffixes {
 			tag := scan.ReferrersTag(m.Digest) + suffix
 			if t := r.Tags[tag]; t != nil && t.Current != "" {
-				out = append(out, OrphanedArtifact{Repository: m.Repository, Tag: tag, Subject: m.Digest})
+				out = append(out, gcresult.OrphanedArtifact{Repository: m.Repository, Tag: tag, Subject: m.Digest})
 			}
 		}
 	}

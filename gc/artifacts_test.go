@@ -17,6 +17,7 @@ import (
 	"github.com/regcheck/regcheck/gc"
 	"github.com/regcheck/regcheck/internal/testing/fixture"
 	"github.com/regcheck/regcheck/internal/testing/registry"
+	"github.com/regcheck/regcheck/results/gcresult"
 	"github.com/regcheck/regcheck/scan"
 	"github.com/regcheck/regcheck/storage"
 	"github.com/regcheck/regcheck/types"
@@ -112,25 +113,25 @@ func TestCheckArtifacts(t *testing.T) {
 	targets := []types.Target{{Ref: repo.Tag("v1").String()}, {Ref: repo.Digest(old).String()}}
 	orphan := scan.ReferrersTag(old) + ".sig"
 	for _, tt := range []struct {
-		model   gc.Model
+		model   gcresult.Model
 		du      bool
 		lost    []string // "kind layout digest"
 		orphans []string
 	}{
-		{gc.Distribution3, false, nil, nil},
-		{gc.Distribution3, true, nil, []string{orphan}},
-		{gc.Distribution28, false, nil, nil},
-		{gc.Distribution28, true, []string{"signature referrers-tag " + bundle}, []string{orphan}},
+		{gcresult.Distribution3, false, nil, nil},
+		{gcresult.Distribution3, true, nil, []string{orphan}},
+		{gcresult.Distribution28, false, nil, nil},
+		{gcresult.Distribution28, true, []string{"signature referrers-tag " + bundle}, []string{orphan}},
 	} {
 		t.Run(string(tt.model)+map[bool]string{true: "/delete-untagged"}[tt.du], func(t *testing.T) {
-			rep, err := gc.Check(st, gc.Options{Model: tt.model, DeleteUntagged: tt.du}, targets)
+			rep, _, err := gc.Check(st, gc.Options{Model: tt.model, DeleteUntagged: tt.du}, targets)
 			if err != nil {
 				t.Fatal(err)
 			}
 			var lost, orphans []string
 			for _, l := range rep.WouldLoseArtifacts {
 				lost = append(lost, string(l.Kind)+" "+string(l.Layout)+" "+l.Digest)
-				if l.Kind != artifacts.Signature || l.Subject != cur || l.Reason == "" {
+				if l.Kind != string(artifacts.Signature) || l.Subject != cur || l.Reason == "" {
 					t.Errorf("loss %+v", l)
 				}
 			}

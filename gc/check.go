@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
+	"github.com/regcheck/regcheck/results/gcresult"
 	"github.com/regcheck/regcheck/scan"
 	"github.com/regcheck/regcheck/storage"
 	"github.com/regcheck/regcheck/types"
@@ -22,31 +23,31 @@ import (
 // only then, the run breaks), with the walker scan uses on a live registry.
 // It reads s only. A non-nil error with a non-nil report means the
 // prediction is incomplete: some images could not be read, and are listed
-// under Skipped.
-func Check(s *storage.Storage, opts Options, targets []types.Target) (*Report, error) {
+// under Skipped. The plan is the simulated run behind the report.
+func Check(s *storage.Storage, opts Options, targets []types.Target) (*gcresult.Report, *Plan, error) {
 	plan, err := Simulate(s, opts.Model, opts.DeleteUntagged)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	rep := newReport(ModeStorage, opts, plan)
+	rep := newReport(gcresult.ModeStorage, opts, plan)
 	rep.Storage = s.Root
 	inUse, skipped := Resolve(s, targets, opts.Host)
 	rep.Skipped = append(rep.Skipped, skipped...)
-	v := opts.Model.StorageVersion()
+	v := storageVersion(opts.Model)
 	now, after := newStorageSource(s, v), newStorageSource(Apply(s, plan), v)
 	var problems []error
 	for _, im := range inUse {
-		if err := rep.crossStorage(im, now, after, opts); err != nil {
+		if err := crossStorage(rep, plan, im, now, after, opts); err != nil {
 			problems = append(problems, err)
 		}
 	}
 	rep.WouldOrphanArtifacts = orphans(s, plan)
 	if rep.Damage = Survey(s, opts.Model); rep.Damage == nil {
-		rep.Damage = []Damage{}
+		rep.Damage = []gcresult.Damage{}
 	}
 	rep.WouldDelete = group(s, plan)
-	rep.finish()
-	return rep, errors.Join(problems...)
+	finish(rep, plan)
+	return rep, plan, errors.Join(problems...)
 }
 
 // crossStorage walks one in-use image over the storage now and after the
@@ -54,7 +55,7 @@ func Check(s *storage.Storage, opts Options, targets []types.Target) (*Report, e
 // with the blobs it needs that the run deletes, and its artifacts the run
 // loses to WouldLoseArtifacts. A fault leaves it unknown: skipped, and
 // returned.
-func (rep *Report) crossStorage(im InUse, now, after storageSource, opts Options) error {
+func crossStorage(rep *gcresult.Report, plan *Plan, im InUse, now, after storageSource, opts Options) error {
 	ctx := context.Background()
 	var mu sync.Mutex
 	need := map[string]bool{}
@@ -68,12 +69,12 @@ func (rep *Report) crossStorage(im InUse, now, after storageSource, opts Options
 		for _, f := range was.faults {
 			why = append(why, f.Message)
 		}
-		return rep.skip(im.Reference, "the storage could not be read: "+strings.Join(why, "; "))
+		return skip(rep, im.Reference, "the storage could not be read: "+strings.Join(why, "; "))
 	}
 	if e := entry(im, was.digest, was.losses, alreadyAdvice); e != nil {
 		rep.AlreadyBroken = append(rep.AlreadyBroken, *e)
 	}
-	refused, policyErr := rep.crossArtifacts(ctx, im, was.digest, now, after, opts)
+	refused, policyErr := crossArtifacts(ctx, rep, im, was.digest, now, after, opts)
 	e := entry(im, was.digest, minus(walkImage(ctx, after, im.ref).losses, was.losses), breakAdvice(opts))
 	if e == nil {
 		if refused != nil {
@@ -81,7 +82,7 @@ func (rep *Report) crossStorage(im InUse, now, after storageSource, opts Options
 		}
 		return policyErr
 	}
-	for _, b := range rep.plan.Blobs {
+	for _, b := range plan.Blobs {
 		if need[b] {
 			e.DeletedBlobs = append(e.DeletedBlobs, b)
 		}
@@ -89,7 +90,7 @@ func (rep *Report) crossStorage(im InUse, now, after storageSource, opts Options
 	if n := len(e.DeletedBlobs); n > 0 {
 		e.Reason += fmt.Sprintf("; the run deletes %d blob(s) it needs", n)
 	}
-	e.merge(refused)
+	mergeEntry(e, refused)
 	rep.WouldBreak = append(rep.WouldBreak, *e)
 	return policyErr
 }
@@ -99,13 +100,13 @@ func (rep *Report) crossStorage(im InUse, now, after storageSource, opts Options
 // under opts.Policies, if any. When the artifacts could not be read, a
 // note says so; under image policies the prediction is then incomplete:
 // the error says why.
-func (rep *Report) crossArtifacts(ctx context.Context, im InUse, digest string, now, after storageSource, opts Options) (*Entry, error) {
+func crossArtifacts(ctx context.Context, rep *gcresult.Report, im InUse, digest string, now, after storageSource, opts Options) (*gcresult.Entry, error) {
 	if digest == "" {
 		return nil, nil
 	}
 	sets, err := findArtifacts(ctx, now, after, im, digest)
 	if err != nil {
-		rep.note("", "the signatures and attestations of "+im.Reference+" could not be read, so their loss is not predicted: "+err.Error())
+		note(rep, "", "the signatures and attestations of "+im.Reference+" could not be read, so their loss is not predicted: "+err.Error())
 		if opts.Policies != nil && len(opts.Policies.Rules) > 0 {
 			return nil, fmt.Errorf("%s: whether the run deletes what its image policies require is not known: %w", im.Reference, err)
 		}
@@ -150,12 +151,12 @@ func Hosts(targets []types.Target) []string {
 // another host, or name a repository the storage does not hold are
 // returned as skipped. A digest-pinned reference with a tag is looked up
 // by its digest, as a runtime pulls it.
-func Resolve(s *storage.Storage, targets []types.Target, host string) ([]InUse, []Skipped) {
+func Resolve(s *storage.Storage, targets []types.Target, host string) ([]InUse, []gcresult.Skipped) {
 	ims, skipped := collect(targets, host, scan.ParseReference)
 	var out []InUse
 	for _, im := range ims {
 		if s.Repositories[im.Repository] == nil {
-			skipped = append(skipped, Skipped{Reference: im.Reference, Reason: "repository " + im.Repository + " is not in the storage"})
+			skipped = append(skipped, gcresult.Skipped{Reference: im.Reference, Reason: "repository " + im.Repository + " is not in the storage"})
 			continue
 		}
 		out = append(out, im)
@@ -167,16 +168,16 @@ func Resolve(s *storage.Storage, targets []types.Target, host string) ([]InUse, 
 // that normalize alike, and skips those that do not parse or are on
 // another host than host (when set). Each InUse has the repository path
 // (without host) and its parsed reference.
-func collect(targets []types.Target, host string, parse func(string) (string, name.Reference, error)) ([]InUse, []Skipped) {
+func collect(targets []types.Target, host string, parse func(string) (string, name.Reference, error)) ([]InUse, []gcresult.Skipped) {
 	var (
 		out     []InUse
-		skipped []Skipped
+		skipped []gcresult.Skipped
 	)
 	idx := map[string]int{}
 	for _, t := range targets {
 		norm, ref, err := parse(t.Ref)
 		if err != nil {
-			skipped = append(skipped, Skipped{Reference: t.Ref, Reason: err.Error()})
+			skipped = append(skipped, gcresult.Skipped{Reference: t.Ref, Reason: err.Error()})
 			continue
 		}
 		if i, ok := idx[norm]; ok {
@@ -184,7 +185,7 @@ func collect(targets []types.Target, host string, parse func(string) (string, na
 			continue
 		}
 		if host != "" && ref.Context().RegistryStr() != host {
-			skipped = append(skipped, Skipped{Reference: norm, Reason: "on another registry host than " + host})
+			skipped = append(skipped, gcresult.Skipped{Reference: norm, Reason: "on another registry host than " + host})
 			continue
 		}
 		im := InUse{Reference: norm, Repository: ref.Context().RepositoryStr(), Uses: append([]types.Use(nil), t.Uses...), ref: ref}
@@ -202,14 +203,14 @@ func collect(targets []types.Target, host string, parse func(string) (string, na
 
 // group arranges a plan by repository; a deleted blob is listed under
 // every repository that links it.
-func group(s *storage.Storage, p *Plan) Deletions {
-	out := Deletions{Repositories: []RepositoryDeletions{}, Blobs: append([]string{}, p.Blobs...)}
-	by := map[string]*RepositoryDeletions{}
-	get := func(repo string) *RepositoryDeletions {
+func group(s *storage.Storage, p *Plan) gcresult.Deletions {
+	out := gcresult.Deletions{Repositories: []gcresult.RepositoryDeletions{}, Blobs: append([]string{}, p.Blobs...)}
+	by := map[string]*gcresult.RepositoryDeletions{}
+	get := func(repo string) *gcresult.RepositoryDeletions {
 		if rd, ok := by[repo]; ok {
 			return rd
 		}
-		rd := &RepositoryDeletions{Repository: repo, Manifests: []ManifestDeletion{}, Blobs: []string{}, LayerLinks: []string{}}
+		rd := &gcresult.RepositoryDeletions{Repository: repo, Manifests: []gcresult.ManifestDeletion{}, Blobs: []string{}, LayerLinks: []string{}}
 		by[repo] = rd
 		return rd
 	}

@@ -6,53 +6,17 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
+	"github.com/regcheck/regcheck/results/gcresult"
 	"github.com/regcheck/regcheck/storage"
 	"github.com/regcheck/regcheck/types"
 	"github.com/regcheck/regcheck/walk"
 )
 
-// Damage is one thing already broken in the storage, whoever uses it.
-type Damage struct {
-	Repository string     `json:"repository"`
-	Kind       DamageKind `json:"kind"`
-	// Digest is the manifest or blob concerned; Tag and Parent (an index)
-	// say where it was reached from.
-	Digest  string `json:"digest"`
-	Tag     string `json:"tag,omitempty"`
-	Parent  string `json:"parent,omitempty"`
-	Message string `json:"message"`
-}
-
-// DamageKind names a kind of damage.
-type DamageKind string
-
-// Kinds of damage.
-const (
-	// TagManifestGone: a tag's current link names a manifest the repository
-	// no longer serves.
-	TagManifestGone DamageKind = "tag-manifest-gone"
-	// ChildUnlinked: an index the repository serves lists a child it does not
-	// link (what 2.x's --delete-untagged does to tagged indexes).
-	ChildUnlinked DamageKind = "child-unlinked"
-	// RevisionDataGone: a revision link whose blob data is gone; reached
-	// from a tag, a child whose link is there and whose data is not.
-	RevisionDataGone DamageKind = "revision-data-gone"
-	// LayerLinkDangling: a _layers link whose blob data is gone (2.x's GC
-	// deletes blobs and leaves their links).
-	LayerLinkDangling DamageKind = "layer-link-dangling"
-	// BlobUnavailable: a manifest the repository serves needs a blob it
-	// cannot serve (no _layers link, or no data).
-	BlobUnavailable DamageKind = "blob-unavailable"
-	// ManifestUnreadable: a manifest's blob data is there but cannot be
-	// read, or is not a manifest.
-	ManifestUnreadable DamageKind = "manifest-unreadable"
-)
-
 // Survey lists what is already broken in s, repository by repository: its
 // dangling links, then what each tag's image lacks, walked as a node pulls
 // it. model decides how manifests resolve (2.x also reads _layers links).
-func Survey(s *storage.Storage, model Model) []Damage {
-	var out []Damage
+func Survey(s *storage.Storage, model gcresult.Model) []gcresult.Damage {
+	var out []gcresult.Damage
 	for _, name := range s.Names() {
 		r := s.Repositories[name]
 		out = append(out, danglingLinks(s, r)...)
@@ -62,16 +26,16 @@ func Survey(s *storage.Storage, model Model) []Damage {
 }
 
 // danglingLinks are r's revision and _layers links whose blob data is gone.
-func danglingLinks(s *storage.Storage, r *storage.Repository) []Damage {
-	var out []Damage
+func danglingLinks(s *storage.Storage, r *storage.Repository) []gcresult.Damage {
+	var out []gcresult.Damage
 	for _, l := range r.RevisionOrder {
 		if l.Target != "" && !s.Blobs[l.Target] {
-			out = append(out, Damage{Repository: r.Name, Kind: RevisionDataGone, Digest: l.Dir, Message: fmt.Sprintf("revision link %s names blob data that is gone", l.Dir)})
+			out = append(out, gcresult.Damage{Repository: r.Name, Kind: gcresult.RevisionDataGone, Digest: l.Dir, Message: fmt.Sprintf("revision link %s names blob data that is gone", l.Dir)})
 		}
 	}
 	for _, l := range r.LayerOrder {
 		if l.Target != "" && !s.Blobs[l.Target] {
-			out = append(out, Damage{Repository: r.Name, Kind: LayerLinkDangling, Digest: l.Dir, Message: fmt.Sprintf("_layers link %s names blob data that is gone", l.Dir)})
+			out = append(out, gcresult.Damage{Repository: r.Name, Kind: gcresult.LayerLinkDangling, Digest: l.Dir, Message: fmt.Sprintf("_layers link %s names blob data that is gone", l.Dir)})
 		}
 	}
 	return out
@@ -79,10 +43,10 @@ func danglingLinks(s *storage.Storage, r *storage.Repository) []Damage {
 
 // tagDamage walks the image of each tag of r and names what it lacks,
 // once per kind, digest and parent.
-func tagDamage(s *storage.Storage, r *storage.Repository, model Model) []Damage {
-	var out []Damage
+func tagDamage(s *storage.Storage, r *storage.Repository, model gcresult.Model) []gcresult.Damage {
+	var out []gcresult.Damage
 	seen := map[string]bool{}
-	rd := s.Reader(model.StorageVersion())
+	rd := s.Reader(storageVersion(model))
 	for _, t := range r.TagOrder {
 		cur := r.Tags[t].Current
 		if cur == "" {
@@ -90,8 +54,8 @@ func tagDamage(s *storage.Storage, r *storage.Repository, model Model) []Damage 
 		}
 		w := walkImage(context.Background(), rd, storage.Repo(r.Name).Tag(t))
 		for _, l := range append(w.losses, w.faults...) {
-			d := Damage{Repository: r.Name, Kind: damageKind(s, r, model, l), Digest: l.Digest, Tag: t, Parent: l.Parent, Message: l.Message}
-			if d.Kind == TagManifestGone {
+			d := gcresult.Damage{Repository: r.Name, Kind: damageKind(s, r, model, l), Digest: l.Digest, Tag: t, Parent: l.Parent, Message: l.Message}
+			if d.Kind == gcresult.TagManifestGone {
 				d.Message = fmt.Sprintf("tag %s names manifest %s, which the repository no longer serves", t, cur)
 			}
 			if key := string(d.Kind) + d.Digest + d.Parent; d.Kind != "" && !seen[key] {
@@ -105,34 +69,22 @@ func tagDamage(s *storage.Storage, r *storage.Repository, model Model) []Damage 
 
 // damageKind names what a loss of a tag's walk is in the storage; "" for
 // what is no damage (a manifest kind not walked, a limit).
-func damageKind(s *storage.Storage, r *storage.Repository, model Model, l Loss) DamageKind {
+func damageKind(s *storage.Storage, r *storage.Repository, model gcresult.Model, l gcresult.Loss) gcresult.DamageKind {
 	switch {
 	case l.Code == types.LimitExceeded:
 		return ""
 	case l.Code.Fault():
-		return ManifestUnreadable
-	case l.blob || l.Code == types.BlobMissing:
-		return BlobUnavailable
+		return gcresult.ManifestUnreadable
+	case l.Blob || l.Code == types.BlobMissing:
+		return gcresult.BlobUnavailable
 	case l.Code == types.ManifestMissing && l.Parent == "":
-		return TagManifestGone
+		return gcresult.TagManifestGone
 	case l.Code != types.ChildMissing && l.Code != types.AttestationMissing:
 		return ""
-	case s.ManifestLink(r, l.Digest, model.StorageVersion()) != "":
-		return RevisionDataGone
+	case s.ManifestLink(r, l.Digest, storageVersion(model)) != "":
+		return gcresult.RevisionDataGone
 	}
-	return ChildUnlinked
-}
-
-// Loss is one thing an image needs that is (or would be) gone.
-type Loss struct {
-	Code types.Code `json:"code"`
-	// Digest is the manifest or blob lost; Parent the manifest listing it.
-	Digest   string `json:"digest"`
-	Parent   string `json:"parent,omitempty"`
-	Platform string `json:"platform,omitempty"`
-	Message  string `json:"message"`
-
-	blob bool // Parent lists it as a config or layer, not as a child
+	return gcresult.ChildUnlinked
 }
 
 // isLoss reports whether a finding says the image lacks something: a fact
@@ -143,7 +95,7 @@ func isLoss(f types.Finding) bool { return f.Severity >= types.SeverityWarning &
 // reference resolved to, what it lacks, and what could not be read.
 type walked struct {
 	digest         string
-	losses, faults []Loss
+	losses, faults []gcresult.Loss
 }
 
 // walkImage walks ref over rd as a node pulls it, with the walker every
@@ -155,7 +107,7 @@ func walkImage(ctx context.Context, rd walk.Reader, ref name.Reference, opts ...
 	w := walked{digest: got.Digest}
 	for _, f := range got.Findings {
 		p := parents[f.Digest+" "+f.Platform]
-		l := Loss{Code: f.Code, Digest: f.Digest, Parent: p.digest, Platform: f.Platform, Message: f.Message, blob: p.blob}
+		l := gcresult.Loss{Code: f.Code, Digest: f.Digest, Parent: p.digest, Platform: f.Platform, Message: f.Message, Blob: p.blob}
 		switch {
 		case f.Code.Fault():
 			w.faults = append(w.faults, l)
@@ -203,12 +155,12 @@ func parentsIn(root *types.Node) map[string]parent {
 }
 
 // minus drops from after the losses already in before.
-func minus(after, before []Loss) []Loss {
+func minus(after, before []gcresult.Loss) []gcresult.Loss {
 	had := map[string]bool{}
 	for _, l := range before {
 		had[string(l.Code)+l.Digest+l.Parent] = true
 	}
-	var out []Loss
+	var out []gcresult.Loss
 	for _, l := range after {
 		if !had[string(l.Code)+l.Digest+l.Parent] {
 			out = append(out, l)

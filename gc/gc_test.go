@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/regcheck/regcheck/internal/testing/regtree"
+	"github.com/regcheck/regcheck/results/gcresult"
 	"github.com/regcheck/regcheck/storage"
 	"github.com/regcheck/regcheck/types"
 )
@@ -31,17 +32,17 @@ func TestSimulate(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name      string
-		model     Model
+		model     gcresult.Model
 		du        bool
 		manifests []string
 		blobs     []string
 	}{
-		{"2.8 keeps everything", Distribution28, false, nil, nil},
-		{"3 keeps everything", Distribution3, false, nil, nil},
+		{"2.8 keeps everything", gcresult.Distribution28, false, nil, nil},
+		{"3 keeps everything", gcresult.Distribution3, false, nil, nil},
 		// 2.8 deletes the children's revision links; their manifest data is
 		// marked as the index's reference, their blobs are not.
-		{"2.8 delete-untagged", Distribution28, true, sorted([]string{s.Amd, s.Arm, s.Old}), sorted(s.AmdBlobs, s.ArmBlobs, s.OldBlobs, []string{s.Old})},
-		{"3 delete-untagged", Distribution3, true, []string{s.Old}, sorted(s.OldBlobs, []string{s.Old})},
+		{"2.8 delete-untagged", gcresult.Distribution28, true, sorted([]string{s.Amd, s.Arm, s.Old}), sorted(s.AmdBlobs, s.ArmBlobs, s.OldBlobs, []string{s.Old})},
+		{"3 delete-untagged", gcresult.Distribution3, true, []string{s.Old}, sorted(s.OldBlobs, []string{s.Old})},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, err := Simulate(st, tc.model, tc.du)
@@ -67,7 +68,7 @@ func TestCheckWouldBreakAndSurvey(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := []types.Target{{Ref: "reg.example/app:v1"}, {Ref: "reg.example/lone@" + s.Old}, {Ref: "reg.example/other:v1"}}
-	rep, err := Check(st, Options{Model: Distribution28, DeleteUntagged: true}, in)
+	rep, plan, err := Check(st, Options{Model: gcresult.Distribution28, DeleteUntagged: true}, in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,18 +84,18 @@ func TestCheckWouldBreakAndSurvey(t *testing.T) {
 		t.Errorf("app:v1: %+v", e)
 	}
 	// After the run, the survey finds what the run broke.
-	after := Apply(st, rep.Plan())
-	kinds := map[DamageKind][]string{}
-	for _, d := range Survey(after, Distribution28) {
+	after := Apply(st, plan)
+	kinds := map[gcresult.DamageKind][]string{}
+	for _, d := range Survey(after, gcresult.Distribution28) {
 		kinds[d.Kind] = append(kinds[d.Kind], d.Digest)
 	}
-	if got, want := sorted(kinds[ChildUnlinked]), sorted([]string{s.Amd, s.Arm}); !slices.Equal(got, want) {
+	if got, want := sorted(kinds[gcresult.ChildUnlinked]), sorted([]string{s.Amd, s.Arm}); !slices.Equal(got, want) {
 		t.Errorf("survey after the run: children unlinked %v, want %v", got, want)
 	}
-	if got, want := sorted(kinds[LayerLinkDangling]), sorted(s.AmdBlobs, s.ArmBlobs, s.OldBlobs); !slices.Equal(got, want) {
+	if got, want := sorted(kinds[gcresult.LayerLinkDangling]), sorted(s.AmdBlobs, s.ArmBlobs, s.OldBlobs); !slices.Equal(got, want) {
 		t.Errorf("survey after the run: dangling _layers links %v, want the deleted images' blobs %v", got, want)
 	}
-	rep3, err := Check(st, Options{Model: Distribution3, DeleteUntagged: true}, in)
+	rep3, _, err := Check(st, Options{Model: gcresult.Distribution3, DeleteUntagged: true}, in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,11 +111,11 @@ func TestAbort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := Simulate(st, Distribution28, true)
+	p, err := Simulate(st, gcresult.Distribution28, true)
 	if err != nil || p.Abort == nil || p.Abort.Repository != "notags" || len(p.Blobs) != 0 {
 		t.Fatalf("2.8: err %v plan %+v", err, p)
 	}
-	p, err = Simulate(st, Distribution3, true)
+	p, err = Simulate(st, gcresult.Distribution3, true)
 	if err != nil || p.Abort != nil {
 		t.Fatalf("3: err %v abort %+v", err, p.Abort)
 	}
@@ -122,7 +123,7 @@ func TestAbort(t *testing.T) {
 	if len(p.Blobs) != 3+3 || len(p.LayerLinks) != 2+2 { // lone's old image, and notags
 		t.Errorf("3: blobs %v layer links %v", p.Blobs, p.LayerLinks)
 	}
-	if p, _ := Simulate(st, Distribution28, false); p.Abort != nil {
+	if p, _ := Simulate(st, gcresult.Distribution28, false); p.Abort != nil {
 		t.Errorf("2.8 without --delete-untagged aborts: %+v", p.Abort)
 	}
 }
@@ -146,17 +147,17 @@ func TestModelAssumed(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		st    *storage.Storage
-		model Model
+		model gcresult.Model
 		du    bool
 	}{
-		{"2.8 delete-untagged", clean, Distribution28, true},
-		{"2.8 abort", st, Distribution28, true},
-		{"2.8", clean, Distribution28, false},
-		{"3 delete-untagged", clean, Distribution3, true},
+		{"2.8 delete-untagged", clean, gcresult.Distribution28, true},
+		{"2.8 abort", st, gcresult.Distribution28, true},
+		{"2.8", clean, gcresult.Distribution28, false},
+		{"3 delete-untagged", clean, gcresult.Distribution3, true},
 	} {
 		for _, assumed := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s assumed=%v", tc.name, assumed), func(t *testing.T) {
-				rep, err := Check(tc.st, Options{Model: tc.model, ModelAssumed: assumed, DeleteUntagged: tc.du}, in)
+				rep, _, err := Check(tc.st, Options{Model: tc.model, ModelAssumed: assumed, DeleteUntagged: tc.du}, in)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -167,8 +168,8 @@ func TestModelAssumed(t *testing.T) {
 					t.Fatal(err)
 				}
 				var doc struct {
-					Model        Model `json:"model"`
-					ModelAssumed *bool `json:"modelAssumed"`
+					Model        gcresult.Model `json:"model"`
+					ModelAssumed *bool          `json:"modelAssumed"`
 				}
 				if err := json.Unmarshal(js, &doc); err != nil {
 					t.Fatal(err)
@@ -215,22 +216,22 @@ func TestSurveyKinds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]Damage{}
-	for _, d := range Survey(st, Distribution3) {
+	got := map[string]gcresult.Damage{}
+	for _, d := range Survey(st, gcresult.Distribution3) {
 		got[string(d.Kind)+" "+d.Digest+" "+d.Tag] = d
 	}
-	for _, want := range []Damage{
-		{Kind: RevisionDataGone, Digest: s.Amd, Tag: "v1", Parent: s.Idx},
-		{Kind: RevisionDataGone, Digest: s.Amd},
-		{Kind: ChildUnlinked, Digest: s.Arm, Tag: "v1", Parent: s.Idx},
-		{Kind: ManifestUnreadable, Digest: corrupt, Tag: "v1"},
+	for _, want := range []gcresult.Damage{
+		{Kind: gcresult.RevisionDataGone, Digest: s.Amd, Tag: "v1", Parent: s.Idx},
+		{Kind: gcresult.RevisionDataGone, Digest: s.Amd},
+		{Kind: gcresult.ChildUnlinked, Digest: s.Arm, Tag: "v1", Parent: s.Idx},
+		{Kind: gcresult.ManifestUnreadable, Digest: corrupt, Tag: "v1"},
 	} {
 		d, ok := got[string(want.Kind)+" "+want.Digest+" "+want.Tag]
 		if !ok || d.Parent != want.Parent {
 			t.Errorf("no %s damage for %s (tag %q, parent %q) in %v", want.Kind, want.Digest, want.Tag, want.Parent, got)
 		}
 	}
-	rep, err := Check(st, Options{Model: Distribution3}, []types.Target{{Ref: "reg.example/bad:v1"}, {Ref: "reg.example/app:v1"}})
+	rep, _, err := Check(st, Options{Model: gcresult.Distribution3}, []types.Target{{Ref: "reg.example/bad:v1"}, {Ref: "reg.example/app:v1"}})
 	if err == nil || rep == nil || len(rep.Skipped) != 1 || rep.Skipped[0].Reference != "reg.example/bad:v1" {
 		t.Fatalf("err %v, report %+v: want bad:v1 skipped and the check incomplete", err, rep)
 	}
@@ -254,7 +255,7 @@ func TestCheckParents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Check(st, Options{Model: Distribution28, DeleteUntagged: true}, []types.Target{{Ref: "reg.example/app:v1"}})
+	rep, _, err := Check(st, Options{Model: gcresult.Distribution28, DeleteUntagged: true}, []types.Target{{Ref: "reg.example/app:v1"}})
 	if err != nil || len(rep.AlreadyBroken) != 1 || len(rep.WouldBreak) != 1 {
 		t.Fatalf("err %v, already %+v, would %+v", err, rep.AlreadyBroken, rep.WouldBreak)
 	}

@@ -10,6 +10,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/regcheck/regcheck/results/gcresult"
 	"github.com/regcheck/regcheck/scan"
 	"github.com/regcheck/regcheck/types"
 	"github.com/regcheck/regcheck/walk"
@@ -144,9 +145,9 @@ func (r *remoteRepo) visit(ctx context.Context, rd walk.Reader, d string, fromTa
 }
 
 // why says why the run deletes manifest d of r.
-func (r *remoteRepo) why(d string, model Model) string {
+func (r *remoteRepo) why(d string, model gcresult.Model) string {
 	if via, ok := r.via[d]; ok {
-		if model == Distribution28 {
+		if model == gcresult.Distribution28 {
 			return "no tag names it directly; it is a child of " + via + ", and 2.x deletes the children of tagged indexes"
 		}
 		return "no tag reaches it: it is a child of " + via + ", which no tag reaches either"

@@ -12,10 +12,10 @@ import (
 
 	"k8s.io/client-go/dynamic"
 
-	"github.com/regcheck/regcheck/gc"
 	"github.com/regcheck/regcheck/internal/cli"
 	"github.com/regcheck/regcheck/internal/testing/cosign"
 	"github.com/regcheck/regcheck/internal/testing/registry"
+	"github.com/regcheck/regcheck/results/gcresult"
 	"github.com/regcheck/regcheck/types"
 )
 
@@ -69,10 +69,10 @@ spec:
 `
 
 // gcCheckJSON runs gc-check -o json and decodes its report.
-func gcCheckJSON(t *testing.T, args ...string) (int, gc.Report, string) {
+func gcCheckJSON(t *testing.T, args ...string) (int, gcresult.Report, string) {
 	t.Helper()
 	code, out, stderr := runCLI(t, append([]string{"gc-check", "-o", "json"}, args...)...)
-	var rep gc.Report
+	var rep gcresult.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("gc-check: exit %d, output not JSON: %v\n%s\n%s", code, err, out, stderr)
 	}
@@ -139,7 +139,7 @@ func TestGCCheckAdmission(t *testing.T) {
 		if code != cli.ExitFindings {
 			t.Errorf("exit %d, want %d\n%s", code, cli.ExitFindings, stderr)
 		}
-		got := map[string]gc.Entry{}
+		got := map[string]gcresult.Entry{}
 		for _, e := range rep.WouldBreak {
 			got[e.Reference] = e
 		}

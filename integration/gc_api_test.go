@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/regcheck/regcheck/gc"
 	"github.com/regcheck/regcheck/internal/cli"
 	"github.com/regcheck/regcheck/internal/testing/registry"
+	"github.com/regcheck/regcheck/results/gcresult"
 	"github.com/regcheck/regcheck/scan"
 	"github.com/regcheck/regcheck/types"
 )
@@ -52,10 +52,10 @@ func served(t *testing.T, ctx context.Context, host, repoDigest string) bool {
 func TestGCAPI(t *testing.T) {
 	for _, tc := range []struct {
 		version string
-		model   gc.Model
+		model   gcresult.Model
 	}{
-		{registry.V2, gc.Distribution28},
-		{registry.V3, gc.Distribution3},
+		{registry.V2, gcresult.Distribution28},
+		{registry.V3, gcresult.Distribution3},
 	} {
 		t.Run(tc.version, func(t *testing.T) {
 			t.Parallel()
@@ -78,7 +78,7 @@ func TestGCAPI(t *testing.T) {
 			}
 			var out, errb bytes.Buffer
 			code := cli.Run(ctx, cli.Streams{In: strings.NewReader(""), Out: &out, Err: &errb}, args)
-			var rep gc.Report
+			var rep gcresult.Report
 			if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 				t.Fatalf("exit %d, report: %v\n%s%s", code, err, out.String(), errb.String())
 			}
@@ -86,7 +86,7 @@ func TestGCAPI(t *testing.T) {
 			if len(rep.WouldBreak) > 0 {
 				wantCode = cli.ExitFindings
 			}
-			if code != wantCode || rep.Mode != gc.ModeAPI || rep.Abort != nil || len(rep.AlreadyBroken) != 0 || len(rep.Skipped) != 0 {
+			if code != wantCode || rep.Mode != gcresult.ModeAPI || rep.Abort != nil || len(rep.AlreadyBroken) != 0 || len(rep.Skipped) != 0 {
 				t.Fatalf("exit %d (want %d), mode %q, abort %+v, already broken %+v, skipped %+v\n%s", code, wantCode, rep.Mode, rep.Abort, rep.AlreadyBroken, rep.Skipped, errb.String())
 			}
 			checked := time.Now()
@@ -161,7 +161,7 @@ func TestGCAPI(t *testing.T) {
 			t.Logf("%s: predicted %d in-use manifests lost and %d images broken; wouldDelete %d manifests; seed %s, gc-check %s, GC+restart %s, verify %s",
 				tc.model, len(predicted), len(predictedBroken), rep.Counts.Manifests, seeded.Sub(start).Round(time.Millisecond),
 				checked.Sub(seeded).Round(time.Millisecond), collected.Sub(checked).Round(time.Millisecond), time.Since(collected).Round(time.Millisecond))
-			if len(predictedBroken) == 0 && tc.model == gc.Distribution28 {
+			if len(predictedBroken) == 0 && tc.model == gcresult.Distribution28 {
 				t.Error("2.8 with --delete-untagged should break the fixtures' indexes")
 			}
 			got := keys(predictedBroken)

@@ -24,6 +24,7 @@ import (
 	"github.com/regcheck/regcheck/internal/testing/cosign"
 	"github.com/regcheck/regcheck/internal/testing/fixture"
 	"github.com/regcheck/regcheck/internal/testing/registry"
+	"github.com/regcheck/regcheck/results/gcresult"
 	"github.com/regcheck/regcheck/scan"
 	"github.com/regcheck/regcheck/storage"
 	"github.com/regcheck/regcheck/types"
@@ -174,9 +175,9 @@ func TestGCReferrersPrediction(t *testing.T) {
 	for _, version := range []string{registry.V3, registry.V2} {
 		for _, du := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/delete-untagged=%t", version, du), func(t *testing.T) {
-				model := gc.Distribution3
+				model := gcresult.Distribution3
 				if version == registry.V2 {
-					model = gc.Distribution28
+					model = gcresult.Distribution28
 				}
 				r := startEmpty(t, version)
 				seed := seedSigned(t, c, r)
@@ -184,11 +185,11 @@ func TestGCReferrersPrediction(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				rep, err := gc.Check(st, gc.Options{Model: model, DeleteUntagged: du}, seed.targets)
+				rep, plan, err := gc.Check(st, gc.Options{Model: model, DeleteUntagged: du}, seed.targets)
 				if err != nil {
 					t.Fatal(err)
 				}
-				predicted := planTree(rep.Plan())
+				predicted := planTree(plan)
 				if du && !predicted["manifest unlisted "+seed.unlisted] {
 					t.Errorf("the unlisted referrer %s is not predicted deleted", seed.unlisted)
 				}
@@ -211,7 +212,7 @@ func TestGCReferrersPrediction(t *testing.T) {
 				}
 				holdLossesToCosign(t, c, rep, seed)
 				t.Logf("%d manifests, %d blobs deleted; %d artifacts of in-use images lost, %d artifact tags orphaned; %d images break",
-					len(rep.Plan().Manifests), len(rep.Plan().Blobs), len(rep.WouldLoseArtifacts), len(rep.WouldOrphanArtifacts), len(rep.WouldBreak))
+					len(plan.Manifests), len(plan.Blobs), len(rep.WouldLoseArtifacts), len(rep.WouldOrphanArtifacts), len(rep.WouldBreak))
 			})
 		}
 	}
@@ -222,7 +223,7 @@ func TestGCReferrersPrediction(t *testing.T) {
 // that cosign verify fails after the run exactly when every signature it
 // had is predicted lost; and the same for attestations. The live finder
 // must agree with cosign too.
-func holdLossesToCosign(t *testing.T, c *cosign.Cosign, rep *gc.Report, seed signedSeed) {
+func holdLossesToCosign(t *testing.T, c *cosign.Cosign, rep *gcresult.Report, seed signedSeed) {
 	t.Helper()
 	ctx := context.Background()
 	broken := map[string]bool{}

@@ -25,6 +25,7 @@ import (
 	"github.com/regcheck/regcheck/gc"
 	"github.com/regcheck/regcheck/internal/testing/fixture"
 	"github.com/regcheck/regcheck/internal/testing/registry"
+	"github.com/regcheck/regcheck/results/gcresult"
 	"github.com/regcheck/regcheck/scan"
 
 	"github.com/regcheck/regcheck/storage"
@@ -206,25 +207,24 @@ func TestGCPrediction(t *testing.T) {
 		for _, du := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/delete-untagged=%t", version, du), func(t *testing.T) {
 				t.Parallel()
-				model := gc.Distribution28
+				model := gcresult.Distribution28
 				if version == registry.V3 {
-					model = gc.Distribution3
+					model = gcresult.Distribution3
 				}
 				// A never-tagged repository aborts 2.8.3 with --delete-untagged:
 				// TestGCAbort covers that; elsewhere it is part of the seed.
-				r, imgs, x := seedGC(t, version, !(model == gc.Distribution28 && du))
+				r, imgs, x := seedGC(t, version, !(model == gcresult.Distribution28 && du))
 				st, err := storage.Open(r.Root)
 				if err != nil {
 					t.Fatal(err)
 				}
-				rep, err := gc.Check(st, gc.Options{Model: model, DeleteUntagged: du}, inUseTargets(r.Host(), imgs, x))
+				rep, plan, err := gc.Check(st, gc.Options{Model: model, DeleteUntagged: du}, inUseTargets(r.Host(), imgs, x))
 				if err != nil {
 					t.Fatal(err)
 				}
 				if rep.Abort != nil {
 					t.Fatalf("predicted an abort: %+v", rep.Abort)
 				}
-				plan := rep.Plan()
 				predicted := planTree(plan)
 
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -250,7 +250,7 @@ func TestGCPrediction(t *testing.T) {
 				}
 				diffSets(t, "dry-run manifests", pm, dm)
 				diffSets(t, "dry-run blobs", pb, db)
-				if model == gc.Distribution3 {
+				if model == gcresult.Distribution3 {
 					diffSets(t, "dry-run layer links", pl, dl)
 				}
 
@@ -280,14 +280,14 @@ func TestGCPrediction(t *testing.T) {
 						breaks[e.Reference] = true
 					}
 				}
-				if model == gc.Distribution28 && du {
+				if model == gcresult.Distribution28 && du {
 					for _, fx := range imgs {
 						if len(fx.UntaggedChildren()) > 0 && !breaks[fx.Ref] {
 							t.Errorf("%s: not predicted to break", fx.Ref)
 						}
 					}
 				}
-				if model == gc.Distribution3 {
+				if model == gcresult.Distribution3 {
 					for _, fx := range imgs {
 						if breaks[fx.Ref] {
 							t.Errorf("%s: predicted to break under distribution 3", fx.Ref)
@@ -307,7 +307,7 @@ func TestGCPrediction(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				post, err := gc.Check(collected, gc.Options{Model: model, DeleteUntagged: du}, inUseTargets(r.Host(), imgs, x))
+				post, _, err := gc.Check(collected, gc.Options{Model: model, DeleteUntagged: du}, inUseTargets(r.Host(), imgs, x))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -329,7 +329,7 @@ func TestGCPrediction(t *testing.T) {
 
 // compareWithScan: the survey's already-broken and at-risk images, and the
 // digests each lost, are exactly what scan reports.
-func compareWithScan(t *testing.T, rep *gc.Report, res *types.Result) {
+func compareWithScan(t *testing.T, rep *gcresult.Report, res *types.Result) {
 	t.Helper()
 	got := map[string]string{}
 	for _, e := range rep.AlreadyBroken {
@@ -373,7 +373,7 @@ func TestGCAbort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := gc.Check(st, gc.Options{Model: gc.Distribution28, DeleteUntagged: true}, inUseTargets(r.Host(), imgs, x))
+	rep, _, err := gc.Check(st, gc.Options{Model: gcresult.Distribution28, DeleteUntagged: true}, inUseTargets(r.Host(), imgs, x))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,12 +20,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/regcheck/regcheck/gc"
 	"github.com/regcheck/regcheck/internal/cli"
 	"github.com/regcheck/regcheck/internal/testing/fixture"
 	"github.com/regcheck/regcheck/internal/testing/s3registry"
 	"github.com/regcheck/regcheck/record"
 	"github.com/regcheck/regcheck/report"
+	"github.com/regcheck/regcheck/results/gcresult"
 	"github.com/regcheck/regcheck/types"
 )
 
@@ -322,8 +322,8 @@ func TestProdRegistry(t *testing.T) {
 	})
 
 	t.Run("gc-check API", func(t *testing.T) {
-		r := c.run(t, append([]string{"gc-check", "--gc-model", string(gc.Distribution3), "--delete-untagged", "-o", "json", "-f", inUse}, ca...)...)
-		var rep gc.Report
+		r := c.run(t, append([]string{"gc-check", "--gc-model", string(gcresult.Distribution3), "--delete-untagged", "-o", "json", "-f", inUse}, ca...)...)
+		var rep gcresult.Report
 		if err := json.Unmarshal([]byte(r.out), &rep); err != nil {
 			t.Fatalf("%s: exit %d, output not JSON: %v\n%s\n%s", r, r.code, err, r.out, lastLines(r.err, 20))
 		}

@@ -6,18 +6,18 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/regcheck/regcheck/gc"
+	"github.com/regcheck/regcheck/results/gcresult"
 	"github.com/regcheck/regcheck/types"
 )
 
 // GCCheckJSON writes gc-check's report as indented JSON
 // (schemaVersion regcheck.gc/v1).
-func GCCheckJSON(w io.Writer, r *gc.Report) error { return WriteJSON(w, r) }
+func GCCheckJSON(w io.Writer, r *gcresult.Report) error { return WriteJSON(w, r) }
 
 // GCCheck writes gc-check's report for people: the model predicted on the
 // first line (and whether it was assumed), then what breaks, what is
 // broken, and what would be deleted per repository.
-func GCCheck(w io.Writer, r *gc.Report) error {
+func GCCheck(w io.Writer, r *gcresult.Report) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	du := "without --delete-untagged"
 	if r.DeleteUntagged {
@@ -27,7 +27,7 @@ func GCCheck(w io.Writer, r *gc.Report) error {
 	if r.ModelAssumed {
 		model += " (assumed: which collector the registry runs was not given)"
 	}
-	if r.Mode == gc.ModeAPI {
+	if r.Mode == gcresult.ModeAPI {
 		fmt.Fprintf(tw, "GC model %s %s, predicted through the registry API of %s\n", model, du, strings.Join(r.Registries, ", "))
 	} else {
 		fmt.Fprintf(tw, "GC model %s %s on %s\n", model, du, Printable(r.Storage))
@@ -35,7 +35,7 @@ func GCCheck(w io.Writer, r *gc.Report) error {
 	if r.Abort != nil {
 		fmt.Fprintf(tw, "\nThe collector would ABORT and delete nothing:\n  %s\n", Printable(r.Abort.Message))
 	}
-	section := func(title string, es []gc.Entry) {
+	section := func(title string, es []gcresult.Entry) {
 		if len(es) == 0 {
 			return
 		}
@@ -82,7 +82,7 @@ func GCCheck(w io.Writer, r *gc.Report) error {
 		fmt.Fprintf(tw, "\nskipped %s: %s", Printable(s.Reference), Printable(s.Reason))
 	}
 	c := r.Counts
-	if r.Mode == gc.ModeAPI {
+	if r.Mode == gcresult.ModeAPI {
 		fmt.Fprintf(tw, "\n%d would break, %d already broken; would delete %d manifests (blobs: storage mode only)\n", c.WouldBreak, c.AlreadyBroken, c.Manifests)
 	} else {
 		fmt.Fprintf(tw, "\n%d would break, %d already broken; would delete %d manifests, %d blobs, %d layer links\n", c.WouldBreak, c.AlreadyBroken, c.Manifests, c.Blobs, c.LayerLinks)

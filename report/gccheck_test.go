@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/regcheck/regcheck/gc"
+	"github.com/regcheck/regcheck/results/gcresult"
 	"github.com/regcheck/regcheck/types"
 )
 
@@ -13,26 +13,26 @@ import (
 func TestGCCheck(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		rep   gc.Report
+		rep   gcresult.Report
 		first string
 		has   []string
 	}{
 		{
 			name:  "storage, model given",
-			rep:   gc.Report{Model: gc.Distribution28, Mode: gc.ModeStorage, Storage: "/var/lib/registry", DeleteUntagged: true},
+			rep:   gcresult.Report{Model: gcresult.Distribution28, Mode: gcresult.ModeStorage, Storage: "/var/lib/registry", DeleteUntagged: true},
 			first: "GC model distribution-2.8 with --delete-untagged on /var/lib/registry",
 		},
 		{
 			name:  "API, model assumed",
-			rep:   gc.Report{Model: gc.Distribution3, ModelAssumed: true, Mode: gc.ModeAPI, Registries: []string{"reg.example"}},
+			rep:   gcresult.Report{Model: gcresult.Distribution3, ModelAssumed: true, Mode: gcresult.ModeAPI, Registries: []string{"reg.example"}},
 			first: "GC model distribution-3 (assumed: which collector the registry runs was not given) without --delete-untagged, predicted through the registry API of reg.example",
 			has:   []string{"(blobs: storage mode only)"},
 		},
 		{
 			name: "what breaks, escaped",
-			rep: gc.Report{Model: gc.Distribution28, Mode: gc.ModeStorage, Storage: "/s",
-				WouldBreak: []gc.Entry{{Reference: "reg.example/app:v1\x1b[31m", Verdict: types.Broken, Reason: "index kept, child manifest linux/arm64 sha256:0123 unlinked"}},
-				Counts:     gc.Counts{WouldBreak: 1}, Advice: []string{"do not run it", "or tag the children"}},
+			rep: gcresult.Report{Model: gcresult.Distribution28, Mode: gcresult.ModeStorage, Storage: "/s",
+				WouldBreak: []gcresult.Entry{{Reference: "reg.example/app:v1\x1b[31m", Verdict: types.Broken, Reason: "index kept, child manifest linux/arm64 sha256:0123 unlinked"}},
+				Counts:     gcresult.Counts{WouldBreak: 1}, Advice: []string{"do not run it", "or tag the children"}},
 			first: "GC model distribution-2.8 without --delete-untagged on /s",
 			has: []string{"WOULD BREAK (1)", `reg.example/app:v1\x1b[31m`, "child manifest linux/arm64", "1 would break, 0 already broken",
 				"What to do:\n  - do not run it\n  - or tag the children"},

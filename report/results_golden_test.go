@@ -6,32 +6,32 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/regcheck/regcheck/gc"
+	"github.com/regcheck/regcheck/results/gcresult"
 	"github.com/regcheck/regcheck/types"
 )
 
 // gcReport is a storage-mode prediction with every section filled.
-func gcReport() *gc.Report {
+func gcReport() *gcresult.Report {
 	d := func(c string) string { return "sha256:" + strings.Repeat(c, 64) }
 	use := types.Use{Namespace: "prod", Kind: "Deployment", Name: "app", Container: "app"}
-	return &gc.Report{
-		SchemaVersion: gc.SchemaVersion, Model: gc.Distribution28, Mode: gc.ModeStorage, Storage: "/var/lib/registry", DeleteUntagged: true,
-		WouldBreak: []gc.Entry{{Reference: "reg.example/app:v1", Repository: "app", Digest: d("1"), Verdict: types.Broken,
+	return &gcresult.Report{
+		SchemaVersion: gcresult.SchemaVersion, Model: gcresult.Distribution28, Mode: gcresult.ModeStorage, Storage: "/var/lib/registry", DeleteUntagged: true,
+		WouldBreak: []gcresult.Entry{{Reference: "reg.example/app:v1", Repository: "app", Digest: d("1"), Verdict: types.Broken,
 			Reason: "index kept, child manifest linux/arm64 sha256:2222 unlinked", Lost: []string{d("2")},
-			Losses: []gc.Loss{{Code: types.ChildMissing, Digest: d("2"), Parent: d("1"), Platform: "linux/arm64", Message: "child gone"}},
+			Losses:       []gcresult.Loss{{Code: types.ChildMissing, Digest: d("2"), Parent: d("1"), Platform: "linux/arm64", Message: "child gone"}},
 			DeletedBlobs: []string{d("3")}, Advice: "tag the children", Uses: []types.Use{use}}},
-		AlreadyBroken: []gc.Entry{{Reference: "reg.example/old:v0\x1b[31m", Repository: "old", Verdict: types.Broken, Reason: "blob gone", Advice: "rebuild"}},
-		WouldLoseArtifacts: []gc.ArtifactLoss{{Reference: "reg.example/app:v1", Subject: d("1"), Kind: "signature", Layout: "cosign-tag",
+		AlreadyBroken: []gcresult.Entry{{Reference: "reg.example/old:v0\x1b[31m", Repository: "old", Verdict: types.Broken, Reason: "blob gone", Advice: "rebuild"}},
+		WouldLoseArtifacts: []gcresult.ArtifactLoss{{Reference: "reg.example/app:v1", Subject: d("1"), Kind: "signature", Layout: "cosign-tag",
 			Ref: "reg.example/app:sha256-" + strings.Repeat("1", 64) + ".sig", Digest: d("4"), Reason: "deleted"}},
-		WouldOrphanArtifacts: []gc.OrphanedArtifact{{Repository: "gone", Tag: "sha256-" + strings.Repeat("5", 64) + ".sig", Subject: d("5")}},
-		WouldDelete: gc.Deletions{Repositories: []gc.RepositoryDeletions{{Repository: "app",
-			Manifests: []gc.ManifestDeletion{{Repository: "app", Digest: d("2"), TagIndex: []string{"v0"}}},
+		WouldOrphanArtifacts: []gcresult.OrphanedArtifact{{Repository: "gone", Tag: "sha256-" + strings.Repeat("5", 64) + ".sig", Subject: d("5")}},
+		WouldDelete: gcresult.Deletions{Repositories: []gcresult.RepositoryDeletions{{Repository: "app",
+			Manifests: []gcresult.ManifestDeletion{{Repository: "app", Digest: d("2"), TagIndex: []string{"v0"}}},
 			Blobs:     []string{d("3")}, LayerLinks: []string{d("3")}}}, Blobs: []string{d("3")}},
-		Damage:  []gc.Damage{{Repository: "old", Kind: gc.RevisionDataGone, Digest: d("6"), Tag: "v0", Message: "data gone"}},
-		Skipped: []gc.Skipped{{Reference: "other.example/x:1", Reason: "not in this storage"}},
-		Counts:  gc.Counts{WouldBreak: 1, AlreadyBroken: 1, Manifests: 1, Blobs: 1, LayerLinks: 1, TagIndexEntries: 1, Damage: 1, Skipped: 1, ArtifactsLost: 1, ArtifactsOrphaned: 1},
+		Damage:  []gcresult.Damage{{Repository: "old", Kind: gcresult.RevisionDataGone, Digest: d("6"), Tag: "v0", Message: "data gone"}},
+		Skipped: []gcresult.Skipped{{Reference: "other.example/x:1", Reason: "not in this storage"}},
+		Counts:  gcresult.Counts{WouldBreak: 1, AlreadyBroken: 1, Manifests: 1, Blobs: 1, LayerLinks: 1, TagIndexEntries: 1, Damage: 1, Skipped: 1, ArtifactsLost: 1, ArtifactsOrphaned: 1},
 		Advice:  []string{"do not run it", "or tag the children"},
-		Notes:   []gc.Note{{Kind: gc.NoteInUseOnly, Text: "only in-use repositories were examined"}},
+		Notes:   []gcresult.Note{{Kind: gcresult.NoteInUseOnly, Text: "only in-use repositories were examined"}},
 	}
 }
 
@@ -40,7 +40,7 @@ func gcReport() *gc.Report {
 // golden files were written by the code before the move.
 func TestResultsGolden(t *testing.T) {
 	api := gcReport()
-	api.Mode, api.Storage, api.Registries, api.ModelAssumed = gc.ModeAPI, "", []string{"reg.example"}, true
+	api.Mode, api.Storage, api.Registries, api.ModelAssumed = gcresult.ModeAPI, "", []string{"reg.example"}, true
 	cases := []struct {
 		name   string
 		render func(out, notes *bytes.Buffer) error

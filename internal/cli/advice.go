@@ -7,6 +7,7 @@ import (
 
 	"github.com/regcheck/regcheck/gc"
 	"github.com/regcheck/regcheck/pin"
+	"github.com/regcheck/regcheck/results/gcresult"
 	"github.com/regcheck/regcheck/types"
 )
 
@@ -57,16 +58,16 @@ func addPinHints(r *pin.Report) {
 
 // gcNoteHints are the words that end a gc-check note with the flag that
 // acts on it.
-var gcNoteHints = map[gc.NoteKind]string{
-	gc.NoteInUseOnly: "; --all-repositories examines every repository its _catalog lists",
-	gc.NoteBlobs:     " (--storage)",
-	gc.NoteUndecided: " (--all-repositories decides)",
+var gcNoteHints = map[gcresult.NoteKind]string{
+	gcresult.NoteInUseOnly: "; --all-repositories examines every repository its _catalog lists",
+	gcresult.NoteBlobs:     " (--storage)",
+	gcresult.NoteUndecided: " (--all-repositories decides)",
 }
 
 // addGCHints ends each note of rep with the flag that acts on it, and
 // returns err, the problems of an incomplete prediction, with each naming
 // the flag it comes of or that decides it.
-func addGCHints(rep *gc.Report, err error) error {
+func addGCHints(rep *gcresult.Report, err error) error {
 	for i, n := range rep.Notes {
 		if h, ok := gcNoteHints[n.Kind]; ok && !strings.HasSuffix(n.Text, h) {
 			rep.Notes[i].Text += h

@@ -10,6 +10,7 @@ import (
 	"github.com/regcheck/regcheck/gc"
 	"github.com/regcheck/regcheck/record"
 	"github.com/regcheck/regcheck/report"
+	"github.com/regcheck/regcheck/results/gcresult"
 	"github.com/regcheck/regcheck/scan"
 	"github.com/spf13/cobra"
 
@@ -92,7 +93,7 @@ could not be read).`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.storage, "storage", "", "the registry's filesystem storage rootdirectory (holding docker/registry/v2); read only")
-	fl.StringVar(&f.model, "gc-model", string(gc.Distribution28), "garbage collector to simulate: distribution-2.8 or distribution-3 (when not given, the report says the default was assumed)")
+	fl.StringVar(&f.model, "gc-model", string(gcresult.Distribution28), "garbage collector to simulate: distribution-2.8 or distribution-3 (when not given, the report says the default was assumed)")
 	fl.BoolVar(&f.deleteUntagged, "delete-untagged", false, "simulate garbage-collect --delete-untagged")
 	fl.BoolVar(&f.cluster, "cluster", false, "add what a live cluster runs to the in-use set: workload images and running digests; with --storage, also read its image policies (Kyverno, policy-controller; docs/admission.md): an image whose signature an enforcing one requires and the run deletes would break")
 	fl.StringVar(&f.fromRecords, "from-records", "", "add every image and digest recorded running (history file of regcheck record) to the in-use set")
@@ -107,7 +108,7 @@ could not be read).`,
 }
 
 func runGCCheck(cmd *cobra.Command, s Streams, g *globals, f *gcCheckFlags) error {
-	model, err := gc.ParseModel(f.model)
+	model, err := gcresult.ParseModel(f.model)
 	if err != nil {
 		return usageError(fmt.Errorf("--gc-model: %w", err))
 	}
@@ -115,9 +116,9 @@ func runGCCheck(cmd *cobra.Command, s Streams, g *globals, f *gcCheckFlags) erro
 	// first line (JSON: modelAssumed), and the advice covers either model.
 	assumed := !cmd.Flags().Changed("gc-model")
 	if assumed {
-		g.logger.Warn("no --gc-model given: predicting the collector of "+model.Release()+"; if the registry runs another release, pass --gc-model", "assumed", string(model), "models", gc.Models())
+		g.logger.Warn("no --gc-model given: predicting the collector of "+model.Release()+"; if the registry runs another release, pass --gc-model", "assumed", string(model), "models", gcresult.Models())
 	}
-	var render func(io.Writer, *gc.Report) error
+	var render func(io.Writer, *gcresult.Report) error
 	switch f.output {
 	case "table":
 		render = report.GCCheck
@@ -147,13 +148,13 @@ func runGCCheck(cmd *cobra.Command, s Streams, g *globals, f *gcCheckFlags) erro
 	if err != nil {
 		return err
 	}
-	rep, err := gc.Check(st, gc.Options{Model: model, ModelAssumed: assumed, DeleteUntagged: f.deleteUntagged, Host: host, Policies: policies}, targets)
+	rep, _, err := gc.Check(st, gc.Options{Model: model, ModelAssumed: assumed, DeleteUntagged: f.deleteUntagged, Host: host, Policies: policies}, targets)
 	return gcCheckReport(s, g, rep, err, render, incomplete)
 }
 
 // gcCheckReport renders rep and picks the exit code. An error with no
 // report ends the command incomplete; with one, the report is incomplete.
-func gcCheckReport(s Streams, g *globals, rep *gc.Report, err error, render func(io.Writer, *gc.Report) error, incomplete bool) error {
+func gcCheckReport(s Streams, g *globals, rep *gcresult.Report, err error, render func(io.Writer, *gcresult.Report) error, incomplete bool) error {
 	if rep == nil {
 		return &exitError{code: ExitIncomplete, err: err}
 	}
@@ -169,7 +170,7 @@ func gcCheckReport(s Streams, g *globals, rep *gc.Report, err error, render func
 		return fmt.Errorf("writing the report: %w", err)
 	}
 	if len(rep.WouldBreak)+len(rep.AlreadyBroken) > 0 {
-		for _, e := range append(append([]gc.Entry{}, rep.WouldBreak...), rep.AlreadyBroken...) {
+		for _, e := range append(append([]gcresult.Entry{}, rep.WouldBreak...), rep.AlreadyBroken...) {
 			if e.Verdict == types.Broken {
 				return &exitError{code: ExitFindings}
 			}
@@ -182,7 +183,7 @@ func gcCheckReport(s Streams, g *globals, rep *gc.Report, err error, render func
 }
 
 // runGCCheckAPI is API mode: no storage, the registries' API.
-func runGCCheckAPI(cmd *cobra.Command, s Streams, g *globals, f *gcCheckFlags, model gc.Model, assumed bool, render func(io.Writer, *gc.Report) error, targets []types.Target, incomplete bool) error {
+func runGCCheckAPI(cmd *cobra.Command, s Streams, g *globals, f *gcCheckFlags, model gcresult.Model, assumed bool, render func(io.Writer, *gcresult.Report) error, targets []types.Target, incomplete bool) error {
 	if len(targets) == 0 && f.host == "" {
 		if incomplete {
 			return &exitError{code: ExitIncomplete, err: errors.New("no image references could be read")}

@@ -17,7 +17,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/registry"
 
-	"github.com/regcheck/regcheck/gc"
+	"github.com/regcheck/regcheck/results/gcresult"
 )
 
 // gcStorage writes a storage holding app:v1, an OCI index of one child.
@@ -89,11 +89,11 @@ func TestGCCheck(t *testing.T) {
 		if code != ExitFindings {
 			t.Fatalf("exit %d\n%s", code, errb.String())
 		}
-		var rep gc.Report
+		var rep gcresult.Report
 		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 			t.Fatal(err)
 		}
-		if rep.SchemaVersion != gc.SchemaVersion || len(rep.WouldBreak) != 1 || rep.WouldBreak[0].Lost[0] != child ||
+		if rep.SchemaVersion != gcresult.SchemaVersion || len(rep.WouldBreak) != 1 || rep.WouldBreak[0].Lost[0] != child ||
 			rep.Counts.Manifests != 1 || rep.Counts.Blobs != 2 || len(rep.WouldDelete.Repositories) != 1 {
 			t.Errorf("report: %s", out.String())
 		}
@@ -121,13 +121,13 @@ func TestGCCheckModelAssumed(t *testing.T) {
 			if code := Run(context.Background(), Streams{In: strings.NewReader(""), Out: &out, Err: &errb}, args); code != ExitFindings {
 				t.Fatalf("exit %d, want %d\n%s%s", code, ExitFindings, out.String(), errb.String())
 			}
-			var rep gc.Report
+			var rep gcresult.Report
 			if strings.Contains(strings.Join(tc.args, " "), "json") {
 				if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 					t.Fatal(err)
 				}
-				if rep.Model != gc.Distribution28 || rep.ModelAssumed != tc.assumed || !strings.Contains(out.String(), `"modelAssumed": `) {
-					t.Errorf("model %q modelAssumed %v, want %q %v", rep.Model, rep.ModelAssumed, gc.Distribution28, tc.assumed)
+				if rep.Model != gcresult.Distribution28 || rep.ModelAssumed != tc.assumed || !strings.Contains(out.String(), `"modelAssumed": `) {
+					t.Errorf("model %q modelAssumed %v, want %q %v", rep.Model, rep.ModelAssumed, gcresult.Distribution28, tc.assumed)
 				}
 			} else {
 				first, _, _ := strings.Cut(out.String(), "\n")
