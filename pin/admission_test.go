@@ -9,6 +9,7 @@ import (
 
 	"github.com/regcheck/regcheck/admission"
 	"github.com/regcheck/regcheck/artifacts"
+	"github.com/regcheck/regcheck/results/pinresult"
 	"github.com/regcheck/regcheck/yamlfile"
 )
 
@@ -62,7 +63,7 @@ func TestRunRefusesUnsigned(t *testing.T) {
 	if string(r.Files[0].New) != string(r.Files[0].Old) {
 		t.Errorf("pinned a digest admission refuses:\n%s", r.Files[0].New)
 	}
-	b := findingsOf(r, KindBroken)
+	b := findingsOf(r, pinresult.KindBroken)
 	if len(b) != 1 {
 		t.Fatalf("broken findings %+v, want one", r.Findings)
 	}

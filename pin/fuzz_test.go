@@ -10,6 +10,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/regcheck/regcheck/results/pinresult"
 	"github.com/regcheck/regcheck/yamlfile"
 )
 
@@ -49,7 +50,7 @@ func FuzzRewrite(f *testing.F) {
 
 // checkRewrite runs rewrite and checks the properties FuzzRewrite states.
 // It returns the changes made.
-func checkRewrite(t *testing.T, name string, data []byte, o options) []Change {
+func checkRewrite(t *testing.T, name string, data []byte, o options) []pinresult.Change {
 	t.Helper()
 	out, changes, edits, err := rewrite(name, data, fakeLookup, o)
 	if err != nil {
@@ -85,7 +86,7 @@ func checkRewrite(t *testing.T, name string, data []byte, o options) []Change {
 		t.Fatalf("second pass: %v\n%q", err, out)
 	}
 	if !bytes.Equal(again, out) {
-		t.Fatalf("second pass changed the file:\n%s", Diff(name, out, again))
+		t.Fatalf("second pass changed the file:\n%s", pinresult.Diff(name, out, again))
 	}
 	for _, c := range changes2 {
 		if c.Skipped == "" {

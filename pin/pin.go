@@ -13,40 +13,9 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/regcheck/regcheck/imageref"
+	"github.com/regcheck/regcheck/results/pinresult"
 	"github.com/regcheck/regcheck/yamlfile"
 )
-
-// Change is one edit Rewrite made, or would have made but could not (see
-// Skipped).
-type Change struct {
-	File                  string
-	Line                  int // 1-based line of the edited value
-	Kind, Namespace, Name string
-	Container             string
-	// Volume is, for an image volume's reference (volumes[].image), the
-	// volume's name; Container is then empty.
-	Volume string
-	// Field is "image" for a reference (for a kustomization, the images
-	// entry's effective reference, whose digest: was set; for an image
-	// volume, its reference:), "imagePullPolicy", or "pullPolicy" (an
-	// image volume's).
-	Field    string
-	Old, New string
-	// Skipped says why the edit was not made, for a value reached through a
-	// YAML alias or written in a form Rewrite does not edit (block scalar,
-	// escapes, a value split over lines). Empty when the edit was made.
-	Skipped string
-}
-
-// String formats c as "file:line: field old -> new", with the reason when
-// the edit was not made.
-func (c Change) String() string {
-	s := fmt.Sprintf("%s:%d: %s %s -> %s", c.File, c.Line, c.Field, c.Old, c.New)
-	if c.Skipped != "" {
-		s += " (not edited: " + c.Skipped + ")"
-	}
-	return s
-}
 
 // Lookup returns the digest to pin img to ("sha256:…"), or ok=false to
 // leave img as it is. Rewrite calls it once per reference it would pin,
@@ -76,7 +45,7 @@ var errInternal = errors.New("internal error, file left as is")
 // On error (the file does not parse, is a Helm template, or a lookup
 // fails) Rewrite returns nil and no changes: the file must be left as it
 // is. Errors name the file and, where known, the line.
-func Rewrite(name string, data []byte, lookup Lookup, opts ...Option) ([]byte, []Change, error) {
+func Rewrite(name string, data []byte, lookup Lookup, opts ...Option) ([]byte, []pinresult.Change, error) {
 	o, err := makeOptions(opts)
 	if err != nil {
 		return nil, nil, err
@@ -86,7 +55,7 @@ func Rewrite(name string, data []byte, lookup Lookup, opts ...Option) ([]byte, [
 }
 
 // rewrite is Rewrite, also returning the edits for tests.
-func rewrite(name string, data []byte, lookup Lookup, o options) ([]byte, []Change, []edit, error) {
+func rewrite(name string, data []byte, lookup Lookup, o options) ([]byte, []pinresult.Change, []edit, error) {
 	sites, err := yamlfile.Sites(name, data)
 	if err != nil {
 		return nil, nil, nil, err
@@ -134,14 +103,14 @@ type rewriting struct {
 	t       *text
 	o       options
 	edits   []edit
-	changes []Change
+	changes []pinresult.Change
 	want    []yamlfile.Image // each site as it must read after the edits
 }
 
 // pin pins site s to digest d, and sets its pull policy (WithPullPolicy);
 // want is what s must read afterwards.
 func (rw *rewriting) pin(want *yamlfile.Image, s yamlfile.Site, d string) {
-	c := Change{
+	c := pinresult.Change{
 		File: rw.name, Line: s.Line, Kind: s.Kind, Namespace: s.Namespace, Name: s.Name,
 		Container: s.Container, Field: "image", Old: s.Ref,
 	}
@@ -179,7 +148,7 @@ func (rw *rewriting) pin(want *yamlfile.Image, s yamlfile.Site, d string) {
 
 // pullPolicy rewrites the "imagePullPolicy: Always" of the container (the
 // "pullPolicy: Always" of the image volume) whose image change c made.
-func (rw *rewriting) pullPolicy(want *yamlfile.Image, s yamlfile.Site, c Change) {
+func (rw *rewriting) pullPolicy(want *yamlfile.Image, s yamlfile.Site, c pinresult.Change) {
 	c.Field, c.Old, c.New = "imagePullPolicy", "Always", rw.o.pullPolicy
 	if s.Field == yamlfile.FieldImageVolumes {
 		c.Field = "pullPolicy"
@@ -340,19 +309,13 @@ func slot(img yamlfile.Image) string {
 	return "container " + img.Container
 }
 
-// Pinned reports whether ref is a valid reference with a digest.
-func Pinned(ref string) bool {
-	r, err := parse(ref)
-	return err == nil && r.Pinned()
-}
-
 // Check returns the images that are not pinned to a digest (including
 // invalid references, which cannot be), for a --check mode that fails
 // when a manifest would change.
 func Check(images []yamlfile.Image) []yamlfile.Image {
 	var out []yamlfile.Image
 	for _, img := range images {
-		if !Pinned(img.Ref) {
+		if !pinresult.Pinned(img.Ref) {
 			out = append(out, img)
 		}
 	}

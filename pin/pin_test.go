@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/regcheck/regcheck/imageref"
+	"github.com/regcheck/regcheck/results/pinresult"
 	"github.com/regcheck/regcheck/yamlfile"
 )
 
@@ -89,7 +90,7 @@ func TestRewriteGolden(t *testing.T) {
 				t.Fatalf("second Rewrite: %v", err)
 			}
 			if !bytes.Equal(again, out) {
-				t.Errorf("second Rewrite changed the file:\n%s", Diff(name, out, again))
+				t.Errorf("second Rewrite changed the file:\n%s", pinresult.Diff(name, out, again))
 			}
 			for _, c := range changes2 {
 				if c.Skipped == "" {
@@ -113,7 +114,7 @@ func golden(t *testing.T, path string, got []byte) {
 		t.Fatalf("%v (run go test -update)", err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs (run go test -update):\n%s", path, Diff(path, want, got))
+		t.Errorf("%s differs (run go test -update):\n%s", path, pinresult.Diff(path, want, got))
 	}
 }
 
@@ -255,8 +256,8 @@ func TestSpacedReference(t *testing.T) {
 	for _, ref := range []string{" nginx:1", "nginx:1 ", "\tnginx@" + d, " nginx:1@" + d + " "} {
 		t.Run(ref, func(t *testing.T) {
 			t.Parallel()
-			if Pinned(ref) || wants(ref, true) {
-				t.Errorf("Pinned %v, wants %v; want neither", Pinned(ref), wants(ref, true))
+			if pinresult.Pinned(ref) || wants(ref, true) {
+				t.Errorf("Pinned %v, wants %v; want neither", pinresult.Pinned(ref), wants(ref, true))
 			}
 			data := fmt.Sprintf("kind: Pod\nspec:\n  containers:\n    - name: c\n      image: %q\n", ref)
 			out, changes, err := Rewrite("pod.yaml", []byte(data), fakeLookup, WithUpdate())
@@ -272,8 +273,8 @@ func TestSpacedReference(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := fmt.Sprintf("%q is not a valid image reference: invalid reference format", ref)
-			if len(r.Findings) != 1 || r.Findings[0].Kind != KindInvalid || r.Findings[0].Message != want {
-				t.Errorf("findings %v, want one %s: %s", r.Findings, KindInvalid, want)
+			if len(r.Findings) != 1 || r.Findings[0].Kind != pinresult.KindInvalid || r.Findings[0].Message != want {
+				t.Errorf("findings %v, want one %s: %s", r.Findings, pinresult.KindInvalid, want)
 			}
 		})
 	}

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/regcheck/regcheck/imageref"
+	"github.com/regcheck/regcheck/results/pinresult"
 	"github.com/regcheck/regcheck/scan"
 	"github.com/regcheck/regcheck/types"
 	"github.com/regcheck/regcheck/walk"
@@ -377,8 +378,8 @@ func (p *planner) lookup(img yamlfile.Image) (string, bool, error) {
 }
 
 // findings are the findings at each of imgs that has a site.
-func (p *planner) findings(imgs []yamlfile.Image) []Finding {
-	var out []Finding
+func (p *planner) findings(imgs []yamlfile.Image) []pinresult.Finding {
+	var out []pinresult.Finding
 	for _, img := range imgs {
 		if s := p.sites[img]; s != nil {
 			out = append(out, s.findings(img)...)
@@ -388,57 +389,57 @@ func (p *planner) findings(imgs []yamlfile.Image) []Finding {
 }
 
 // findings are the site's findings at img.
-func (s *site) findings(img yamlfile.Image) []Finding {
+func (s *site) findings(img yamlfile.Image) []pinresult.Finding {
 	if s.pl != nil {
 		return s.pl.findings(img)
 	}
-	f := Finding{Kind: KindUnresolved, File: img.File, Line: img.Line, Ref: img.Ref}
+	f := pinresult.Finding{Kind: pinresult.KindUnresolved, File: img.File, Line: img.Line, Ref: img.Ref}
 	what := fmt.Sprintf("%s %s %s", img.Kind, path.Join(img.Namespace, img.Name), slot(img))
 	var amb *AmbiguousError
 	switch {
 	case errors.Is(s.err, ErrNoRecord):
-		f.Kind, f.Message = KindNoRecord, fmt.Sprintf("no running digest recorded for %s; %s left as is", what, img.Ref)
+		f.Kind, f.Message = pinresult.KindNoRecord, fmt.Sprintf("no running digest recorded for %s; %s left as is", what, img.Ref)
 	case errors.As(s.err, &amb):
-		f.Kind, f.Message = KindAmbiguous, fmt.Sprintf("which digest runs %s is ambiguous: %v; %s left as is", what, s.err, img.Ref)
+		f.Kind, f.Message = pinresult.KindAmbiguous, fmt.Sprintf("which digest runs %s is ambiguous: %v; %s left as is", what, s.err, img.Ref)
 	default:
 		f.Message = fmt.Sprintf("running digest of %s: %v; %s left as is", what, s.err, img.Ref)
 	}
-	return []Finding{f}
+	return []pinresult.Finding{f}
 }
 
 // findings are the plan's findings at one use. A refusal names no flag:
 // Config.AllowBroken pins a broken tree anyway (KindBroken), a Config with
 // no Running pins by tag (KindPlatform); a command names its own flags.
-func (pl *plan) findings(img yamlfile.Image) []Finding {
-	f := func(k Kind, msg string) Finding {
-		return Finding{Kind: k, File: img.File, Line: img.Line, Ref: img.Ref, Digest: pl.digest, Message: msg}
+func (pl *plan) findings(img yamlfile.Image) []pinresult.Finding {
+	f := func(k pinresult.Kind, msg string) pinresult.Finding {
+		return pinresult.Finding{Kind: k, File: img.File, Line: img.Line, Ref: img.Ref, Digest: pl.digest, Message: msg}
 	}
-	var out []Finding
+	var out []pinresult.Finding
 	switch {
 	case !pl.change:
 	case pl.platform != "":
-		out = append(out, f(KindPlatform, fmt.Sprintf("the runtime reports %s, a platform manifest; %s points at index %s, which does not list it: "+
+		out = append(out, f(pinresult.KindPlatform, fmt.Sprintf("the runtime reports %s, a platform manifest; %s points at index %s, which does not list it: "+
 			"the index it came from is no longer what the tag points at. %s left as is (pin by tag)",
 			pl.running, cmp.Or(pl.tag, pl.norm), pl.platform, img.Ref)))
 	case pl.fault != "":
-		out = append(out, f(KindUnresolved, fmt.Sprintf("%s left as is: %s", img.Ref, pl.fault)))
+		out = append(out, f(pinresult.KindUnresolved, fmt.Sprintf("%s left as is: %s", img.Ref, pl.fault)))
 	case pl.verdict == types.Broken && len(pl.refused) > 0:
-		out = append(out, f(KindBroken, fmt.Sprintf("refusing to pin %s to %s: the image is whole, but an enforcing image policy would refuse it (%s); "+
+		out = append(out, f(pinresult.KindBroken, fmt.Sprintf("refusing to pin %s to %s: the image is whole, but an enforcing image policy would refuse it (%s); "+
 			"sign the digest again (cosign sign, or cosign attest for an attestation) and push what the policy requires, then pin; left as is",
 			img.Ref, pl.digest, strings.Join(pl.refused, "; "))))
 	case pl.verdict == types.Broken:
-		out = append(out, f(KindBroken, fmt.Sprintf("refusing to pin %s to %s, whose tree is broken (%s); left as is",
+		out = append(out, f(pinresult.KindBroken, fmt.Sprintf("refusing to pin %s to %s, whose tree is broken (%s); left as is",
 			img.Ref, pl.digest, strings.Join(pl.problems, "; "))))
 	case pl.verdict == types.Unknown:
-		out = append(out, f(KindUnverified, fmt.Sprintf("pinned %s to %s, but the walk was incomplete: %s", img.Ref, pl.digest, strings.Join(pl.problems, "; "))))
+		out = append(out, f(pinresult.KindUnverified, fmt.Sprintf("pinned %s to %s, but the walk was incomplete: %s", img.Ref, pl.digest, strings.Join(pl.problems, "; "))))
 	case pl.verdict == types.AtRisk:
-		out = append(out, f(KindAtRisk, fmt.Sprintf("pinned %s to %s: %s", img.Ref, pl.digest, strings.Join(pl.problems, "; "))))
+		out = append(out, f(pinresult.KindAtRisk, fmt.Sprintf("pinned %s to %s: %s", img.Ref, pl.digest, strings.Join(pl.problems, "; "))))
 	}
 	if pl.untagged {
-		out = append(out, f(KindUntagged, fmt.Sprintf("no tag points at %s any more: a registry GC that deletes untagged manifests will delete it; tag it, or re-pin", pl.digest)))
+		out = append(out, f(pinresult.KindUntagged, fmt.Sprintf("no tag points at %s any more: a registry GC that deletes untagged manifests will delete it; tag it, or re-pin", pl.digest)))
 	}
 	if pl.gcErr != "" {
-		out = append(out, f(KindUnresolved, "could not check that a tag keeps "+pl.digest+": "+pl.gcErr))
+		out = append(out, f(pinresult.KindUnresolved, "could not check that a tag keeps "+pl.digest+": "+pl.gcErr))
 	}
 	return out
 }

@@ -15,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/regcheck/regcheck/render"
+	"github.com/regcheck/regcheck/results/pinresult"
 	"github.com/regcheck/regcheck/yamlfile"
 )
 
@@ -61,8 +62,8 @@ func (u renderedUse) what() string {
 // checkRendered reports every rendered reference that is not pinned
 // (KindUnpinned, with why pin cannot pin it where that is so) or cannot
 // be (KindInvalid), at the place that sets it.
-func (c Config) checkRendered(uses []renderedUse) []Finding {
-	var out []Finding
+func (c Config) checkRendered(uses []renderedUse) []pinresult.Finding {
+	var out []pinresult.Finding
 	seen := map[yamlfile.Image]bool{}
 	for _, u := range uses {
 		if seen[u.Image] {
@@ -70,11 +71,11 @@ func (c Config) checkRendered(uses []renderedUse) []Finding {
 		}
 		seen[u.Image] = true
 		ref, err := parse(u.Ref)
-		f := Finding{Kind: KindUnpinned, File: u.File, Line: u.Line, Ref: u.Ref,
+		f := pinresult.Finding{Kind: pinresult.KindUnpinned, File: u.File, Line: u.Line, Ref: u.Ref,
 			Message: fmt.Sprintf("%s is not pinned to a digest (%s)", u.Ref, u.what())}
 		switch {
 		case err != nil:
-			f.Kind, f.Message = KindInvalid, fmt.Sprintf("%q is not a valid image reference: %v (%s)", u.Ref, errors.Unwrap(err), u.what())
+			f.Kind, f.Message = pinresult.KindInvalid, fmt.Sprintf("%q is not a valid image reference: %v (%s)", u.Ref, errors.Unwrap(err), u.what())
 		case ref.Pinned():
 			continue
 		case u.Origin.Edit == nil:
@@ -102,7 +103,7 @@ type place struct {
 // pinRendered pins the rendered images where they are set, after
 // rendering every app again with the edits; the findings of their plans
 // and the changes go into r.
-func (c Config) pinRendered(r *Report, trees []*render.Tree, uses []renderedUse, p *planner) {
+func (c Config) pinRendered(r *pinresult.Report, trees []*render.Tree, uses []renderedUse, p *planner) {
 	seen := map[yamlfile.Image]bool{}
 	for _, u := range uses {
 		if !seen[u.Image] {
@@ -129,7 +130,7 @@ func (c Config) pinRendered(r *Report, trees []*render.Tree, uses []renderedUse,
 // targets groups the uses to pin by the place each is set. A use pin
 // must not edit, and a place that sets images pinned to different
 // digests, are findings.
-func (c Config) targets(r *Report, uses []renderedUse, p *planner) []*place {
+func (c Config) targets(r *pinresult.Report, uses []renderedUse, p *planner) []*place {
 	byPlace := map[render.Edit]*place{}
 	var order []*place
 	for _, u := range uses {
@@ -138,14 +139,14 @@ func (c Config) targets(r *Report, uses []renderedUse, p *planner) []*place {
 			continue
 		}
 		if u.Origin.Edit == nil {
-			r.Findings = append(r.Findings, Finding{Kind: KindNotEdited, File: u.File, Line: u.Line, Ref: u.Ref, Digest: d,
+			r.Findings = append(r.Findings, pinresult.Finding{Kind: pinresult.KindNotEdited, File: u.File, Line: u.Line, Ref: u.Ref, Digest: d,
 				Message: fmt.Sprintf("%s not pinned (%s): %s", u.Ref, u.what(), u.Origin.Why)})
 			continue
 		}
 		e := *u.Origin.Edit
 		e.File = filepath.Clean(e.File)
 		if !c.inTree(u.tree, e.File) {
-			r.Findings = append(r.Findings, Finding{Kind: KindNotEdited, File: e.File, Line: e.Line, Ref: u.Ref, Digest: d,
+			r.Findings = append(r.Findings, pinresult.Finding{Kind: pinresult.KindNotEdited, File: e.File, Line: e.Line, Ref: u.Ref, Digest: d,
 				Message: fmt.Sprintf("%s not pinned (%s): it is set in %s, outside %s, where kustomizations or charts pin does not see may use it: pin a folder that holds them all",
 					u.Ref, u.what(), e.File, u.tree.Root)})
 			continue
@@ -171,7 +172,7 @@ func (c Config) targets(r *Report, uses []renderedUse, p *planner) []*place {
 			parts = append(parts, fmt.Sprintf("%s (%s) to %s", u.Ref, u.what(), d))
 		}
 		for _, u := range t.uses {
-			r.Findings = append(r.Findings, Finding{Kind: KindNotEdited, File: u.File, Line: u.Line, Ref: u.Ref,
+			r.Findings = append(r.Findings, pinresult.Finding{Kind: pinresult.KindNotEdited, File: u.File, Line: u.Line, Ref: u.Ref,
 				Message: fmt.Sprintf("%s not pinned: this one place sets images that pin to different digests: %s", u.Ref, strings.Join(parts, "; "))})
 		}
 		return true
@@ -203,7 +204,7 @@ func (c Config) inTree(t *render.Tree, file string) bool {
 
 // editFiles computes every file's new bytes for targets. A place whose
 // edit fails its file's check is returned, to be dropped.
-func (c Config) editFiles(r *Report, targets []*place) (map[string]editedFile, *place) {
+func (c Config) editFiles(r *pinresult.Report, targets []*place) (map[string]editedFile, *place) {
 	byFile := map[string][]*place{}
 	var files []string
 	for _, t := range targets {
@@ -217,7 +218,7 @@ func (c Config) editFiles(r *Report, targets []*place) (map[string]editedFile, *
 		ts := byFile[file]
 		data, err := ts[0].uses[0].tree.Source(file)
 		if err != nil {
-			r.Findings = append(r.Findings, Finding{Kind: KindUnwritable, File: file, Message: err.Error()})
+			r.Findings = append(r.Findings, pinresult.Finding{Kind: pinresult.KindUnwritable, File: file, Message: err.Error()})
 			return nil, ts[0]
 		}
 		ef := editedFile{root: ts[0].uses[0].tree.Root, old: data}
@@ -225,7 +226,7 @@ func (c Config) editFiles(r *Report, targets []*place) (map[string]editedFile, *
 		ef.new, failed, err = c.editFile(file, data, ts)
 		if err != nil {
 			for _, u := range failed.uses {
-				r.Findings = append(r.Findings, Finding{Kind: KindNotEdited, File: u.File, Line: u.Line, Ref: u.Ref, Digest: failed.digest,
+				r.Findings = append(r.Findings, pinresult.Finding{Kind: pinresult.KindNotEdited, File: u.File, Line: u.Line, Ref: u.Ref, Digest: failed.digest,
 					Message: fmt.Sprintf("%s not edited: %v; pin it by hand", u.Ref, err)})
 			}
 			return nil, failed
@@ -293,7 +294,7 @@ func (c Config) editFile(file string, data []byte, ts []*place) ([]byte, *place,
 // renderAgain renders every app of trees with the edited files and
 // returns the targets whose app renders more than its images changed, or
 // an image otherwise than pinned (findings say which).
-func (c Config) renderAgain(r *Report, trees []*render.Tree, targets []*place, files map[string]editedFile) []*place {
+func (c Config) renderAgain(r *pinresult.Report, trees []*render.Tree, targets []*place, files map[string]editedFile) []*place {
 	edited := map[string][]byte{}
 	for p, ef := range files {
 		edited[p] = ef.new
@@ -324,7 +325,7 @@ func (c Config) renderAgain(r *Report, trees []*render.Tree, targets []*place, f
 					if slices.ContainsFunc(tg.uses, func(u renderedUse) bool { return u.app == a }) {
 						drop = append(drop, tg)
 						for _, u := range tg.uses {
-							r.Findings = append(r.Findings, Finding{Kind: KindNotEdited, File: u.File, Line: u.Line, Ref: u.Ref, Digest: tg.digest,
+							r.Findings = append(r.Findings, pinresult.Finding{Kind: pinresult.KindNotEdited, File: u.File, Line: u.Line, Ref: u.Ref, Digest: tg.digest,
 								Message: fmt.Sprintf("%s not pinned: with the edit, %s renders otherwise: %v; left as is", u.Ref, a.Dir, err)})
 						}
 					}
@@ -366,7 +367,7 @@ func sameButPinned(a, b *render.App, want map[int]string) error {
 		return err
 	}
 	if !bytes.Equal(x, y) {
-		return fmt.Errorf("more than its images changes:\n%s", firstLines(Diff("rendered", x, y), 12))
+		return fmt.Errorf("more than its images changes:\n%s", firstLines(pinresult.Diff("rendered", x, y), 12))
 	}
 	return nil
 }
@@ -412,19 +413,19 @@ func firstLines(b []byte, n int) string {
 
 // writeRendered records the edited files in r, and with Write replaces
 // them; one Change per place edited.
-func (c Config) writeRendered(r *Report, targets []*place, files map[string]editedFile) {
-	written := map[string]*Finding{}
+func (c Config) writeRendered(r *pinresult.Report, targets []*place, files map[string]editedFile) {
+	written := map[string]*pinresult.Finding{}
 	for _, p := range slices.Sorted(maps.Keys(files)) {
 		ef := files[p]
-		i := slices.IndexFunc(r.Files, func(f File) bool { return filepath.Clean(f.Path) == p })
+		i := slices.IndexFunc(r.Files, func(f pinresult.File) bool { return filepath.Clean(f.Path) == p })
 		if i < 0 {
-			r.Files = append(r.Files, File{Path: p, Old: ef.old})
+			r.Files = append(r.Files, pinresult.File{Path: p, Old: ef.old})
 			i = len(r.Files) - 1
 		}
 		f := &r.Files[i]
 		if f.Changed() {
 			// A values file that is a manifest too, and was pinned as one.
-			written[p] = &Finding{Kind: KindNotEdited, File: p, Message: "pinned as a manifest already; its values are left as is: run pin again"}
+			written[p] = &pinresult.Finding{Kind: pinresult.KindNotEdited, File: p, Message: "pinned as a manifest already; its values are left as is: run pin again"}
 			r.Findings = append(r.Findings, *written[p])
 			continue
 		}
@@ -439,7 +440,7 @@ func (c Config) writeRendered(r *Report, targets []*place, files map[string]edit
 	}
 	for _, t := range targets {
 		u := t.uses[0]
-		ch := Change{File: t.edit.File, Line: cmp.Or(t.edit.Line, u.Line), Kind: u.Kind, Namespace: u.Namespace, Name: u.Name,
+		ch := pinresult.Change{File: t.edit.File, Line: cmp.Or(t.edit.Line, u.Line), Kind: u.Kind, Namespace: u.Namespace, Name: u.Name,
 			Container: u.Container, Field: "image", Old: u.Ref, New: withDigest(u.Ref, t.digest)}
 		if u.Field == yamlfile.FieldImageVolumes {
 			ch.Container, ch.Volume = "", u.Container

@@ -12,6 +12,7 @@ import (
 
 	"github.com/regcheck/regcheck/imageref"
 	"github.com/regcheck/regcheck/render"
+	"github.com/regcheck/regcheck/results/pinresult"
 )
 
 // renderTree is the tree of kustomizations and charts the render tests
@@ -100,7 +101,7 @@ func TestRunRendered(t *testing.T) {
 			t.Fatal(err)
 		}
 		if got != string(want) {
-			t.Errorf("%s:\n%s", p, Diff(p, want, []byte(got)))
+			t.Errorf("%s:\n%s", p, pinresult.Diff(p, want, []byte(got)))
 		}
 	}
 	slices.Sort(changed)
@@ -330,9 +331,9 @@ func TestRunRenderedRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var outside []Finding
+	var outside []pinresult.Finding
 	for _, f := range r.Findings {
-		if f.Kind == KindNotEdited && strings.Contains(f.Message, "outside "+filepath.Join(dir, "k", "overlay")) {
+		if f.Kind == pinresult.KindNotEdited && strings.Contains(f.Message, "outside "+filepath.Join(dir, "k", "overlay")) {
 			outside = append(outside, f)
 		}
 	}
@@ -378,7 +379,7 @@ func TestRunRenderedRemoteBase(t *testing.T) {
 	if want := "    newTag: v2\n    digest: " + api + "\n"; !strings.HasSuffix(string(got), want) || len(r.Changes) != 1 {
 		t.Errorf("got\n%s\nwant it to end\n%s\n%v %v", got, want, r.Changes, r.Findings)
 	}
-	if len(r.Findings) != 1 || r.Findings[0].Kind != KindLeftOut {
+	if len(r.Findings) != 1 || r.Findings[0].Kind != pinresult.KindLeftOut {
 		t.Errorf("findings %v, want the remote base left out", r.Findings)
 	}
 }

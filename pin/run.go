@@ -1,7 +1,6 @@
 package pin
 
 import (
-	"bytes"
 	stdctx "context"
 	"errors"
 	"fmt"
@@ -13,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/regcheck/regcheck/render"
+	"github.com/regcheck/regcheck/results/pinresult"
 	"github.com/regcheck/regcheck/scan"
 	"github.com/regcheck/regcheck/types"
 	"github.com/regcheck/regcheck/yamlfile"
@@ -70,40 +70,7 @@ type Config struct {
 	// Problems are findings met before Run, such as an image policy that
 	// could not be read (KindPolicyUnread): Run reports them first, and
 	// pins the rest as it would without them.
-	Problems []Finding
-}
-
-// File is one file Run read. New differs from Old when Run changed (or
-// would change) it.
-type File struct {
-	Path     string
-	Old, New []byte
-}
-
-// Changed reports whether the file was, or would be, edited.
-func (f File) Changed() bool { return f.New != nil && !bytes.Equal(f.Old, f.New) }
-
-// Report is what Run did.
-type Report struct {
-	Files    []File
-	Changes  []Change // in file order; a Change with Skipped set was not made
-	Findings []Finding
-	// Requests counts the registry requests sent, by host, kind and status.
-	Requests []types.RequestCount
-	// Written is set when Run wrote the files it changed (Config.Write);
-	// otherwise Files hold what they would become.
-	Written bool
-}
-
-// Changed returns the files that were, or would be, edited.
-func (r *Report) Changed() []File {
-	var out []File
-	for _, f := range r.Files {
-		if f.Changed() {
-			out = append(out, f)
-		}
-	}
-	return out
+	Problems []pinresult.Finding
 }
 
 // Run pins the image references in the files and folders under roots
@@ -119,7 +86,7 @@ func (r *Report) Changed() []File {
 // tag gains @digest, or the digest key the template uses is set). Every
 // app is rendered again with the edits, before anything is written: an
 // edit that changes more than the images it pins is not made.
-func Run(ctx stdctx.Context, roots []string, c Config) (*Report, error) {
+func Run(ctx stdctx.Context, roots []string, c Config) (*pinresult.Report, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
@@ -150,8 +117,8 @@ func Run(ctx stdctx.Context, roots []string, c Config) (*Report, error) {
 // read reads and parses the manifest files of trees no kustomization or
 // chart owns. A file that cannot be read or parsed is a finding, and is
 // left out; so is each problem the tree's walk and render met.
-func (c Config) read(trees []*render.Tree) (*Report, []parsedFile) {
-	r := &Report{}
+func (c Config) read(trees []*render.Tree) (*pinresult.Report, []parsedFile) {
+	r := &pinresult.Report{}
 	var parsed []parsedFile
 	for _, t := range trees {
 		root := t.Root
@@ -167,7 +134,7 @@ func (c Config) read(trees []*render.Tree) (*Report, []parsedFile) {
 				r.Findings = append(r.Findings, parseFinding(p, err))
 				continue
 			}
-			r.Files = append(r.Files, File{Path: p, Old: data})
+			r.Files = append(r.Files, pinresult.File{Path: p, Old: data})
 			parsed = append(parsed, parsedFile{root: root, path: p, data: data, imgs: imgs})
 		}
 	}
@@ -176,19 +143,19 @@ func (c Config) read(trees []*render.Tree) (*Report, []parsedFile) {
 
 // check reports every wanted reference that is not pinned (KindUnpinned)
 // or cannot be (KindInvalid), asking no registry.
-func (c Config) check(parsed []parsedFile) []Finding {
-	var out []Finding
+func (c Config) check(parsed []parsedFile) []pinresult.Finding {
+	var out []pinresult.Finding
 	for _, pf := range parsed {
 		for _, img := range pf.imgs {
 			if !c.wanted(img) {
 				continue
 			}
 			ref, err := parse(img.Ref)
-			f := Finding{Kind: KindUnpinned, File: img.File, Line: img.Line, Ref: img.Ref,
+			f := pinresult.Finding{Kind: pinresult.KindUnpinned, File: img.File, Line: img.Line, Ref: img.Ref,
 				Message: fmt.Sprintf("%s is not pinned to a digest", img.Ref)}
 			switch {
 			case err != nil:
-				f.Kind, f.Message = KindInvalid, fmt.Sprintf("%q is not a valid image reference: %v", img.Ref, errors.Unwrap(err))
+				f.Kind, f.Message = pinresult.KindInvalid, fmt.Sprintf("%q is not a valid image reference: %v", img.Ref, errors.Unwrap(err))
 			case ref.Pinned():
 				continue
 			}
@@ -201,15 +168,15 @@ func (c Config) check(parsed []parsedFile) []Finding {
 // edit rewrites the file pf with the digests lookup gives and, with Write,
 // replaces it (see replace). Its findings and changes go into r, its new
 // contents into f (nil when it was to be written and was not).
-func (c Config) edit(r *Report, f *File, pf parsedFile, lookup Lookup) {
+func (c Config) edit(r *pinresult.Report, f *pinresult.File, pf parsedFile, lookup Lookup) {
 	out, changes, err := Rewrite(pf.path, pf.data, lookup, c.options()...)
 	if err != nil {
-		r.Findings = append(r.Findings, Finding{Kind: KindUnwritable, File: pf.path, Message: err.Error()})
+		r.Findings = append(r.Findings, pinresult.Finding{Kind: pinresult.KindUnwritable, File: pf.path, Message: err.Error()})
 		return
 	}
 	for _, ch := range changes {
 		if ch.Skipped != "" {
-			r.Findings = append(r.Findings, Finding{Kind: KindNotEdited, File: ch.File, Line: ch.Line, Ref: ch.Old,
+			r.Findings = append(r.Findings, pinresult.Finding{Kind: pinresult.KindNotEdited, File: ch.File, Line: ch.Line, Ref: ch.Old,
 				Message: fmt.Sprintf("%s %s not edited: %s; pin it by hand to %s", ch.Field, ch.Old, ch.Skipped, ch.New)})
 		}
 	}
@@ -268,20 +235,20 @@ func (c Config) wanted(img yamlfile.Image) bool {
 
 // readFinding reports a file yamlfile.ReadFile did not read: skipped when
 // it is not a regular file, else unwritable.
-func readFinding(file string, err error) Finding {
+func readFinding(file string, err error) pinresult.Finding {
 	var skip *yamlfile.SkipError
 	if errors.As(err, &skip) {
-		return Finding{Kind: KindSkipped, File: file, Message: skip.Reason}
+		return pinresult.Finding{Kind: pinresult.KindSkipped, File: file, Message: skip.Reason}
 	}
-	return Finding{Kind: KindUnwritable, File: file, Message: err.Error()}
+	return pinresult.Finding{Kind: pinresult.KindUnwritable, File: file, Message: err.Error()}
 }
 
-func parseFinding(file string, err error) Finding {
+func parseFinding(file string, err error) pinresult.Finding {
 	var skip *yamlfile.SkipError
 	if errors.As(err, &skip) {
-		return Finding{Kind: KindTemplate, File: file, Message: "skipped: " + skip.Reason}
+		return pinresult.Finding{Kind: pinresult.KindTemplate, File: file, Message: "skipped: " + skip.Reason}
 	}
-	f := Finding{Kind: KindUnparseable, File: file, Message: err.Error()}
+	f := pinresult.Finding{Kind: pinresult.KindUnparseable, File: file, Message: err.Error()}
 	var pe *yamlfile.ParseError
 	if errors.As(err, &pe) {
 		f.Line, f.Message = pe.Line, "skipped, left as is: "+pe.Msg
@@ -292,19 +259,19 @@ func parseFinding(file string, err error) Finding {
 // treeFindings are the problems the walk of t (KindUnwritable) and its
 // render (KindUnrendered; KindLeftOut for what was left out on purpose)
 // met.
-func treeFindings(t *render.Tree) []Finding {
-	var out []Finding
+func treeFindings(t *render.Tree) []pinresult.Finding {
+	var out []pinresult.Finding
 	for _, err := range t.Errs {
-		f := Finding{Kind: KindUnwritable, File: t.Root, Message: err.Error()}
+		f := pinresult.Finding{Kind: pinresult.KindUnwritable, File: t.Root, Message: err.Error()}
 		var (
 			pe *fs.PathError
 			re *render.Error
 		)
 		switch {
 		case errors.As(err, &re):
-			f.Kind, f.File, f.Line, f.Message = KindUnrendered, re.File, re.Line, re.Msg
+			f.Kind, f.File, f.Line, f.Message = pinresult.KindUnrendered, re.File, re.Line, re.Msg
 			if re.Notice {
-				f.Kind = KindLeftOut
+				f.Kind = pinresult.KindLeftOut
 			}
 		case errors.As(err, &pe):
 			f.File = pe.Path

@@ -20,6 +20,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/regcheck/regcheck/results/pinresult"
 	"github.com/regcheck/regcheck/scan"
 	"github.com/regcheck/regcheck/yamlfile"
 )
@@ -109,8 +110,8 @@ spec:
 `, name, ns, image)
 }
 
-func findingsOf(r *Report, k Kind) []Finding {
-	var out []Finding
+func findingsOf(r *pinresult.Report, k pinresult.Kind) []pinresult.Finding {
+	var out []pinresult.Finding
 	for _, f := range r.Findings {
 		if f.Kind == k {
 			out = append(out, f)
@@ -154,12 +155,12 @@ func TestRunRunningPerWorkload(t *testing.T) {
 	if len(r.Files) != 1 || string(r.Files[0].New) != want {
 		t.Errorf("pinned:\n%s\nwant:\n%s", r.Files[0].New, want)
 	}
-	nr := findingsOf(r, KindNoRecord)
+	nr := findingsOf(r, pinresult.KindNoRecord)
 	if len(nr) != 1 || !strings.Contains(nr[0].Message, "Deployment qa/api container app") || nr[0].Line != 11 {
 		t.Errorf("no-record findings %v, want one, for qa/api at line 11", nr)
 	}
 	// a is no longer tagged: reported where it is pinned, only there.
-	if ut := findingsOf(r, KindUntagged); len(ut) != 1 || ut[0].Digest != a || ut[0].Line != 23 {
+	if ut := findingsOf(r, pinresult.KindUntagged); len(ut) != 1 || ut[0].Digest != a || ut[0].Line != 23 {
 		t.Errorf("untagged findings %v, want one, for %s at line 23", ut, a)
 	}
 }
@@ -181,14 +182,14 @@ func TestRunPlatformDigest(t *testing.T) {
 		ref      string
 		running  string
 		want     string // the digest pinned, "" for none
-		findings []Kind
+		findings []pinresult.Kind
 	}{
 		{"child of the tag's index pins the index", host + "/multi:v1", multiKids[1], multi, nil},
 		{"the index itself", host + "/multi:v1", multi, multi, nil},
 		{"child of the index the tag moved to", host + "/moved:v1", movedKids[0], moved, nil},
-		{"child of an index the tag left", host + "/moved:v1", oldKids[0], "", []Kind{KindPlatform}},
-		{"the index the tag left", host + "/moved:v1", old, old, []Kind{KindUntagged}},
-		{"a single image the tag left", host + "/solo:v1", soloOld, soloOld, []Kind{KindUntagged}},
+		{"child of an index the tag left", host + "/moved:v1", oldKids[0], "", []pinresult.Kind{pinresult.KindPlatform}},
+		{"the index the tag left", host + "/moved:v1", old, old, []pinresult.Kind{pinresult.KindUntagged}},
+		{"a single image the tag left", host + "/solo:v1", soloOld, soloOld, []pinresult.Kind{pinresult.KindUntagged}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -210,14 +211,14 @@ func TestRunPlatformDigest(t *testing.T) {
 			if got := string(r.Files[0].New); got != want {
 				t.Errorf("got:\n%s\nwant:\n%s", got, want)
 			}
-			var kinds []Kind
+			var kinds []pinresult.Kind
 			for _, f := range r.Findings {
 				kinds = append(kinds, f.Kind)
 			}
 			if fmt.Sprint(kinds) != fmt.Sprint(tc.findings) {
 				t.Errorf("findings %v, want kinds %v", r.Findings, tc.findings)
 			}
-			if tc.findings != nil && tc.findings[0] == KindPlatform {
+			if tc.findings != nil && tc.findings[0] == pinresult.KindPlatform {
 				msg := r.Findings[0].Message
 				for _, s := range []string{tc.running, "platform manifest", moved, "pin by tag"} {
 					if !strings.Contains(msg, s) {
@@ -264,8 +265,8 @@ func TestRunWriteKeepsConcurrentEdit(t *testing.T) {
 	if got, _ := os.ReadFile(other); string(got) != testDeployment("default", "app", ref+"@"+d) {
 		t.Errorf("b.yaml not pinned:\n%s", got)
 	}
-	ch := findingsOf(r, KindChanged)
-	if len(ch) != 1 || ch[0].File != edited || len(r.Findings) != 1 || !KindChanged.Incomplete() {
+	ch := findingsOf(r, pinresult.KindChanged)
+	if len(ch) != 1 || ch[0].File != edited || len(r.Findings) != 1 || !pinresult.KindChanged.Incomplete() {
 		t.Errorf("findings %v, want one changed-on-disk for a.yaml", r.Findings)
 	}
 	if c := r.Changed(); len(c) != 1 || c[0].Path != other {

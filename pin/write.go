@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/regcheck/regcheck/internal/atomicfile"
+	"github.com/regcheck/regcheck/results/pinresult"
 )
 
 // WriteFile replaces the file at path with data atomically: it writes a
@@ -21,7 +22,7 @@ func WriteFile(path string, data []byte) error {
 // replace writes out over pf's file, only if the file still holds what Run
 // read (the walk may have taken minutes) and is writable (see writable).
 // It returns the finding that says why it did not, or nil.
-func (c Config) replace(pf parsedFile, out []byte) *Finding {
+func (c Config) replace(pf parsedFile, out []byte) *pinresult.Finding {
 	err := c.writable(pf.root, pf.path)
 	if err == nil {
 		err = atomicfile.Replace(pf.path, pf.data, out)
@@ -30,9 +31,9 @@ func (c Config) replace(pf parsedFile, out []byte) *Finding {
 	case err == nil:
 		return nil
 	case errors.Is(err, atomicfile.ErrChanged):
-		return &Finding{Kind: KindChanged, File: pf.path, Message: "changed since pin read it; left as is: run pin again"}
+		return &pinresult.Finding{Kind: pinresult.KindChanged, File: pf.path, Message: "changed since pin read it; left as is: run pin again"}
 	}
-	return &Finding{Kind: KindUnwritable, File: pf.path, Message: err.Error()}
+	return &pinresult.Finding{Kind: pinresult.KindUnwritable, File: pf.path, Message: err.Error()}
 }
 
 // writable refuses, unless FollowSymlinks, to write path when it resolves

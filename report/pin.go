@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/regcheck/regcheck/pin"
+	"github.com/regcheck/regcheck/results/pinresult"
 	"github.com/regcheck/regcheck/types"
 )
 
@@ -18,7 +18,7 @@ var PinCheckFormats = []string{"text", "json", "sarif", "github"}
 // skipped on purpose (Helm templates, files that are not regular) when the
 // format is not text, which shows them already, and a count of the
 // references not pinned.
-func PinCheck(out, notes io.Writer, format string, r *pin.Report) error {
+func PinCheck(out, notes io.Writer, format string, r *pinresult.Report) error {
 	var err error
 	switch format {
 	case "text":
@@ -38,9 +38,9 @@ func PinCheck(out, notes io.Writer, format string, r *pin.Report) error {
 	unpinned := 0
 	for _, fd := range r.Findings {
 		switch {
-		case fd.Kind == pin.KindUnpinned || fd.Kind == pin.KindInvalid:
+		case fd.Kind == pinresult.KindUnpinned || fd.Kind == pinresult.KindInvalid:
 			unpinned++
-		case format != "text" && (fd.Kind == pin.KindTemplate || fd.Kind == pin.KindSkipped):
+		case format != "text" && (fd.Kind == pinresult.KindTemplate || fd.Kind == pinresult.KindSkipped):
 			fmt.Fprintln(notes, Printable(fd.String()))
 		}
 	}
@@ -48,12 +48,12 @@ func PinCheck(out, notes io.Writer, format string, r *pin.Report) error {
 	return err
 }
 
-// Pin writes what a pin run did. On out: with pin.Report.Written, the
+// Pin writes what a pin run did. On out: with pinresult.Report.Written, the
 // changes made, one a line ("file:line: ref → ref@digest"); otherwise a
 // unified diff of each file that would change. On notes: in a preview, the
 // pins that would move (the diff shows them only as lines); then every
 // finding, and a summary with the registry requests sent.
-func Pin(out, notes io.Writer, r *pin.Report) error {
+func Pin(out, notes io.Writer, r *pinresult.Report) error {
 	if r.Written {
 		for _, ch := range r.Changes {
 			if ch.Skipped == "" {
@@ -65,12 +65,12 @@ func Pin(out, notes io.Writer, r *pin.Report) error {
 			// The path is escaped; the lines are the file's, which YAML
 			// keeps free of control characters (a file with one does
 			// not parse, so is never changed).
-			if _, err := out.Write(pin.Diff(Printable(file.Path), file.Old, file.New)); err != nil {
+			if _, err := out.Write(pinresult.Diff(Printable(file.Path), file.Old, file.New)); err != nil {
 				return err
 			}
 		}
 		for _, ch := range r.Changes {
-			if ch.Skipped == "" && pin.Pinned(ch.Old) {
+			if ch.Skipped == "" && pinresult.Pinned(ch.Old) {
 				fmt.Fprintln(notes, Printable(changeLine(ch)))
 			}
 		}
@@ -91,7 +91,7 @@ func Pin(out, notes io.Writer, r *pin.Report) error {
 }
 
 // pinFindings writes each finding on a line.
-func pinFindings(w io.Writer, findings []pin.Finding) error {
+func pinFindings(w io.Writer, findings []pinresult.Finding) error {
 	for _, fd := range findings {
 		if _, err := fmt.Fprintln(w, Printable(fd.String())); err != nil {
 			return err
@@ -101,24 +101,24 @@ func pinFindings(w io.Writer, findings []pin.Finding) error {
 }
 
 // pinJSON writes the findings as {"files": n, "findings": [...]}.
-func pinJSON(w io.Writer, r *pin.Report) error {
+func pinJSON(w io.Writer, r *pinresult.Report) error {
 	findings := r.Findings
 	if findings == nil {
-		findings = []pin.Finding{}
+		findings = []pinresult.Finding{}
 	}
 	return WriteJSON(w, struct {
-		Files    int           `json:"files"`
-		Findings []pin.Finding `json:"findings"`
+		Files    int                 `json:"files"`
+		Findings []pinresult.Finding `json:"findings"`
 	}{len(r.Files), findings})
 }
 
 // pinSARIF writes the findings as SARIF 2.1.0: one rule per pin kind, one
 // result per finding at its file and line; a finding of no file is a
 // notification of the run's invocation.
-func pinSARIF(w io.Writer, r *pin.Report) error {
+func pinSARIF(w io.Writer, r *pinresult.Report) error {
 	d := SARIFDriver{Name: "regcheck", Version: ToolVersion(), InformationURI: InformationURI}
-	index := map[pin.Kind]int{}
-	for i, k := range pin.Kinds {
+	index := map[pinresult.Kind]int{}
+	for i, k := range pinresult.Kinds {
 		d.Rules = append(d.Rules, SARIFRule{
 			ID: string(k), Name: string(k), ShortDescription: SARIFText{Text: k.Describe()},
 			DefaultConfiguration: SARIFConfiguration{Level: k.Level()},
@@ -146,7 +146,7 @@ func pinSARIF(w io.Writer, r *pin.Report) error {
 }
 
 // pinGitHub writes the findings as GitHub Actions annotations.
-func pinGitHub(w io.Writer, r *pin.Report) error {
+func pinGitHub(w io.Writer, r *pinresult.Report) error {
 	as := make([]Annotation, len(r.Findings))
 	for i, fd := range r.Findings {
 		as[i] = Annotation{Level: GitHubLevel(fd.Kind.Level()), File: fd.File, Line: fd.Line, Title: string(fd.Kind), Message: fd.Message}
@@ -156,7 +156,7 @@ func pinGitHub(w io.Writer, r *pin.Report) error {
 
 // changeLine is "file:line: ref → ref@digest", or for a moved pin
 // "file:line: repo:tag sha256:old → sha256:new".
-func changeLine(ch pin.Change) string {
+func changeLine(ch pinresult.Change) string {
 	oldName, oldDigest, moved := strings.Cut(ch.Old, "@")
 	_, newDigest, _ := strings.Cut(ch.New, "@")
 	switch {

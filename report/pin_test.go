@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/regcheck/regcheck/pin"
+	"github.com/regcheck/regcheck/results/pinresult"
 	"github.com/regcheck/regcheck/types"
 )
 
@@ -25,7 +25,7 @@ func TestChangeLine(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			got := changeLine(pin.Change{File: "f", Line: 3, Field: tc.field, Old: tc.old, New: tc.new})
+			got := changeLine(pinresult.Change{File: "f", Line: 3, Field: tc.field, Old: tc.old, New: tc.new})
 			if got != tc.want {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
@@ -58,20 +58,20 @@ func TestRequestSummary(t *testing.T) {
 
 // pinReport is a run that pinned one reference, moved another and found a
 // file it skipped, in a file whose name drives a terminal.
-func pinReport(written bool) *pin.Report {
+func pinReport(written bool) *pinresult.Report {
 	d1, d2 := "sha256:"+strings.Repeat("1", 64), "sha256:"+strings.Repeat("2", 64)
 	file := "k8s/\x1b[31mapp.yaml"
 	old := "a: nginx:1\nb: redis:7@" + d1 + "\n"
-	return &pin.Report{
-		Files: []pin.File{{Path: file, Old: []byte(old), New: []byte("a: nginx:1@" + d2 + "\nb: redis:7@" + d2 + "\n")}},
-		Changes: []pin.Change{
+	return &pinresult.Report{
+		Files: []pinresult.File{{Path: file, Old: []byte(old), New: []byte("a: nginx:1@" + d2 + "\nb: redis:7@" + d2 + "\n")}},
+		Changes: []pinresult.Change{
 			{File: file, Line: 1, Field: "image", Old: "nginx:1", New: "nginx:1@" + d2},
 			{File: file, Line: 2, Field: "image", Old: "redis:7@" + d1, New: "redis:7@" + d2},
 			{File: file, Line: 3, Field: "image", Old: "skipme:1", New: "skipme:1@" + d2, Skipped: "reached through a YAML alias"},
 		},
-		Findings: []pin.Finding{
-			{Kind: pin.KindTemplate, File: "chart/\x9b2Jt.yaml", Message: "skipped: Helm template"},
-			{Kind: pin.KindUnpinned, File: file, Line: 1, Ref: "nginx:1", Message: "nginx:1 is not pinned to a digest"},
+		Findings: []pinresult.Finding{
+			{Kind: pinresult.KindTemplate, File: "chart/\x9b2Jt.yaml", Message: "skipped: Helm template"},
+			{Kind: pinresult.KindUnpinned, File: file, Line: 1, Ref: "nginx:1", Message: "nginx:1 is not pinned to a digest"},
 		},
 		Requests: []types.RequestCount{{Host: "r", Kind: "manifest-head", Status: "200", Count: 2}},
 		Written:  written,
@@ -150,15 +150,15 @@ func TestPinCheck(t *testing.T) {
 			case "json":
 				var doc struct {
 					Files    int
-					Findings []pin.Finding
+					Findings []pinresult.Finding
 				}
-				if err := json.Unmarshal(out.Bytes(), &doc); err != nil || doc.Files != 1 || len(doc.Findings) != 2 || doc.Findings[1].Kind != pin.KindUnpinned {
+				if err := json.Unmarshal(out.Bytes(), &doc); err != nil || doc.Files != 1 || len(doc.Findings) != 2 || doc.Findings[1].Kind != pinresult.KindUnpinned {
 					t.Errorf("%v: %+v", err, doc)
 				}
 			case "sarif":
 				var log SARIFLog
 				if err := json.Unmarshal(out.Bytes(), &log); err != nil || len(log.Runs[0].Results) != 2 ||
-					log.Runs[0].Tool.Driver.Rules[log.Runs[0].Results[1].RuleIndex].ID != string(pin.KindUnpinned) {
+					log.Runs[0].Tool.Driver.Rules[log.Runs[0].Results[1].RuleIndex].ID != string(pinresult.KindUnpinned) {
 					t.Errorf("%v: %+v", err, log)
 				}
 			case "github":

@@ -13,7 +13,7 @@ import (
 
 	"github.com/regcheck/regcheck/admission"
 	"github.com/regcheck/regcheck/artifacts"
-	"github.com/regcheck/regcheck/pin"
+	"github.com/regcheck/regcheck/results/pinresult"
 	"github.com/regcheck/regcheck/scan"
 	"github.com/regcheck/regcheck/types"
 )
@@ -150,7 +150,7 @@ func applyPolicies(ctx context.Context, s *scan.Scanner, ps *admission.Policies,
 // policies that could not be read (a list forbidden, an object that does
 // not decode) are findings, as scan makes them input errors: the pins
 // are made without them, and the run is incomplete.
-func pinAdmission(ctx context.Context, f *pinFlags, kt *kubeTarget, s *scan.Scanner, logger *slog.Logger) (func(context.Context, *types.Result) error, []pin.Finding, error) {
+func pinAdmission(ctx context.Context, f *pinFlags, kt *kubeTarget, s *scan.Scanner, logger *slog.Logger) (func(context.Context, *types.Result) error, []pinresult.Finding, error) {
 	if !f.policies.enabled || f.allowBroken {
 		return nil, nil, nil
 	}
@@ -178,10 +178,10 @@ func pinAdmission(ctx context.Context, f *pinFlags, kt *kubeTarget, s *scan.Scan
 
 // policyFindings makes each policy that could not be read a pin finding:
 // at its file and line, or of no file for the cluster's.
-func policyFindings(problems []types.InputError) []pin.Finding {
-	var out []pin.Finding
+func policyFindings(problems []types.InputError) []pinresult.Finding {
+	var out []pinresult.Finding
 	for _, p := range problems {
-		fd := pin.Finding{Kind: pin.KindPolicyUnread, File: p.Source, Line: p.Line, Message: p.Message}
+		fd := pinresult.Finding{Kind: pinresult.KindPolicyUnread, File: p.Source, Line: p.Line, Message: p.Message}
 		if !strings.Contains(fd.Message, "not applied") {
 			fd.Message += "; not applied to the pins"
 		}

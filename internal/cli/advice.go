@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/regcheck/regcheck/gc"
-	"github.com/regcheck/regcheck/pin"
 	"github.com/regcheck/regcheck/results/gcresult"
+	"github.com/regcheck/regcheck/results/pinresult"
 	"github.com/regcheck/regcheck/types"
 )
 
@@ -36,13 +36,13 @@ func addFlagHints(res *types.Result) {
 // pinHints name the flags that act on pin's refusals: inside the
 // parentheses a message ends with (what to do), after a colon, or else in
 // parentheses of their own.
-var pinHints = map[pin.Kind]string{
-	pin.KindBroken:   "--allow-broken pins anyway",
-	pin.KindPlatform: "regcheck pin without --from-cluster or --from-records",
+var pinHints = map[pinresult.Kind]string{
+	pinresult.KindBroken:   "--allow-broken pins anyway",
+	pinresult.KindPlatform: "regcheck pin without --from-cluster or --from-records",
 }
 
 // addPinHints adds to each refusal of r the flags that act on it.
-func addPinHints(r *pin.Report) {
+func addPinHints(r *pinresult.Report) {
 	for i, f := range r.Findings {
 		h, ok := pinHints[f.Kind]
 		if !ok || strings.Contains(f.Message, h) {

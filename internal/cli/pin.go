@@ -13,6 +13,7 @@ import (
 	"github.com/regcheck/regcheck/pin"
 	"github.com/regcheck/regcheck/record"
 	"github.com/regcheck/regcheck/report"
+	"github.com/regcheck/regcheck/results/pinresult"
 	"github.com/regcheck/regcheck/scan"
 	"github.com/regcheck/regcheck/yamlfile"
 )
@@ -307,7 +308,7 @@ func clusters(h *record.History) string {
 
 // pinExit applies the exit-code contract: 1 when a finding fails the run,
 // else 3 when something could not be handled.
-func pinExit(r *pin.Report) error {
+func pinExit(r *pinresult.Report) error {
 	incomplete := false
 	for _, fd := range r.Findings {
 		if fd.Kind.Fails() {

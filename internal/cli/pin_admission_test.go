@@ -22,8 +22,8 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/regcheck/regcheck/internal/testing/fixture"
-	"github.com/regcheck/regcheck/pin"
 	"github.com/regcheck/regcheck/report"
+	"github.com/regcheck/regcheck/results/pinresult"
 	"github.com/regcheck/regcheck/scan"
 )
 
@@ -86,14 +86,14 @@ func TestPinAdmissionUnread(t *testing.T) {
 	}
 	for i, w := range want {
 		fd := unread[i]
-		if fd.Kind != pin.KindPolicyUnread || fd.File != w.file || !strings.Contains(fd.Message, w.text) || !fd.Kind.Incomplete() || fd.Kind.Fails() {
+		if fd.Kind != pinresult.KindPolicyUnread || fd.File != w.file || !strings.Contains(fd.Message, w.text) || !fd.Kind.Incomplete() || fd.Kind.Fails() {
 			t.Errorf("finding %d %+v, want policy-unread in %q saying %q", i, fd, w.file, w.text)
 		}
 	}
 	if unread[0].Line != 1 {
 		t.Errorf("file finding at line %d, want 1", unread[0].Line)
 	}
-	r := &pin.Report{Findings: unread}
+	r := &pinresult.Report{Findings: unread}
 	if err := pinExit(r); exitCode(err) != ExitIncomplete {
 		t.Errorf("exit %v, want %d", err, ExitIncomplete)
 	}
