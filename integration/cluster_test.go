@@ -36,6 +36,7 @@ import (
 	"github.com/regcheck/regcheck/internal/testing/kubeapi"
 	"github.com/regcheck/regcheck/inventory"
 	"github.com/regcheck/regcheck/record"
+	"github.com/regcheck/regcheck/results/recordresult"
 )
 
 // startCluster starts the real kube-apiserver + etcd. Missing binaries fail
@@ -316,7 +317,7 @@ func TestClusterInventoryAndRecord(t *testing.T) {
 			t.Fatal(err)
 		}
 		s2 := record.FromInventory("testkube", t1.Add(time.Hour), inv)
-		wantChange := []record.Change{{
+		wantChange := []recordresult.Change{{
 			Cluster: "testkube", Namespace: "shop", OwnerKind: "Deployment", OwnerName: "web", Container: "nginx",
 			Pod: "web-7d9f-aaaaa", Node: "node-a", Image: "nginx:1.27", From: []string{kubeapi.DigestNginx}, To: kubeapi.DigestNginxV2,
 		}}
@@ -480,11 +481,11 @@ func TestClusterInventoryAndRecord(t *testing.T) {
 			t.Fatal(err)
 		}
 		out, _ = run("-n", "shop", "--out", history, "--diff", "-o", "json")
-		var doc struct{ Changes []record.Change }
+		var doc struct{ Changes []recordresult.Change }
 		if err := json.Unmarshal([]byte(out), &doc); err != nil {
 			t.Fatalf("%v in:\n%s", err, out)
 		}
-		wantChange := []record.Change{{
+		wantChange := []recordresult.Change{{
 			Cluster: "testkube", Namespace: "shop", OwnerKind: "Deployment", OwnerName: "web", Container: "nginx",
 			Pod: "web-7d9f-bbbbb", Node: "node-b", Image: "nginx:1.27", From: []string{kubeapi.DigestNginx}, To: kubeapi.DigestNginxV2,
 		}}

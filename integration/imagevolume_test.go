@@ -20,6 +20,7 @@ import (
 	"github.com/regcheck/regcheck/internal/testing/registry"
 	"github.com/regcheck/regcheck/inventory"
 	"github.com/regcheck/regcheck/record"
+	"github.com/regcheck/regcheck/results/recordresult"
 	"github.com/regcheck/regcheck/types"
 )
 
@@ -165,7 +166,7 @@ func TestImageVolumeCluster(t *testing.T) {
 		}
 		var first struct {
 			Containers int
-			Entries    []record.Entry
+			Entries    []recordresult.Entry
 		}
 		if err := json.Unmarshal(run(), &first); err != nil {
 			t.Fatal(err)
@@ -186,7 +187,7 @@ func TestImageVolumeCluster(t *testing.T) {
 		// The pod restarts with the volume on the new digest.
 		setVolumeDigests(t, ctx, cs, ns, "serve", map[string]string{
 			"weights": ref("gc/buildx", "@"+buildx), "models": ref("c/models", "@"+modelsB)})
-		var second struct{ Changes []record.Change }
+		var second struct{ Changes []recordresult.Change }
 		if err := json.Unmarshal(run("--diff"), &second); err != nil {
 			t.Fatal(err)
 		}

@@ -26,6 +26,7 @@ import (
 	"github.com/regcheck/regcheck/internal/testing/kubeapi"
 	"github.com/regcheck/regcheck/internal/testing/registry"
 	"github.com/regcheck/regcheck/record"
+	"github.com/regcheck/regcheck/results/recordresult"
 	"github.com/regcheck/regcheck/yamlfile"
 )
 
@@ -526,7 +527,7 @@ func killRecord(t *testing.T, bin string, rng *rand.Rand, configMap bool) {
 		}
 		var doc struct {
 			Time    time.Time
-			Entries []record.Entry
+			Entries []recordresult.Entry
 			Trimmed int
 		}
 		if err := json.Unmarshal([]byte(p.stdout), &doc); err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/regcheck/regcheck/internal/testing/fixture"
 	"github.com/regcheck/regcheck/internal/testing/registry"
 	"github.com/regcheck/regcheck/record"
+	"github.com/regcheck/regcheck/results/recordresult"
 )
 
 // runCLI runs regcheck with args and returns the exit code, stdout and stderr.
@@ -379,12 +380,12 @@ func TestPinFromRecordsPlatformAndClusters(t *testing.T) {
 
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	h := record.NewHistory()
-	entry := func(digest string) []record.Entry {
-		return []record.Entry{{Namespace: "default", OwnerKind: "Deployment", OwnerName: "app", Pod: "app-1", Container: "app",
+	entry := func(digest string) []recordresult.Entry {
+		return []recordresult.Entry{{Namespace: "default", OwnerKind: "Deployment", OwnerName: "app", Pod: "app-1", Container: "app",
 			Image: ref, Digest: digest}}
 	}
-	h.Merge(record.Snapshot{Cluster: "crio", Time: at, Entries: entry(child)})
-	h.Merge(record.Snapshot{Cluster: "other", Time: at.Add(time.Hour), Entries: entry(other)})
+	h.Merge(recordresult.Snapshot{Cluster: "crio", Time: at, Entries: entry(child)})
+	h.Merge(recordresult.Snapshot{Cluster: "other", Time: at.Add(time.Hour), Entries: entry(other)})
 	data, err := record.Encode(h, true)
 	if err != nil {
 		t.Fatal(err)

@@ -23,9 +23,9 @@ import (
 	"github.com/regcheck/regcheck/internal/cli"
 	"github.com/regcheck/regcheck/internal/testing/fixture"
 	"github.com/regcheck/regcheck/internal/testing/s3registry"
-	"github.com/regcheck/regcheck/record"
 	"github.com/regcheck/regcheck/report"
 	"github.com/regcheck/regcheck/results/gcresult"
+	"github.com/regcheck/regcheck/results/recordresult"
 	"github.com/regcheck/regcheck/types"
 )
 
@@ -408,7 +408,7 @@ func prodCluster(t *testing.T, ctx context.Context, c *prodCLI, reg *s3registry.
 	t.Run("record", func(t *testing.T) {
 		r := c.run(t, "record", "--kubeconfig", kubeconfig, "-n", ns, "--out", filepath.Join(t.TempDir(), "history.json"), "-o", "json")
 		var doc struct {
-			Entries []record.Entry `json:"entries"`
+			Entries []recordresult.Entry `json:"entries"`
 		}
 		if err := json.Unmarshal([]byte(r.out), &doc); err != nil || r.code != cli.ExitClean {
 			t.Fatalf("%s: exit %d, %v\n%s\n%s", r, r.code, err, r.out, lastLines(r.err, 20))

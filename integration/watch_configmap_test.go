@@ -24,6 +24,7 @@ import (
 
 	"github.com/regcheck/regcheck/internal/testing/kubeapi"
 	"github.com/regcheck/regcheck/record"
+	"github.com/regcheck/regcheck/results/recordresult"
 )
 
 // Bounds of TestWatchConfigMapBesideRecord: each of its record loops
@@ -37,10 +38,10 @@ const (
 
 // recordRun is one `regcheck record -o json` run: the entries it saved.
 type recordRun struct {
-	Cluster string         `json:"cluster"`
-	Time    time.Time      `json:"time"`
-	Entries []record.Entry `json:"entries"`
-	Trimmed int            `json:"trimmed"`
+	Cluster string               `json:"cluster"`
+	Time    time.Time            `json:"time"`
+	Entries []recordresult.Entry `json:"entries"`
+	Trimmed int                  `json:"trimmed"`
 	stderr  string
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/regcheck/regcheck/record"
+	"github.com/regcheck/regcheck/results/recordresult"
 	"github.com/regcheck/regcheck/yamlfile"
 )
 
@@ -16,14 +17,14 @@ func TestRunningFrom(t *testing.T) {
 	a, b := "sha256:"+strings.Repeat("a", 64), "sha256:"+strings.Repeat("b", 64)
 	t1 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	t2 := t1.Add(time.Hour)
-	entry := func(ns, name, pod, digest string) record.Entry {
-		return record.Entry{Namespace: ns, OwnerKind: "Deployment", OwnerName: name, Pod: pod, Container: "app", Digest: digest}
+	entry := func(ns, name, pod, digest string) recordresult.Entry {
+		return recordresult.Entry{Namespace: ns, OwnerKind: "Deployment", OwnerName: name, Pod: pod, Container: "app", Digest: digest}
 	}
-	snap := func(cluster string, at time.Time, es ...record.Entry) record.Snapshot {
-		return record.Snapshot{Cluster: cluster, Time: at, Entries: es}
+	snap := func(cluster string, at time.Time, es ...recordresult.Entry) recordresult.Snapshot {
+		return recordresult.Snapshot{Cluster: cluster, Time: at, Entries: es}
 	}
 	h := record.NewHistory()
-	for _, s := range []record.Snapshot{
+	for _, s := range []recordresult.Snapshot{
 		snap("prod", t1, entry("default", "api", "api-1", a), entry("shop", "web", "web-1", a),
 			entry("default", "moved", "moved-1", a), entry("default", "nodigest", "nodigest-1", "")),
 		snap("prod", t2, entry("default", "moved", "moved-2", b),
@@ -32,7 +33,7 @@ func TestRunningFrom(t *testing.T) {
 		// Deployment ml/serve: container app runs a, its image volume app
 		// (the same name) mounts b.
 		snap("prod", t2, entry("ml", "serve", "serve-1", a),
-			record.Entry{Namespace: "ml", OwnerKind: "Deployment", OwnerName: "serve", Pod: "serve-1", Volume: "app", Digest: b}),
+			recordresult.Entry{Namespace: "ml", OwnerKind: "Deployment", OwnerName: "serve", Pod: "serve-1", Volume: "app", Digest: b}),
 	} {
 		h.Merge(s)
 	}
@@ -101,15 +102,15 @@ func TestRunningAt(t *testing.T) {
 	a, b := "sha256:"+strings.Repeat("a", 64), "sha256:"+strings.Repeat("b", 64)
 	t0 := time.Date(2026, 12, 2, 5, 0, 0, 0, time.UTC)
 	upgrade := t0.Add(time.Hour)
-	entry := func(name, pod, digest string) record.Entry {
-		return record.Entry{Namespace: "web", OwnerKind: "Deployment", OwnerName: name, Pod: pod, Container: "app", Image: "app:latest", Digest: digest}
+	entry := func(name, pod, digest string) recordresult.Entry {
+		return recordresult.Entry{Namespace: "web", OwnerKind: "Deployment", OwnerName: name, Pod: pod, Container: "app", Image: "app:latest", Digest: digest}
 	}
 	h := record.NewHistory()
-	for _, s := range []record.Snapshot{
-		{Cluster: "prod", Time: t0, Entries: []record.Entry{entry("app", "app-1", a), entry("roll", "roll-1", a), entry("roll", "roll-2", b), entry("split", "split-1", a)}},
-		{Cluster: "staging", Time: t0, Entries: []record.Entry{entry("split", "split-9", b), entry("same", "same-9", a)}},
-		{Cluster: "prod", Time: t0, Entries: []record.Entry{entry("same", "same-1", a)}},
-		{Cluster: "prod", Time: upgrade.Add(time.Second), Entries: []record.Entry{entry("app", "app-1", b)}},
+	for _, s := range []recordresult.Snapshot{
+		{Cluster: "prod", Time: t0, Entries: []recordresult.Entry{entry("app", "app-1", a), entry("roll", "roll-1", a), entry("roll", "roll-2", b), entry("split", "split-1", a)}},
+		{Cluster: "staging", Time: t0, Entries: []recordresult.Entry{entry("split", "split-9", b), entry("same", "same-9", a)}},
+		{Cluster: "prod", Time: t0, Entries: []recordresult.Entry{entry("same", "same-1", a)}},
+		{Cluster: "prod", Time: upgrade.Add(time.Second), Entries: []recordresult.Entry{entry("app", "app-1", b)}},
 	} {
 		h.Merge(s)
 	}

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/regcheck/regcheck/results/recordresult"
 )
 
 func TestAt(t *testing.T) {
@@ -11,18 +13,18 @@ func TestAt(t *testing.T) {
 	t0 := time.Date(2026, 12, 2, 5, 0, 0, 0, time.UTC)
 	at := func(d time.Duration) time.Time { return t0.Add(d) }
 	const a, b, c = "sha256:a", "sha256:b", "sha256:c"
-	entry := func(name, pod, digest string) Entry {
-		return Entry{Namespace: "web", OwnerKind: "Deployment", OwnerName: name, Pod: pod, Container: "app", Digest: digest}
+	entry := func(name, pod, digest string) recordresult.Entry {
+		return recordresult.Entry{Namespace: "web", OwnerKind: "Deployment", OwnerName: name, Pod: pod, Container: "app", Digest: digest}
 	}
 	h := NewHistory()
-	for _, s := range []Snapshot{
+	for _, s := range []recordresult.Snapshot{
 		// "nightly": record runs once an hour; a then b, nothing of the gap.
-		{Cluster: "prod", Time: at(0), Entries: []Entry{entry("nightly", "n-1", a), entry("roll", "r-1", a), entry("watched", "w-1", a), entry("trimmed", "t-1", a)}},
-		{Cluster: "prod", Time: at(time.Hour), Entries: []Entry{entry("nightly", "n-1", a), entry("roll", "r-1", a), entry("roll", "r-2", b)}},
-		{Cluster: "prod", Time: at(2 * time.Hour), Entries: []Entry{entry("nightly", "n-2", b), entry("roll", "r-2", b)}},
-		{Cluster: "staging", Time: at(0), Entries: []Entry{entry("nightly", "n-9", c)}},
+		{Cluster: "prod", Time: at(0), Entries: []recordresult.Entry{entry("nightly", "n-1", a), entry("roll", "r-1", a), entry("watched", "w-1", a), entry("trimmed", "t-1", a)}},
+		{Cluster: "prod", Time: at(time.Hour), Entries: []recordresult.Entry{entry("nightly", "n-1", a), entry("roll", "r-1", a), entry("roll", "r-2", b)}},
+		{Cluster: "prod", Time: at(2 * time.Hour), Entries: []recordresult.Entry{entry("nightly", "n-2", b), entry("roll", "r-2", b)}},
+		{Cluster: "staging", Time: at(0), Entries: []recordresult.Entry{entry("nightly", "n-9", c)}},
 		// "watched": records say a then b, coarsely; the transitions say when.
-		{Cluster: "prod", Time: at(2 * time.Hour), Entries: []Entry{entry("watched", "w-1", b)}},
+		{Cluster: "prod", Time: at(2 * time.Hour), Entries: []recordresult.Entry{entry("watched", "w-1", b)}},
 	} {
 		h.Merge(s)
 	}
@@ -36,7 +38,7 @@ func TestAt(t *testing.T) {
 		// "late": the watcher saw it first after the record did.
 		tr("late", "", c, at(time.Hour)),
 	)
-	h.Merge(Snapshot{Cluster: "prod", Time: at(0), Entries: []Entry{entry("late", "l-1", b)}})
+	h.Merge(recordresult.Snapshot{Cluster: "prod", Time: at(0), Entries: []recordresult.Entry{entry("late", "l-1", b)}})
 	q := func(name string) Query {
 		return Query{Cluster: "prod", Namespace: "web", OwnerKind: "Deployment", OwnerName: name, Container: "app"}
 	}
@@ -81,7 +83,7 @@ func TestAtImage(t *testing.T) {
 	t.Parallel()
 	t0 := time.Date(2026, 12, 2, 5, 0, 0, 0, time.UTC)
 	h := NewHistory()
-	h.Merge(Snapshot{Cluster: "prod", Time: t0, Entries: []Entry{{Namespace: "web", OwnerKind: "Deployment", OwnerName: "rec", Pod: "rec-1", Container: "app", Image: "app:v1", Digest: "sha256:a"}}})
+	h.Merge(recordresult.Snapshot{Cluster: "prod", Time: t0, Entries: []recordresult.Entry{{Namespace: "web", OwnerKind: "Deployment", OwnerName: "rec", Pod: "rec-1", Container: "app", Image: "app:v1", Digest: "sha256:a"}}})
 	tr := Transition{Cluster: "prod", Namespace: "web", OwnerKind: "Deployment", OwnerName: "tr", Container: "app",
 		PreviousImage: "app:v1", Image: "app:v2", From: "sha256:a", To: "sha256:b", Time: t0}
 	h.AddTransitions(tr)

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/regcheck/regcheck/results/recordresult"
 )
 
 // ConfigMapKey is the data key holding the history.
@@ -81,17 +83,17 @@ func (c *ConfigMap) decode(cm *corev1.ConfigMap) (*History, error) {
 // conflict. fn may run more than once and must only change the history.
 // If the result is larger than MaxBytes, the oldest records are trimmed and
 // UpdateResult says how many.
-func (c *ConfigMap) Update(ctx context.Context, fn func(*History) error) (UpdateResult, error) {
+func (c *ConfigMap) Update(ctx context.Context, fn func(*History) error) (recordresult.UpdateResult, error) {
 	max := c.MaxBytes
 	if max <= 0 {
 		max = DefaultConfigMapMaxBytes
 	}
-	var res UpdateResult
+	var res recordresult.UpdateResult
 	cms := c.Client.CoreV1().ConfigMaps(c.Namespace)
 	err := retry.OnError(conflictBackoff, func(err error) bool {
 		return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)
 	}, func() error {
-		res = UpdateResult{}
+		res = recordresult.UpdateResult{}
 		cm, err := cms.Get(ctx, c.Name, metav1.GetOptions{})
 		create := apierrors.IsNotFound(err)
 		switch {
@@ -133,7 +135,7 @@ func (c *ConfigMap) Update(ctx context.Context, fn func(*History) error) (Update
 		return nil
 	})
 	if err != nil {
-		return UpdateResult{}, err
+		return recordresult.UpdateResult{}, err
 	}
 	if res.Trimmed > 0 && c.Logger != nil {
 		c.Logger.Warn(res.Message, "configmap", c.Namespace+"/"+c.Name, "trimmed", res.Trimmed)

@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/regcheck/regcheck/results/recordresult"
 )
 
 func TestParseConfigMapRef(t *testing.T) {
@@ -112,7 +114,7 @@ func TestConfigMapTrimsOldest(t *testing.T) {
 	const max = 4096
 	st := &ConfigMap{Client: c, Namespace: "regcheck", Name: "history", MaxBytes: max, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
 	const n = 40
-	var last UpdateResult
+	var last recordresult.UpdateResult
 	for i := range n {
 		res, err := Save(ctx, st, snap(t0.Add(time.Duration(i)*time.Minute), uniqueEntry(i, 0)))
 		if err != nil {

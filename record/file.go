@@ -14,6 +14,7 @@ import (
 	"github.com/gofrs/flock"
 
 	"github.com/regcheck/regcheck/internal/atomicfile"
+	"github.com/regcheck/regcheck/results/recordresult"
 )
 
 // DefaultPath is where the history file lives by default:
@@ -100,10 +101,10 @@ func (f *File) read() (*History, error) {
 }
 
 // Update locks the file, loads it, calls fn and writes the result back.
-func (f *File) Update(ctx context.Context, fn func(*History) error) (UpdateResult, error) {
+func (f *File) Update(ctx context.Context, fn func(*History) error) (recordresult.UpdateResult, error) {
 	dir := filepath.Dir(f.Path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return UpdateResult{}, fmt.Errorf("creating history folder: %w", err)
+		return recordresult.UpdateResult{}, fmt.Errorf("creating history folder: %w", err)
 	}
 	retry := f.LockRetry
 	if retry <= 0 {
@@ -112,34 +113,34 @@ func (f *File) Update(ctx context.Context, fn func(*History) error) (UpdateResul
 	lock := flock.New(f.Path + ".lock")
 	ok, err := lock.TryLockContext(ctx, retry)
 	if err != nil {
-		return UpdateResult{}, fmt.Errorf("locking history %s: %w", f.Path, err)
+		return recordresult.UpdateResult{}, fmt.Errorf("locking history %s: %w", f.Path, err)
 	}
 	if !ok {
-		return UpdateResult{}, fmt.Errorf("locking history %s: lock not acquired", f.Path)
+		return recordresult.UpdateResult{}, fmt.Errorf("locking history %s: lock not acquired", f.Path)
 	}
 	defer lock.Unlock()
 	// A writer killed mid-write left its temporary copy; under the lock
 	// no other writer is live, so every such file is stale.
 	if err := atomicfile.RemoveStale(f.Path); err != nil {
-		return UpdateResult{}, fmt.Errorf("removing a killed write's leftovers: %w", err)
+		return recordresult.UpdateResult{}, fmt.Errorf("removing a killed write's leftovers: %w", err)
 	}
 
 	h, err := f.current()
 	if err != nil {
-		return UpdateResult{}, err
+		return recordresult.UpdateResult{}, err
 	}
 	if err := fn(h); err != nil {
-		return UpdateResult{}, err
+		return recordresult.UpdateResult{}, err
 	}
 	w, err := writeHistory(f.Path, h)
 	if err != nil {
-		return UpdateResult{}, fmt.Errorf("writing history %s: %w", f.Path, err)
+		return recordresult.UpdateResult{}, fmt.Errorf("writing history %s: %w", f.Path, err)
 	}
 	f.mu.Lock()
 	f.forget()
 	f.last = w
 	f.mu.Unlock()
-	return UpdateResult{}, nil
+	return recordresult.UpdateResult{}, nil
 }
 
 // current is the history in the file, under the lock: the one the last

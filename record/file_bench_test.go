@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/regcheck/regcheck/results/recordresult"
 )
 
 // benchHistory is a history the size regcheck watch's bench ends with:
@@ -16,12 +18,12 @@ func benchHistory(pods, changes int) *History {
 	h := NewHistory()
 	t0 := time.Date(2026, 12, 2, 6, 0, 0, 0, time.UTC)
 	digest := func(i, n int) string { return fmt.Sprintf("sha256:%064x", (i%50)*2+n%2) }
-	var es []Entry
+	var es []recordresult.Entry
 	for i := range pods {
 		es = append(es, benchEntry(i, digest(i, 0), t0))
 		h.Transitions = append(h.Transitions, benchTransition(i, "", digest(i, 0), 0, t0))
 	}
-	h.Merge(Snapshot{Cluster: "kind", Time: t0, Entries: es})
+	h.Merge(recordresult.Snapshot{Cluster: "kind", Time: t0, Entries: es})
 	for c := range changes {
 		i := c % pods
 		n := c/pods + 1
@@ -32,8 +34,8 @@ func benchHistory(pods, changes int) *History {
 	return h
 }
 
-func benchEntry(i int, digest string, at time.Time) Entry {
-	return Entry{Cluster: "kind", Time: at, Namespace: "bench", OwnerKind: "Pod", OwnerName: fmt.Sprintf("p-%05d", i),
+func benchEntry(i int, digest string, at time.Time) recordresult.Entry {
+	return recordresult.Entry{Cluster: "kind", Time: at, Namespace: "bench", OwnerKind: "Pod", OwnerName: fmt.Sprintf("p-%05d", i),
 		Pod: fmt.Sprintf("p-%05d", i), Container: "app", Image: fmt.Sprintf("127.0.0.1:5000/bench/r%02d:latest", i%50),
 		Digest: digest, ImageID: fmt.Sprintf("127.0.0.1:5000/bench/r%02d@%s", i%50, digest), Node: fmt.Sprintf("node-%d", i%20),
 		PullPolicy: "Always", StartedAt: at.Truncate(time.Second)}

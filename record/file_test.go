@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/regcheck/regcheck/results/recordresult"
 )
 
 func TestDefaultPath(t *testing.T) {
@@ -125,7 +127,7 @@ func TestFileLockHonoursContext(t *testing.T) {
 }
 
 // uniqueEntry is the entry writer w contributes on round i.
-func uniqueEntry(w, i int) Entry {
+func uniqueEntry(w, i int) recordresult.Entry {
 	e := entry(fmt.Sprintf("w%d-%d", w, i), fmt.Sprintf("sha256:%032x%032x", w, i))
 	e.OwnerName = fmt.Sprintf("writer-%d", w)
 	return e

@@ -7,51 +7,24 @@ import (
 	"time"
 
 	"github.com/regcheck/regcheck/inventory"
+	"github.com/regcheck/regcheck/results/recordresult"
 )
 
 // SchemaVersion is the history format this package reads and writes.
 const SchemaVersion = 1
 
-// Entry is one container, or one image volume, of one pod seen at one time.
-type Entry struct {
-	Cluster   string    `json:"cluster"`
-	Time      time.Time `json:"time"`
-	Namespace string    `json:"namespace"`
-	OwnerKind string    `json:"ownerKind"`
-	OwnerName string    `json:"ownerName"`
-	Pod       string    `json:"pod"`
-	Container string    `json:"container"` // empty for an image volume
-	// Volume is an image volume's name (volumes[].image, pulled and
-	// recorded as a container's image is); empty for a container.
-	Volume       string    `json:"volume,omitempty"`
-	Image        string    `json:"image"`            // the spec's image string (an image volume's reference)
-	Digest       string    `json:"digest,omitempty"` // running repo digest; empty when the runtime reported none
-	ImageID      string    `json:"imageID,omitempty"`
-	Node         string    `json:"node,omitempty"`
-	PullPolicy   string    `json:"pullPolicy,omitempty"`
-	StartedAt    time.Time `json:"startedAt,omitzero"`
-	RestartCount int32     `json:"restartCount"`
-}
-
-// Snapshot is what ran in one cluster at one time.
-type Snapshot struct {
-	Cluster string
-	Time    time.Time
-	Entries []Entry
-}
-
 // FromInventory makes a snapshot of the containers and image volumes inv
 // saw in pods. Template entries (no pod) are left out: nothing runs them.
 // cluster names the cluster (kubeconfig context name, or server URL); now
 // is the snapshot time.
-func FromInventory(cluster string, now time.Time, inv *inventory.Inventory) Snapshot {
+func FromInventory(cluster string, now time.Time, inv *inventory.Inventory) recordresult.Snapshot {
 	now = now.UTC()
-	s := Snapshot{Cluster: cluster, Time: now}
+	s := recordresult.Snapshot{Cluster: cluster, Time: now}
 	for _, c := range inv.Containers {
 		if c.Template() {
 			continue
 		}
-		e := Entry{
+		e := recordresult.Entry{
 			Cluster: cluster, Time: now,
 			Namespace: c.Namespace, OwnerKind: c.OwnerKind, OwnerName: c.OwnerName,
 			Pod: c.Pod, Container: c.Container, Image: c.Image,
@@ -105,7 +78,8 @@ type History struct {
 // NewHistory returns an empty history.
 func NewHistory() *History { return &History{SchemaVersion: SchemaVersion} }
 
-func (e Entry) key() Key {
+// keyOf is the key of the record an entry merges into.
+func keyOf(e recordresult.Entry) Key {
 	return Key{e.Cluster, e.Namespace, e.OwnerKind, e.OwnerName, e.Container, e.Volume, e.Digest}
 }
 
@@ -125,7 +99,7 @@ func compareKeys(a, b Key) int {
 // LastSeen and last pod, node, image and restart count updated (when the
 // snapshot is newer) and its FirstSeen moved back (when the snapshot is
 // older); new keys get a new record. Merge never removes a record.
-func (h *History) Merge(s Snapshot) {
+func (h *History) Merge(s recordresult.Snapshot) {
 	idx := make(map[Key]int, len(h.Records))
 	for i, r := range h.Records {
 		idx[r.Key] = i
@@ -138,7 +112,7 @@ func (h *History) Merge(s Snapshot) {
 			e.Time = s.Time
 		}
 		e.Time = e.Time.UTC()
-		k := e.key()
+		k := keyOf(e)
 		i, ok := idx[k]
 		if !ok {
 			h.Records = append(h.Records, Record{Key: k, FirstSeen: e.Time})
@@ -158,8 +132,8 @@ func (h *History) Merge(s Snapshot) {
 	h.sort()
 }
 
-func (r Record) entry(t time.Time) Entry {
-	return Entry{
+func (r Record) entry(t time.Time) recordresult.Entry {
+	return recordresult.Entry{
 		Cluster: r.Cluster, Time: t, Namespace: r.Namespace, OwnerKind: r.OwnerKind, OwnerName: r.OwnerName,
 		Pod: r.Pod, Container: r.Container, Volume: r.Volume, Image: r.Image, Digest: r.Digest, ImageID: r.ImageID,
 		Node: r.Node, PullPolicy: r.PullPolicy, StartedAt: r.StartedAt, RestartCount: r.RestartCount,
@@ -175,7 +149,7 @@ func (h *History) sort() {
 // It holds one entry per (owner, container, digest), not per pod. ok is
 // false when h has nothing for cluster. Save compares with Previous instead:
 // a run limited to one namespace is not the previous snapshot of another.
-func (h *History) Latest(cluster string) (s Snapshot, ok bool) {
+func (h *History) Latest(cluster string) (s recordresult.Snapshot, ok bool) {
 	var last time.Time
 	for _, r := range h.Records {
 		if r.Cluster == cluster && r.LastSeen.After(last) {
@@ -183,9 +157,9 @@ func (h *History) Latest(cluster string) (s Snapshot, ok bool) {
 		}
 	}
 	if last.IsZero() {
-		return Snapshot{}, false
+		return recordresult.Snapshot{}, false
 	}
-	s = Snapshot{Cluster: cluster, Time: last}
+	s = recordresult.Snapshot{Cluster: cluster, Time: last}
 	for _, r := range h.Records {
 		if r.Cluster == cluster && r.LastSeen.Equal(last) {
 			s.Entries = append(s.Entries, r.entry(last))
@@ -207,7 +181,7 @@ func (h *History) Latest(cluster string) (s Snapshot, ok bool) {
 // LastSeen among the records it holds (every change Diff finds happened
 // after it); Time is zero and Entries empty when no owner container of cur
 // has earlier records.
-func (h *History) Previous(cur Snapshot) Snapshot {
+func (h *History) Previous(cur recordresult.Snapshot) recordresult.Snapshot {
 	want := map[ownerC]bool{}
 	for _, e := range cur.Entries {
 		want[ownerOf(e, cur.Cluster)] = true
@@ -220,7 +194,7 @@ func (h *History) Previous(cur Snapshot) Snapshot {
 			last[o] = r.LastSeen
 		}
 	}
-	prev := Snapshot{Cluster: cur.Cluster}
+	prev := recordresult.Snapshot{Cluster: cur.Cluster}
 	for _, r := range h.Records {
 		t, ok := last[ownerOf(r.entry(r.LastSeen), "")]
 		if !ok || !r.LastSeen.Equal(t) {
@@ -274,16 +248,6 @@ func (h *History) Find(q Query) []Record {
 	return out
 }
 
-// Change is a container (or image volume) running a digest it did not run
-// at the previous snapshot.
-type Change struct {
-	Cluster, Namespace, OwnerKind, OwnerName, Container string
-	Volume                                              string `json:",omitempty"` // an image volume's name; Container is then ""
-	Pod, Node, Image                                    string
-	From                                                []string // digests seen before (the same pod's, else the owner container's), sorted
-	To                                                  string
-}
-
 // Diff reports the containers of cur running a different digest than at
 // prev, which should be the previous snapshot of the same cluster, or the
 // previous sighting of each owner container as History.Previous returns it.
@@ -291,7 +255,7 @@ type Change struct {
 // compared with every digest its owner's container ran in prev, and
 // reported only if its digest is not among them. Containers with no digest on either side, and
 // owners absent from prev, are not changes.
-func Diff(prev, cur Snapshot) []Change {
+func Diff(prev, cur recordresult.Snapshot) []recordresult.Change {
 	type podC struct {
 		ownerC
 		pod string
@@ -308,7 +272,7 @@ func Diff(prev, cur Snapshot) []Change {
 			byOwner[o] = append(byOwner[o], e.Digest)
 		}
 	}
-	var out []Change
+	var out []recordresult.Change
 	for _, e := range cur.Entries {
 		if e.Digest == "" {
 			continue
@@ -327,7 +291,7 @@ func Diff(prev, cur Snapshot) []Change {
 			}
 			from = slices.Sorted(slices.Values(ds))
 		}
-		out = append(out, Change{
+		out = append(out, recordresult.Change{
 			Cluster: o.cluster, Namespace: e.Namespace, OwnerKind: e.OwnerKind, OwnerName: e.OwnerName, Container: e.Container,
 			Volume: e.Volume, Pod: e.Pod, Node: e.Node, Image: e.Image, From: from, To: e.Digest,
 		})
@@ -340,6 +304,6 @@ type ownerC struct{ cluster, ns, kind, name, container, volume string }
 
 // ownerOf is e's owner container; cluster is the snapshot's, for an entry
 // that names none.
-func ownerOf(e Entry, cluster string) ownerC {
+func ownerOf(e recordresult.Entry, cluster string) ownerC {
 	return ownerC{cmp.Or(e.Cluster, cluster), e.Namespace, e.OwnerKind, e.OwnerName, e.Container, e.Volume}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/regcheck/regcheck/inventory"
+	"github.com/regcheck/regcheck/results/recordresult"
 )
 
 const (
@@ -18,15 +19,15 @@ const (
 
 var t0 = time.Date(2026, 11, 11, 12, 0, 0, 0, time.UTC)
 
-func entry(pod, digest string) Entry {
-	return Entry{Cluster: "prod", Namespace: "ns", OwnerKind: "Deployment", OwnerName: "web", Pod: pod, Container: "nginx", Image: "nginx:1.27", Digest: digest, Node: "node-" + pod}
+func entry(pod, digest string) recordresult.Entry {
+	return recordresult.Entry{Cluster: "prod", Namespace: "ns", OwnerKind: "Deployment", OwnerName: "web", Pod: pod, Container: "nginx", Image: "nginx:1.27", Digest: digest, Node: "node-" + pod}
 }
 
-func snap(at time.Time, es ...Entry) Snapshot {
+func snap(at time.Time, es ...recordresult.Entry) recordresult.Snapshot {
 	for i := range es {
 		es[i].Time = at
 	}
-	return Snapshot{Cluster: "prod", Time: at, Entries: es}
+	return recordresult.Snapshot{Cluster: "prod", Time: at, Entries: es}
 }
 
 func TestFromInventory(t *testing.T) {
@@ -37,7 +38,7 @@ func TestFromInventory(t *testing.T) {
 		{Namespace: "ns", OwnerKind: "StatefulSet", OwnerName: "db", Container: "postgres", Image: "postgres:17"}, // template: skipped
 	}}
 	got := FromInventory("prod", t0, inv)
-	want := Snapshot{Cluster: "prod", Time: t0, Entries: []Entry{{
+	want := recordresult.Snapshot{Cluster: "prod", Time: t0, Entries: []recordresult.Entry{{
 		Cluster: "prod", Time: t0, Namespace: "ns", OwnerKind: "Deployment", OwnerName: "web", Pod: "web-1", Container: "nginx",
 		Image: "nginx:1.27", Digest: dA, ImageID: "docker-pullable://nginx@" + dA, Node: "n1", PullPolicy: "IfNotPresent",
 		StartedAt: t0.Add(-time.Hour), RestartCount: 3,
@@ -85,7 +86,7 @@ func TestLatestAndRunning(t *testing.T) {
 	h.Merge(snap(t0.Add(time.Hour), entry("a", dB)))
 	other := entry("x", dC)
 	other.Cluster = "staging"
-	h.Merge(Snapshot{Cluster: "staging", Time: t0.Add(3 * time.Hour), Entries: []Entry{other}})
+	h.Merge(recordresult.Snapshot{Cluster: "staging", Time: t0.Add(3 * time.Hour), Entries: []recordresult.Entry{other}})
 
 	s, ok := h.Latest("prod")
 	if !ok || !s.Time.Equal(t0.Add(time.Hour)) || len(s.Entries) != 1 || s.Entries[0].Digest != dB {
@@ -139,23 +140,23 @@ func TestDiff(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name      string
-		prev, cur []Entry
-		want      []Change
+		prev, cur []recordresult.Entry
+		want      []recordresult.Change
 	}{
-		{name: "nothing changed", prev: []Entry{entry("a", dA)}, cur: []Entry{entry("a", dA)}},
+		{name: "nothing changed", prev: []recordresult.Entry{entry("a", dA)}, cur: []recordresult.Entry{entry("a", dA)}},
 		{
-			name: "same pod, new digest", prev: []Entry{entry("a", dA), entry("b", dA)}, cur: []Entry{entry("a", dB), entry("b", dA)},
-			want: []Change{{Cluster: "prod", Namespace: "ns", OwnerKind: "Deployment", OwnerName: "web", Container: "nginx", Pod: "a", Node: "node-a", Image: "nginx:1.27", From: []string{dA}, To: dB}},
+			name: "same pod, new digest", prev: []recordresult.Entry{entry("a", dA), entry("b", dA)}, cur: []recordresult.Entry{entry("a", dB), entry("b", dA)},
+			want: []recordresult.Change{{Cluster: "prod", Namespace: "ns", OwnerKind: "Deployment", OwnerName: "web", Container: "nginx", Pod: "a", Node: "node-a", Image: "nginx:1.27", From: []string{dA}, To: dB}},
 		},
-		{name: "new pod, known digest", prev: []Entry{entry("a", dA)}, cur: []Entry{entry("c", dA)}},
+		{name: "new pod, known digest", prev: []recordresult.Entry{entry("a", dA)}, cur: []recordresult.Entry{entry("c", dA)}},
 		{
-			name: "new pod, new digest", prev: []Entry{entry("a", dB), entry("b", dA)}, cur: []Entry{entry("c", dC)},
-			want: []Change{{Cluster: "prod", Namespace: "ns", OwnerKind: "Deployment", OwnerName: "web", Container: "nginx", Pod: "c", Node: "node-c", Image: "nginx:1.27", From: []string{dA, dB}, To: dC}},
+			name: "new pod, new digest", prev: []recordresult.Entry{entry("a", dB), entry("b", dA)}, cur: []recordresult.Entry{entry("c", dC)},
+			want: []recordresult.Change{{Cluster: "prod", Namespace: "ns", OwnerKind: "Deployment", OwnerName: "web", Container: "nginx", Pod: "c", Node: "node-c", Image: "nginx:1.27", From: []string{dA, dB}, To: dC}},
 		},
-		{name: "owner new in cur", prev: nil, cur: []Entry{entry("a", dA)}},
-		{name: "digest unknown before", prev: []Entry{entry("a", "")}, cur: []Entry{entry("a", dA)}},
-		{name: "digest unknown now", prev: []Entry{entry("a", dA)}, cur: []Entry{entry("a", "")}},
-		{name: "other cluster", prev: []Entry{func() Entry { e := entry("a", dA); e.Cluster = "staging"; return e }()}, cur: []Entry{entry("a", dB)}},
+		{name: "owner new in cur", prev: nil, cur: []recordresult.Entry{entry("a", dA)}},
+		{name: "digest unknown before", prev: []recordresult.Entry{entry("a", "")}, cur: []recordresult.Entry{entry("a", dA)}},
+		{name: "digest unknown now", prev: []recordresult.Entry{entry("a", dA)}, cur: []recordresult.Entry{entry("a", "")}},
+		{name: "other cluster", prev: []recordresult.Entry{func() recordresult.Entry { e := entry("a", dA); e.Cluster = "staging"; return e }()}, cur: []recordresult.Entry{entry("a", dB)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -191,13 +192,13 @@ func (m *memStore) Load(context.Context) (*History, error) {
 	return m.h, nil
 }
 
-func (m *memStore) Update(ctx context.Context, fn func(*History) error) (UpdateResult, error) {
+func (m *memStore) Update(ctx context.Context, fn func(*History) error) (recordresult.UpdateResult, error) {
 	h, _ := m.Load(ctx)
 	if err := fn(h); err != nil {
-		return UpdateResult{}, err
+		return recordresult.UpdateResult{}, err
 	}
 	m.h = h
-	return UpdateResult{}, nil
+	return recordresult.UpdateResult{}, nil
 }
 
 // TestSaveNamespaceScopedRuns: record -n a, record -n b, record -n a again.
@@ -206,14 +207,14 @@ func (m *memStore) Update(ctx context.Context, fn func(*History) error) (UpdateR
 func TestSaveNamespaceScopedRuns(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	in := func(ns, owner, pod, digest string) Entry {
+	in := func(ns, owner, pod, digest string) recordresult.Entry {
 		e := entry(pod, digest)
 		e.Namespace, e.OwnerName = ns, owner
 		return e
 	}
 	t1, t2, t3, t4 := t0, t0.Add(time.Hour), t0.Add(2*time.Hour), t0.Add(3*time.Hour)
 	st := &memStore{}
-	save := func(s Snapshot) Result {
+	save := func(s recordresult.Snapshot) recordresult.Result {
 		t.Helper()
 		res, err := Save(ctx, st, s)
 		if err != nil {
@@ -221,8 +222,8 @@ func TestSaveNamespaceScopedRuns(t *testing.T) {
 		}
 		return res
 	}
-	change := func(ns, owner, pod string, from []string, to string) Change {
-		return Change{Cluster: "prod", Namespace: ns, OwnerKind: "Deployment", OwnerName: owner, Container: "nginx",
+	change := func(ns, owner, pod string, from []string, to string) recordresult.Change {
+		return recordresult.Change{Cluster: "prod", Namespace: ns, OwnerKind: "Deployment", OwnerName: owner, Container: "nginx",
 			Pod: pod, Node: "node-" + pod, Image: "nginx:1.27", From: from, To: to}
 	}
 
@@ -236,7 +237,7 @@ func TestSaveNamespaceScopedRuns(t *testing.T) {
 	}
 	// record -n a: web moved from dA to dC since t1.
 	res := save(snap(t3, in("a", "web", "a1", dC)))
-	if want := []Change{change("a", "web", "a1", []string{dA}, dC)}; !reflect.DeepEqual(res.Changes, want) {
+	if want := []recordresult.Change{change("a", "web", "a1", []string{dA}, dC)}; !reflect.DeepEqual(res.Changes, want) {
 		t.Errorf("second run of -n a: changes\n got %+v\nwant %+v", res.Changes, want)
 	}
 	if !res.Previous.Time.Equal(t1) {
@@ -246,7 +247,7 @@ func TestSaveNamespaceScopedRuns(t *testing.T) {
 	// new pod, compared with every digest api ran). Previous.Time is the
 	// earliest of the owners' last sightings.
 	res = save(snap(t4, in("a", "web", "a1", dC), in("b", "api", "b2", dA)))
-	if want := []Change{change("b", "api", "b2", []string{dB}, dA)}; !reflect.DeepEqual(res.Changes, want) {
+	if want := []recordresult.Change{change("b", "api", "b2", []string{dB}, dA)}; !reflect.DeepEqual(res.Changes, want) {
 		t.Errorf("run of -A: changes\n got %+v\nwant %+v", res.Changes, want)
 	}
 	if !res.Previous.Time.Equal(t2) {
@@ -257,20 +258,20 @@ func TestSaveNamespaceScopedRuns(t *testing.T) {
 func TestPrevious(t *testing.T) {
 	t.Parallel()
 	h := NewHistory()
-	web := func(pod, digest string) Entry { return entry(pod, digest) }
-	api := func(pod, digest string) Entry { e := entry(pod, digest); e.OwnerName = "api"; return e }
+	web := func(pod, digest string) recordresult.Entry { return entry(pod, digest) }
+	api := func(pod, digest string) recordresult.Entry { e := entry(pod, digest); e.OwnerName = "api"; return e }
 	h.Merge(snap(t0, web("a", dA), web("b", dA), api("x", dA)))
 	h.Merge(snap(t0.Add(time.Hour), web("a", dB), web("b", dA)))
 	h.Merge(snap(t0.Add(2*time.Hour), web("c", dC)))
 	other := web("z", dC)
 	other.Cluster = "staging"
-	h.Merge(Snapshot{Cluster: "staging", Time: t0.Add(5 * time.Hour), Entries: []Entry{other}})
+	h.Merge(recordresult.Snapshot{Cluster: "staging", Time: t0.Add(5 * time.Hour), Entries: []recordresult.Entry{other}})
 
 	type got struct {
 		pod, digest string
 		at          time.Time
 	}
-	entries := func(s Snapshot) []got {
+	entries := func(s recordresult.Snapshot) []got {
 		var out []got
 		for _, e := range s.Entries {
 			out = append(out, got{e.Pod, e.Digest, e.Time})
@@ -279,7 +280,7 @@ func TestPrevious(t *testing.T) {
 	}
 	tests := []struct {
 		name string
-		cur  Snapshot
+		cur  recordresult.Snapshot
 		want []got
 		time time.Time
 	}{
@@ -301,7 +302,7 @@ func TestPrevious(t *testing.T) {
 		},
 		{
 			name: "owner never recorded",
-			cur:  snap(t0.Add(3*time.Hour), func() Entry { e := web("q", dA); e.Namespace = "elsewhere"; return e }()),
+			cur:  snap(t0.Add(3*time.Hour), func() recordresult.Entry { e := web("q", dA); e.Namespace = "elsewhere"; return e }()),
 		},
 	}
 	for _, tt := range tests {
@@ -334,7 +335,7 @@ func TestImageVolumes(t *testing.T) {
 		}}
 	}
 	first := FromInventory("prod", t0, inv(dA))
-	wantEntries := []Entry{
+	wantEntries := []recordresult.Entry{
 		{Cluster: "prod", Time: t0, Namespace: "ml", OwnerKind: "Deployment", OwnerName: "serve", Pod: "serve-1", Container: "models",
 			Image: "reg.example/serve:v1", Digest: dA, PullPolicy: "IfNotPresent"},
 		{Cluster: "prod", Time: t0, Namespace: "ml", OwnerKind: "Deployment", OwnerName: "serve", Pod: "serve-1", Volume: "models",

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/regcheck/regcheck/results/recordresult"
 )
 
 // Store holds a History somewhere.
@@ -15,45 +17,22 @@ type Store interface {
 	Load(ctx context.Context) (*History, error)
 	// Update loads the history, calls fn on it and stores the result,
 	// atomically with respect to other Updates of the same store.
-	Update(ctx context.Context, fn func(*History) error) (UpdateResult, error)
-}
-
-// UpdateResult says what Update had to do beyond storing the history.
-type UpdateResult struct {
-	// Trimmed is how many of the oldest records (by LastSeen) were dropped
-	// to fit the store's size limit. Only the ConfigMap store trims.
-	Trimmed int
-	// Message explains Trimmed in a sentence; empty when nothing was trimmed.
-	Message string
-}
-
-// Result is what Save did.
-type Result struct {
-	UpdateResult
-	// Snapshot is the snapshot saved.
-	Snapshot Snapshot
-	// Previous is, for each owner container of the saved snapshot, its most
-	// recent earlier records as the history held them (History.Previous).
-	// Time is the earliest of their LastSeen times, and zero when no owner
-	// container of the snapshot had been recorded before.
-	Previous Snapshot
-	// Changes are the containers now running a digest they did not run at Previous.
-	Changes []Change
+	Update(ctx context.Context, fn func(*History) error) (recordresult.UpdateResult, error)
 }
 
 // Save merges snap into the history in st and reports what changed: each
 // owner container of snap is compared with its own most recent earlier
 // records, whichever run recorded them, so runs of different namespaces
 // (record -n a, then -n b) do not hide each other's changes.
-func Save(ctx context.Context, st Store, snap Snapshot) (Result, error) {
-	res := Result{Snapshot: snap}
+func Save(ctx context.Context, st Store, snap recordresult.Snapshot) (recordresult.Result, error) {
+	res := recordresult.Result{Snapshot: snap}
 	ur, err := st.Update(ctx, func(h *History) error {
 		res.Previous = h.Previous(snap)
 		h.Merge(snap)
 		return nil
 	})
 	if err != nil {
-		return Result{}, err
+		return recordresult.Result{}, err
 	}
 	res.UpdateResult = ur
 	if !res.Previous.Time.IsZero() {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/regcheck/regcheck/results/recordresult"
 )
 
 func tr(owner, from, to string, at time.Time) Transition {
@@ -81,7 +83,7 @@ func TestConfigMapTrimsTransitions(t *testing.T) {
 	for i := range 60 {
 		at := t0.Add(time.Duration(i) * time.Minute)
 		_, err := cm.Update(ctx, func(h *History) error {
-			h.Merge(Snapshot{Cluster: "prod", Time: at, Entries: []Entry{{Namespace: "web", OwnerKind: "Deployment", OwnerName: "a",
+			h.Merge(recordresult.Snapshot{Cluster: "prod", Time: at, Entries: []recordresult.Entry{{Namespace: "web", OwnerKind: "Deployment", OwnerName: "a",
 				Pod: "a-1", Container: "app", Image: "app:latest", Digest: "sha256:" + strings.Repeat("0", 60) + time.Duration(i).String()}}})
 			h.AddTransitions(tr("a", "sha256:x", "sha256:y", at))
 			return nil

@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/regcheck/regcheck/metrics"
-	"github.com/regcheck/regcheck/record"
+	"github.com/regcheck/regcheck/results/recordresult"
 	"github.com/regcheck/regcheck/types"
 )
 
@@ -173,7 +173,7 @@ func rateLimitGauges(rls []types.RateLimit) []hostGauge {
 // containers now running another digest than at the previous snapshot
 // (one series each, labelled as a scan's uses are), the records trimmed to
 // fit the store, how long the run took, and its last success.
-func RecordMetrics(snap record.Snapshot, res record.Result, start, end time.Time) *prometheus.Registry {
+func RecordMetrics(snap recordresult.Snapshot, res recordresult.Result, start, end time.Time) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	metrics.RecordContainers.Gauge(reg).WithLabelValues().Set(float64(len(snap.Entries)))
 	changed := metrics.RecordDigestChanged.Gauge(reg)

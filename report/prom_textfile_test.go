@@ -20,8 +20,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/regcheck/regcheck/metrics"
-	"github.com/regcheck/regcheck/record"
 	"github.com/regcheck/regcheck/report"
+	"github.com/regcheck/regcheck/results/recordresult"
 	"github.com/regcheck/regcheck/types"
 )
 
@@ -79,13 +79,13 @@ func published() *types.Result {
 }
 
 // recorded is a record run's snapshot and what saving it did.
-func recorded() (record.Snapshot, record.Result, time.Time, time.Time) {
+func recorded() (recordresult.Snapshot, recordresult.Result, time.Time, time.Time) {
 	start := time.Date(2026, 11, 11, 6, 0, 0, 0, time.UTC)
-	snap := record.Snapshot{Cluster: "prod", Time: start, Entries: []record.Entry{
+	snap := recordresult.Snapshot{Cluster: "prod", Time: start, Entries: []recordresult.Entry{
 		{Namespace: "shop", OwnerKind: "Deployment", OwnerName: "cart", Pod: "cart-1", Container: "cart", Image: "registry.example/shop/cart:v2", Digest: digestA},
 		{Namespace: "shop", OwnerKind: "Deployment", OwnerName: "web", Pod: "web-1", Container: "web", Image: "registry.example/shop/web:v1", Digest: digestB},
 	}}
-	res := record.Result{UpdateResult: record.UpdateResult{Trimmed: 2}, Snapshot: snap, Changes: []record.Change{
+	res := recordresult.Result{UpdateResult: recordresult.UpdateResult{Trimmed: 2}, Snapshot: snap, Changes: []recordresult.Change{
 		{Cluster: "prod", Namespace: "shop", OwnerKind: "Deployment", OwnerName: "cart", Container: "cart", Pod: "cart-1",
 			Image: "user:tok@registry.example/shop/cart:v2", From: []string{digestB}, To: digestA},
 	}}

@@ -7,7 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/regcheck/regcheck/record"
+	"github.com/regcheck/regcheck/results/recordresult"
 	"github.com/regcheck/regcheck/types"
 )
 
@@ -19,7 +19,7 @@ var RecordFormats = []string{"table", "json"}
 // how many were recorded in store (where the history is kept: a path,
 // "configmap NS/NAME"). Every string from the cluster goes through
 // Printable.
-func RecordSnapshot(w io.Writer, format string, res record.Result, store string) error {
+func RecordSnapshot(w io.Writer, format string, res recordresult.Result, store string) error {
 	switch format {
 	case "json":
 		return recordJSON(w, res, nil)
@@ -48,12 +48,12 @@ func RecordSnapshot(w io.Writer, format string, res record.Result, store string)
 // they did not run at the previous snapshot (res.Changes) in format (see
 // RecordFormats): a table, one a row, then how many changed since when;
 // or, when nothing was recorded before, a line that says so.
-func RecordDiff(w io.Writer, format string, res record.Result) error {
+func RecordDiff(w io.Writer, format string, res recordresult.Result) error {
 	switch format {
 	case "json":
 		changes := res.Changes
 		if changes == nil {
-			changes = []record.Change{}
+			changes = []recordresult.Change{}
 		}
 		return recordJSON(w, res, changes)
 	case "table":
@@ -82,14 +82,14 @@ func RecordDiff(w io.Writer, format string, res record.Result) error {
 
 // recordJSON writes the snapshot's entries and, for a diff, the changes
 // (null otherwise), and how many records the store trimmed.
-func recordJSON(w io.Writer, res record.Result, changes []record.Change) error {
+func recordJSON(w io.Writer, res recordresult.Result, changes []recordresult.Change) error {
 	return WriteJSON(w, struct {
-		Cluster    string          `json:"cluster"`
-		Time       time.Time       `json:"time"`
-		Containers int             `json:"containers"`
-		Entries    []record.Entry  `json:"entries"`
-		Changes    []record.Change `json:"changes"`
-		Trimmed    int             `json:"trimmed"`
+		Cluster    string                `json:"cluster"`
+		Time       time.Time             `json:"time"`
+		Containers int                   `json:"containers"`
+		Entries    []recordresult.Entry  `json:"entries"`
+		Changes    []recordresult.Change `json:"changes"`
+		Trimmed    int                   `json:"trimmed"`
 	}{res.Snapshot.Cluster, res.Snapshot.Time, len(res.Snapshot.Entries), res.Snapshot.Entries, changes, res.Trimmed})
 }
 

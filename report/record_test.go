@@ -9,29 +9,29 @@ import (
 	"testing"
 	"time"
 
-	"github.com/regcheck/regcheck/record"
+	"github.com/regcheck/regcheck/results/recordresult"
 )
 
 // recordResult is what a record run of two snapshots saved: three
 // containers (one with no repo digest), two of them changed since the
 // previous snapshot (one pod restarted, one pod new), three records
 // trimmed.
-func recordResult() record.Result {
+func recordResult() recordresult.Result {
 	a, b, c := "sha256:"+strings.Repeat("a", 64), "sha256:"+strings.Repeat("b", 64), "sha256:"+strings.Repeat("c", 64)
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	e := func(ns, kind, owner, pod, container, digest, node string) record.Entry {
-		return record.Entry{Cluster: "kind-prod", Time: now, Namespace: ns, OwnerKind: kind, OwnerName: owner, Pod: pod,
+	e := func(ns, kind, owner, pod, container, digest, node string) recordresult.Entry {
+		return recordresult.Entry{Cluster: "kind-prod", Time: now, Namespace: ns, OwnerKind: kind, OwnerName: owner, Pod: pod,
 			Container: container, Image: "img", Digest: digest, Node: node, PullPolicy: "IfNotPresent", RestartCount: 1}
 	}
-	return record.Result{
-		UpdateResult: record.UpdateResult{Trimmed: 3, Message: "trimmed"},
-		Snapshot: record.Snapshot{Cluster: "kind-prod", Time: now, Entries: []record.Entry{
+	return recordresult.Result{
+		UpdateResult: recordresult.UpdateResult{Trimmed: 3, Message: "trimmed"},
+		Snapshot: recordresult.Snapshot{Cluster: "kind-prod", Time: now, Entries: []recordresult.Entry{
 			e("shop", "Deployment", "web", "web-7d9f-aaaaa", "nginx", b, "node-a"),
 			e("shop", "Deployment", "turn", "turn-5498-ccccc", "coturn", "", "node-b"),
 			e("default", "Pod", "debug", "debug", "main", c, "node-a"),
 		}},
-		Previous: record.Snapshot{Cluster: "kind-prod", Time: now.Add(-time.Hour)},
-		Changes: []record.Change{
+		Previous: recordresult.Snapshot{Cluster: "kind-prod", Time: now.Add(-time.Hour)},
+		Changes: []recordresult.Change{
 			{Cluster: "kind-prod", Namespace: "shop", OwnerKind: "Deployment", OwnerName: "web", Container: "nginx",
 				Pod: "web-7d9f-aaaaa", Node: "node-a", Image: "nginx:1.27", From: []string{a}, To: b},
 			{Cluster: "kind-prod", Namespace: "default", OwnerKind: "Pod", OwnerName: "debug", Container: "main",
@@ -41,7 +41,7 @@ func recordResult() record.Result {
 }
 
 // firstRecord is a record run with nothing recorded before.
-func firstRecord() record.Result { return firstRecordOf(recordResult()) }
+func firstRecord() recordresult.Result { return firstRecordOf(recordResult()) }
 
 // The record outputs match their golden files, which were written by the
 // command's output before it moved here.
@@ -125,8 +125,8 @@ func TestRecordEscapes(t *testing.T) {
 	}
 }
 
-func firstRecordOf(res record.Result) record.Result {
-	res.Previous, res.Changes = record.Snapshot{Cluster: res.Snapshot.Cluster}, nil
+func firstRecordOf(res recordresult.Result) recordresult.Result {
+	res.Previous, res.Changes = recordresult.Snapshot{Cluster: res.Snapshot.Cluster}, nil
 	return res
 }
 
@@ -144,9 +144,9 @@ func TestRecordUnknownFormat(t *testing.T) {
 // An image volume's row says "volume NAME" in the CONTAINER column.
 func TestRecordImageVolume(t *testing.T) {
 	res := recordResult()
-	res.Snapshot.Entries = []record.Entry{{Cluster: "kind-prod", Namespace: "ml", OwnerKind: "Deployment", OwnerName: "serve",
+	res.Snapshot.Entries = []recordresult.Entry{{Cluster: "kind-prod", Namespace: "ml", OwnerKind: "Deployment", OwnerName: "serve",
 		Pod: "serve-1", Volume: "weights", Image: "reg.example/models:v3", Digest: "sha256:" + strings.Repeat("d", 64)}}
-	res.Changes = []record.Change{{Cluster: "kind-prod", Namespace: "ml", OwnerKind: "Deployment", OwnerName: "serve", Volume: "weights",
+	res.Changes = []recordresult.Change{{Cluster: "kind-prod", Namespace: "ml", OwnerKind: "Deployment", OwnerName: "serve", Volume: "weights",
 		Pod: "serve-1", From: []string{"sha256:" + strings.Repeat("a", 64)}, To: "sha256:" + strings.Repeat("d", 64)}}
 	for _, tc := range []struct {
 		name   string

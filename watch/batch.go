@@ -8,12 +8,13 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/regcheck/regcheck/record"
+	"github.com/regcheck/regcheck/results/recordresult"
 )
 
 // batch is what waits for the next history write: the newest entry of each
 // pod's container and digest, and the transitions in the order seen.
 type batch struct {
-	entries     map[entryKey]record.Entry
+	entries     map[entryKey]recordresult.Entry
 	transitions []record.Transition
 }
 
@@ -22,9 +23,9 @@ type entryKey struct {
 	pod string
 }
 
-func (b *batch) add(es []record.Entry, ts []record.Transition) {
+func (b *batch) add(es []recordresult.Entry, ts []record.Transition) {
 	if b.entries == nil {
-		b.entries = map[entryKey]record.Entry{}
+		b.entries = map[entryKey]recordresult.Entry{}
 	}
 	for _, e := range es {
 		k := entryKey{record.Key{Cluster: e.Cluster, Namespace: e.Namespace, OwnerKind: e.OwnerKind, OwnerName: e.OwnerName,
@@ -47,12 +48,12 @@ func (w *Watcher) added() {
 func (b *batch) empty() bool { return len(b.entries) == 0 && len(b.transitions) == 0 }
 
 // take empties the batch and returns what it held.
-func (b *batch) take() ([]record.Entry, []record.Transition) {
-	es := make([]record.Entry, 0, len(b.entries))
+func (b *batch) take() ([]recordresult.Entry, []record.Transition) {
+	es := make([]recordresult.Entry, 0, len(b.entries))
 	for _, e := range b.entries {
 		es = append(es, e)
 	}
-	slices.SortFunc(es, func(a, b record.Entry) int { return a.Time.Compare(b.Time) })
+	slices.SortFunc(es, func(a, b recordresult.Entry) int { return a.Time.Compare(b.Time) })
 	ts := b.transitions
 	b.entries, b.transitions = nil, nil
 	return es, ts
@@ -122,7 +123,7 @@ func (w *Watcher) flush(ctx context.Context) (wrote bool) {
 	w.mu.Unlock()
 	now := w.cfg.Now().UTC()
 	res, err := w.cfg.Store.Update(ctx, func(h *record.History) error {
-		h.Merge(record.Snapshot{Cluster: w.cfg.Cluster, Time: now, Entries: es})
+		h.Merge(recordresult.Snapshot{Cluster: w.cfg.Cluster, Time: now, Entries: es})
 		h.AddTransitions(ts...)
 		return nil
 	})

@@ -7,6 +7,7 @@ import (
 
 	"github.com/regcheck/regcheck/inventory"
 	"github.com/regcheck/regcheck/record"
+	"github.com/regcheck/regcheck/results/recordresult"
 )
 
 // slot is one container (or image volume) of one owner: what a transition
@@ -155,9 +156,9 @@ func (s *state) slotFor(k slot) *slotState {
 // observe takes the containers of pod ns/name as they are now. It returns
 // the entries to merge into the history (a container whose digest, pod or
 // restart count is new) and the transitions it saw.
-func (s *state) observe(now time.Time, ns, pod string, ss []sighting) ([]record.Entry, []record.Transition) {
+func (s *state) observe(now time.Time, ns, pod string, ss []sighting) ([]recordresult.Entry, []record.Transition) {
 	key := ns + "/" + pod
-	var entries []record.Entry
+	var entries []recordresult.Entry
 	var ts []record.Transition
 	var slots []slot
 	for _, x := range ss {
@@ -277,8 +278,8 @@ func (s *state) leave(pod, key string, slots []slot) {
 func (s *state) forget(ns, pod string) { s.leave(pod, ns+"/"+pod, nil) }
 
 // entry is what the history records of c now.
-func (s *state) entry(now time.Time, c inventory.Container) record.Entry {
-	e := record.Entry{Cluster: s.cluster, Time: now.UTC(), Namespace: c.Namespace, OwnerKind: c.OwnerKind, OwnerName: c.OwnerName,
+func (s *state) entry(now time.Time, c inventory.Container) recordresult.Entry {
+	e := recordresult.Entry{Cluster: s.cluster, Time: now.UTC(), Namespace: c.Namespace, OwnerKind: c.OwnerKind, OwnerName: c.OwnerName,
 		Pod: c.Pod, Container: c.Container, Image: c.Image, Digest: c.RunningDigest, ImageID: c.ImageID,
 		Node: c.Node, PullPolicy: c.PullPolicy, StartedAt: c.StartedAt, RestartCount: c.RestartCount}
 	if c.ImageVolume() {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/regcheck/regcheck/inventory"
 	"github.com/regcheck/regcheck/record"
+	"github.com/regcheck/regcheck/results/recordresult"
 )
 
 const (
@@ -120,7 +121,7 @@ func withTemplate(s sighting, image string) sighting { s.templateImage = image; 
 
 func hist(digest, image string) *record.History {
 	h := record.NewHistory()
-	h.Merge(record.Snapshot{Cluster: "prod", Time: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), Entries: []record.Entry{{
+	h.Merge(recordresult.Snapshot{Cluster: "prod", Time: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), Entries: []recordresult.Entry{{
 		Namespace: "web", OwnerKind: "Deployment", OwnerName: "app", Pod: "old", Container: "app", Image: image, Digest: digest}}})
 	return h
 }

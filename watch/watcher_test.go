@@ -16,6 +16,7 @@ import (
 
 	"github.com/regcheck/regcheck/metrics"
 	"github.com/regcheck/regcheck/record"
+	"github.com/regcheck/regcheck/results/recordresult"
 )
 
 func ctrl(kind, name string) []metav1.OwnerReference {
@@ -49,7 +50,7 @@ type countingStore struct {
 	updates atomic.Int32
 }
 
-func (c *countingStore) Update(ctx context.Context, fn func(*record.History) error) (record.UpdateResult, error) {
+func (c *countingStore) Update(ctx context.Context, fn func(*record.History) error) (recordresult.UpdateResult, error) {
 	c.updates.Add(1)
 	return c.Store.Update(ctx, fn)
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/regcheck/regcheck/internal/testing/fixture"
 	"github.com/regcheck/regcheck/record"
 	"github.com/regcheck/regcheck/report"
+	"github.com/regcheck/regcheck/results/recordresult"
 )
 
 func runPinCmd(t *testing.T, args ...string) (int, string, string) {
@@ -252,7 +253,7 @@ func TestPinTaggedPaging(t *testing.T) {
 }
 
 // writeHistory writes a history of snapshots to a new file.
-func writeHistory(t *testing.T, snaps ...record.Snapshot) string {
+func writeHistory(t *testing.T, snaps ...recordresult.Snapshot) string {
 	t.Helper()
 	h := record.NewHistory()
 	for _, s := range snaps {
@@ -269,8 +270,8 @@ func writeHistory(t *testing.T, snaps ...record.Snapshot) string {
 	return p
 }
 
-func ran(cluster string, at time.Time, name, digest string) record.Snapshot {
-	return record.Snapshot{Cluster: cluster, Time: at, Entries: []record.Entry{{
+func ran(cluster string, at time.Time, name, digest string) recordresult.Snapshot {
+	return recordresult.Snapshot{Cluster: cluster, Time: at, Entries: []recordresult.Entry{{
 		Namespace: "default", OwnerKind: "Deployment", OwnerName: name, Pod: name + "-1", Container: "app", Digest: digest}}}
 }
 
@@ -351,7 +352,7 @@ func TestPinFromRecordsRollout(t *testing.T) {
 	a := pushTest(t, ref, "build a")
 	b := pushTest(t, ref, "build b")
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	snap := record.Snapshot{Cluster: "prod", Time: at, Entries: []record.Entry{
+	snap := recordresult.Snapshot{Cluster: "prod", Time: at, Entries: []recordresult.Entry{
 		{Namespace: "default", OwnerKind: "Deployment", OwnerName: "api", Pod: "api-old", Container: "app", Digest: a},
 		{Namespace: "default", OwnerKind: "Deployment", OwnerName: "api", Pod: "api-new", Container: "app", Digest: b},
 	}}
