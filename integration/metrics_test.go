@@ -29,7 +29,6 @@ import (
 	"github.com/regcheck/regcheck/internal/testing/bins"
 	"github.com/regcheck/regcheck/internal/testing/registry"
 	"github.com/regcheck/regcheck/metrics"
-	"github.com/regcheck/regcheck/report"
 	"github.com/regcheck/regcheck/types"
 )
 
@@ -624,7 +623,7 @@ func testAlertsFromOtherFindings(t *testing.T) {
 			"container": "app", "image": ref, "verdict": string(im.Verdict), "code": string(c.code)}, 1})
 	}
 	file := filepath.Join(t.TempDir(), "regcheck.prom")
-	if err := metrics.WriteFile(file, report.Metrics(res)); err != nil {
+	if err := metrics.WriteFile(file, metrics.ScanSeries(res)); err != nil {
 		t.Fatal(err)
 	}
 	text, err := os.ReadFile(file)

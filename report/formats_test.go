@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/regcheck/regcheck/internal/printable"
 	"github.com/regcheck/regcheck/types"
 )
 
@@ -245,7 +246,7 @@ func TestRenderersEscape(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if series[`regcheck_image_broken{reference="`+printableLines(hostileRef)+`"}`] != 1 {
+			if series[`regcheck_image_broken{reference="`+printable.Lines(hostileRef)+`"}`] != 1 {
 				t.Errorf("reference did not survive:\n%s", out)
 			}
 			if _, ok := series[`regcheck_registry_requests{host="host"`+"\n"+`<script>\",kind="ping",status="401"}`]; !ok {
@@ -385,41 +386,6 @@ func TestGitHubAnnotations(t *testing.T) {
 		"::error title=input-error::stdin:3: line too long\n"
 	if got := buf.String(); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
-	}
-}
-
-// Printable makes every control character visible, keeps the rest, and is
-// idempotent.
-func TestPrintable(t *testing.T) {
-	for _, tc := range []struct {
-		name, in, want, lines string // lines: printableLines
-	}{
-		{"plain", "nginx:1.27 ü 日本", "nginx:1.27 ü 日本", "nginx:1.27 ü 日本"},
-		{"CSI colour", "a\x1b[31mb", `a\x1b[31mb`, `a\x1b[31mb`},
-		{"OSC title with BEL", "\x1b]0;pwned\x07", `\x1b]0;pwned\x07`, `\x1b]0;pwned\x07`},
-		{"carriage return", "ok\rFAIL", `ok\rFAIL`, `ok\rFAIL`},
-		{"tab and line feed", "a\tb\nc", `a\tb\nc`, "a\tb\nc"},
-		{"NUL, backspace, DEL", "a\x00b\bc\x7f", `a\x00b\x08c\x7f`, `a\x00b\x08c\x7f`},
-		{"C1 CSI as UTF-8", "a\u009b2Jb\u0085", `a\u009b2Jb\u0085`, `a\u009b2Jb\u0085`},
-		{"8-bit CSI byte", "a\x9b2J", `a\x9b2J`, `a\x9b2J`},
-		{"cut UTF-8", "caf\xc3", `caf\xc3`, `caf\xc3`},
-		{"U+FFFD itself is text", "\uFFFD", "\uFFFD", "\uFFFD"},
-		{"backslashes kept", `C:\x1b`, `C:\x1b`, `C:\x1b`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := Printable(tc.in); got != tc.want {
-				t.Errorf("Printable(%q) = %q, want %q", tc.in, got, tc.want)
-			}
-			if got := printableLines(tc.in); got != tc.lines {
-				t.Errorf("printableLines(%q) = %q, want %q", tc.in, got, tc.lines)
-			}
-			if got := Printable(Printable(tc.in)); got != tc.want {
-				t.Errorf("Printable is not idempotent: %q", got)
-			}
-			if c := rawControl(Printable(tc.in)); c != "" {
-				t.Errorf("Printable(%q) keeps %s", tc.in, c)
-			}
-		})
 	}
 }
 

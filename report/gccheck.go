@@ -6,6 +6,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/regcheck/regcheck/internal/printable"
 	"github.com/regcheck/regcheck/results/gcresult"
 	"github.com/regcheck/regcheck/types"
 )
@@ -30,10 +31,10 @@ func GCCheck(w io.Writer, r *gcresult.Report) error {
 	if r.Mode == gcresult.ModeAPI {
 		fmt.Fprintf(tw, "GC model %s %s, predicted through the registry API of %s\n", model, du, strings.Join(r.Registries, ", "))
 	} else {
-		fmt.Fprintf(tw, "GC model %s %s on %s\n", model, du, Printable(r.Storage))
+		fmt.Fprintf(tw, "GC model %s %s on %s\n", model, du, printable.Text(r.Storage))
 	}
 	if r.Abort != nil {
-		fmt.Fprintf(tw, "\nThe collector would ABORT and delete nothing:\n  %s\n", Printable(r.Abort.Message))
+		fmt.Fprintf(tw, "\nThe collector would ABORT and delete nothing:\n  %s\n", printable.Text(r.Abort.Message))
 	}
 	section := func(title string, es []gcresult.Entry) {
 		if len(es) == 0 {
@@ -41,7 +42,7 @@ func GCCheck(w io.Writer, r *gcresult.Report) error {
 		}
 		fmt.Fprintf(tw, "\n%s (%d)\nIMAGE\tVERDICT\tREASON\n", title, len(es))
 		for _, e := range es {
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", Printable(e.Reference), e.Verdict, Printable(e.Reason))
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", printable.Text(e.Reference), e.Verdict, printable.Text(e.Reason))
 		}
 	}
 	section("WOULD BREAK", r.WouldBreak)
@@ -49,13 +50,13 @@ func GCCheck(w io.Writer, r *gcresult.Report) error {
 	if len(r.WouldLoseArtifacts) > 0 {
 		fmt.Fprintf(tw, "\nWOULD LOSE SIGNATURES AND ATTESTATIONS (%d)\nIMAGE\tKIND\tARTIFACT\tREASON\n", len(r.WouldLoseArtifacts))
 		for _, l := range r.WouldLoseArtifacts {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", Printable(l.Reference), l.Kind, Printable(l.Ref), Printable(l.Reason))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", printable.Text(l.Reference), l.Kind, printable.Text(l.Ref), printable.Text(l.Reason))
 		}
 	}
 	if len(r.WouldOrphanArtifacts) > 0 {
 		fmt.Fprintf(tw, "\nWOULD ORPHAN (artifact tags whose image the run deletes) (%d)\nREPOSITORY\tTAG\n", len(r.WouldOrphanArtifacts))
 		for _, o := range r.WouldOrphanArtifacts {
-			fmt.Fprintf(tw, "%s\t%s\n", Printable(o.Repository), Printable(o.Tag))
+			fmt.Fprintf(tw, "%s\t%s\n", printable.Text(o.Repository), printable.Text(o.Tag))
 		}
 	}
 	if len(r.WouldDelete.Repositories) > 0 {
@@ -79,7 +80,7 @@ func GCCheck(w io.Writer, r *gcresult.Report) error {
 		}
 	}
 	for _, s := range r.Skipped {
-		fmt.Fprintf(tw, "\nskipped %s: %s", Printable(s.Reference), Printable(s.Reason))
+		fmt.Fprintf(tw, "\nskipped %s: %s", printable.Text(s.Reference), printable.Text(s.Reason))
 	}
 	c := r.Counts
 	if r.Mode == gcresult.ModeAPI {
@@ -104,7 +105,7 @@ func GCCheck(w io.Writer, r *gcresult.Report) error {
 func printableAll(lines []string) []string {
 	out := make([]string, len(lines))
 	for i, l := range lines {
-		out[i] = Printable(l)
+		out[i] = printable.Text(l)
 	}
 	return out
 }

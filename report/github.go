@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/regcheck/regcheck/internal/printable"
 	"github.com/regcheck/regcheck/types"
 )
 
@@ -33,7 +34,7 @@ func GitHubAnnotations(w io.Writer, as []Annotation) error {
 	for _, a := range as {
 		var props []string
 		if a.File != "" {
-			props = append(props, "file="+ghProperty(Printable(filepath.ToSlash(a.File))))
+			props = append(props, "file="+ghProperty(printable.Text(filepath.ToSlash(a.File))))
 			if a.Line > 0 {
 				props = append(props, fmt.Sprintf("line=%d", a.Line))
 				if a.Col > 0 {
@@ -41,8 +42,8 @@ func GitHubAnnotations(w io.Writer, as []Annotation) error {
 				}
 			}
 		}
-		props = append(props, "title="+ghProperty(Printable(a.Title)))
-		if _, err := fmt.Fprintf(w, "::%s %s::%s\n", a.Level, strings.Join(props, ","), ghData(printableLines(a.Message))); err != nil {
+		props = append(props, "title="+ghProperty(printable.Text(a.Title)))
+		if _, err := fmt.Fprintf(w, "::%s %s::%s\n", a.Level, strings.Join(props, ","), ghData(printable.Lines(a.Message))); err != nil {
 			return err
 		}
 	}

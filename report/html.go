@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/regcheck/regcheck/imageref"
+	"github.com/regcheck/regcheck/internal/printable"
 	"github.com/regcheck/regcheck/types"
 )
 
@@ -221,16 +222,16 @@ var mediaTypeNames = map[string]string{
 }
 
 var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
-	"short": func(d string) string { return printableLines(short(d)) },
-	"p":     func(s any) string { return printableLines(fmt.Sprint(s)) },
-	"sd":    func(s string) string { return printableLines(shortDigests(s)) },
+	"short": func(d string) string { return printable.Lines(short(d)) },
+	"p":     func(s any) string { return printable.Lines(fmt.Sprint(s)) },
+	"sd":    func(s string) string { return printable.Lines(shortDigests(s)) },
 	"mt": func(s string) string {
 		if n, ok := mediaTypeNames[s]; ok {
 			return n
 		}
-		return printableLines(s)
+		return printable.Lines(s)
 	},
-	"where":  func(ie types.InputError) string { return printableLines(inputLocation(ie)) },
+	"where":  func(ie types.InputError) string { return printable.Lines(inputLocation(ie)) },
 	"plural": plural,
 }).Parse(htmlSource))
 

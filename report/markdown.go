@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/regcheck/regcheck/internal/printable"
 	"github.com/regcheck/regcheck/types"
 )
 
@@ -204,7 +205,7 @@ var mdEscaper = strings.NewReplacer(
 )
 
 // mdText is s as Markdown text that shows s: printable, then escaped.
-func mdText(s string) string { return mdEscaper.Replace(Printable(s)) }
+func mdText(s string) string { return mdEscaper.Replace(printable.Text(s)) }
 
 // mdSafeCode matches what can go in a code span as it is: references,
 // digests, codes, file paths. Other text is escaped instead.

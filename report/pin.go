@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/regcheck/regcheck/internal/printable"
 	"github.com/regcheck/regcheck/results/pinresult"
 	"github.com/regcheck/regcheck/types"
 )
@@ -41,7 +42,7 @@ func PinCheck(out, notes io.Writer, format string, r *pinresult.Report) error {
 		case fd.Kind == pinresult.KindUnpinned || fd.Kind == pinresult.KindInvalid:
 			unpinned++
 		case format != "text" && (fd.Kind == pinresult.KindTemplate || fd.Kind == pinresult.KindSkipped):
-			fmt.Fprintln(notes, Printable(fd.String()))
+			fmt.Fprintln(notes, printable.Text(fd.String()))
 		}
 	}
 	_, err = fmt.Fprintf(notes, "%d unpinned references in %d files\n", unpinned, len(r.Files))
@@ -57,7 +58,7 @@ func Pin(out, notes io.Writer, r *pinresult.Report) error {
 	if r.Written {
 		for _, ch := range r.Changes {
 			if ch.Skipped == "" {
-				fmt.Fprintln(out, Printable(changeLine(ch)))
+				fmt.Fprintln(out, printable.Text(changeLine(ch)))
 			}
 		}
 	} else {
@@ -65,13 +66,13 @@ func Pin(out, notes io.Writer, r *pinresult.Report) error {
 			// The path is escaped; the lines are the file's, which YAML
 			// keeps free of control characters (a file with one does
 			// not parse, so is never changed).
-			if _, err := out.Write(pinresult.Diff(Printable(file.Path), file.Old, file.New)); err != nil {
+			if _, err := out.Write(pinresult.Diff(printable.Text(file.Path), file.Old, file.New)); err != nil {
 				return err
 			}
 		}
 		for _, ch := range r.Changes {
 			if ch.Skipped == "" && pinresult.Pinned(ch.Old) {
-				fmt.Fprintln(notes, Printable(changeLine(ch)))
+				fmt.Fprintln(notes, printable.Text(changeLine(ch)))
 			}
 		}
 	}
@@ -93,7 +94,7 @@ func Pin(out, notes io.Writer, r *pinresult.Report) error {
 // pinFindings writes each finding on a line.
 func pinFindings(w io.Writer, findings []pinresult.Finding) error {
 	for _, fd := range findings {
-		if _, err := fmt.Fprintln(w, Printable(fd.String())); err != nil {
+		if _, err := fmt.Fprintln(w, printable.Text(fd.String())); err != nil {
 			return err
 		}
 	}

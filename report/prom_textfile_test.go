@@ -103,8 +103,8 @@ func TestPublishedMetrics(t *testing.T) {
 		metrics  func() prometheus.Gatherer
 		grouping map[string]string
 	}{
-		{"scan", func() prometheus.Gatherer { return report.Metrics(published()) }, map[string]string{"command": "scan", "instance": "prod", "shard": "0/2"}},
-		{"record", func() prometheus.Gatherer { return report.RecordMetrics(snap, rec, start, end) }, map[string]string{"command": "record"}},
+		{"scan", func() prometheus.Gatherer { return metrics.ScanSeries(published()) }, map[string]string{"command": "scan", "instance": "prod", "shard": "0/2"}},
+		{"record", func() prometheus.Gatherer { return metrics.RecordSeries(snap, rec, start, end) }, map[string]string{"command": "record"}},
 	} {
 		t.Run(tc.name+" textfile", func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "regcheck.prom")

@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/regcheck/regcheck/internal/printable"
 	"github.com/regcheck/regcheck/results/recordresult"
 	"github.com/regcheck/regcheck/types"
 )
@@ -40,7 +41,7 @@ func RecordSnapshot(w io.Writer, format string, res recordresult.Result, store s
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "\nrecorded %d containers of %s in %s\n", len(snap.Entries), Printable(snap.Cluster), Printable(store))
+	_, err := fmt.Fprintf(w, "\nrecorded %d containers of %s in %s\n", len(snap.Entries), printable.Text(snap.Cluster), printable.Text(store))
 	return err
 }
 
@@ -61,7 +62,7 @@ func RecordDiff(w io.Writer, format string, res recordresult.Result) error {
 		return unknownRecordFormat(format)
 	}
 	if res.Previous.Time.IsZero() {
-		_, err := fmt.Fprintf(w, "no previous snapshot of %s: nothing to compare\n", Printable(res.Snapshot.Cluster))
+		_, err := fmt.Fprintf(w, "no previous snapshot of %s: nothing to compare\n", printable.Text(res.Snapshot.Cluster))
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -106,7 +107,7 @@ func containerCell(container, volume string) string {
 // a tab in a name from adding a column).
 func row(tw io.Writer, cells ...string) {
 	for i, c := range cells {
-		cells[i] = Printable(c)
+		cells[i] = printable.Text(c)
 	}
 	fmt.Fprintln(tw, strings.Join(cells, "\t"))
 }

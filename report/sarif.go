@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/regcheck/regcheck/internal/printable"
 	"github.com/regcheck/regcheck/internal/version"
 	"github.com/regcheck/regcheck/types"
 )
@@ -140,7 +141,7 @@ func sarifInput(ie types.InputError) SARIFLocation {
 func WriteSARIF(w io.Writer, run SARIFRun) error {
 	results := make([]SARIFResult, len(run.Results))
 	for i, r := range run.Results {
-		r.Message.Text = printableLines(r.Message.Text)
+		r.Message.Text = printable.Lines(r.Message.Text)
 		results[i] = r
 	}
 	run.Results = results
@@ -148,7 +149,7 @@ func WriteSARIF(w io.Writer, run SARIFRun) error {
 	for i, inv := range run.Invocations {
 		ns := make([]SARIFNotification, len(inv.ToolExecutionNotifications))
 		for j, n := range inv.ToolExecutionNotifications {
-			n.Message.Text = printableLines(n.Message.Text)
+			n.Message.Text = printable.Lines(n.Message.Text)
 			ns[j] = n
 		}
 		inv.ToolExecutionNotifications = ns

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/regcheck/regcheck/internal/printable"
 	"github.com/regcheck/regcheck/types"
 )
 
@@ -18,7 +19,7 @@ func Table(w io.Writer, r *types.Result) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "VERDICT\tIMAGE\tDIGEST\tUSED BY")
 	for _, im := range r.Sorted() {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", Printable(string(im.Verdict)), Printable(im.Reference), Printable(short(im.Digest)), Printable(uses(im.Uses)))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", printable.Text(string(im.Verdict)), printable.Text(im.Reference), printable.Text(short(im.Digest)), printable.Text(uses(im.Uses)))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -27,16 +28,16 @@ func Table(w io.Writer, r *types.Result) error {
 		if len(im.Findings) == 0 {
 			continue
 		}
-		fmt.Fprintf(w, "\n%s  %s\n", strings.ToUpper(Printable(string(im.Verdict))), Printable(im.Reference))
+		fmt.Fprintf(w, "\n%s  %s\n", strings.ToUpper(printable.Text(string(im.Verdict))), printable.Text(im.Reference))
 		for _, f := range im.Findings {
-			fmt.Fprintf(w, "  %-8s %-20s %s\n", f.Severity, Printable(string(f.Code)), Printable(shortDigests(f.Message)))
+			fmt.Fprintf(w, "  %-8s %-20s %s\n", f.Severity, printable.Text(string(f.Code)), printable.Text(shortDigests(f.Message)))
 			if f.Advice != "" {
-				fmt.Fprintf(w, "  %-8s %-20s → %s\n", "", "", Printable(shortDigests(f.Advice)))
+				fmt.Fprintf(w, "  %-8s %-20s → %s\n", "", "", printable.Text(shortDigests(f.Advice)))
 			}
 		}
 		for _, u := range im.Uses {
 			if s := useString(u); s != "" {
-				fmt.Fprintf(w, "  used by  %s\n", Printable(s))
+				fmt.Fprintf(w, "  used by  %s\n", printable.Text(s))
 			}
 		}
 	}
@@ -51,7 +52,7 @@ func Table(w io.Writer, r *types.Result) error {
 			} else {
 				notRead++
 			}
-			fmt.Fprintf(w, "  %-8s %s: %s\n", level, Printable(inputLocation(ie)), Printable(ie.Message))
+			fmt.Fprintf(w, "  %-8s %s: %s\n", level, printable.Text(inputLocation(ie)), printable.Text(ie.Message))
 		}
 	}
 	c := r.Count()
@@ -67,7 +68,7 @@ func Table(w io.Writer, r *types.Result) error {
 		len(r.Images), c[types.Broken], c[types.Unknown], c[types.AtRisk], c[types.OK], requests, r.Duration.Round(1e6), inputs)
 	for _, rl := range r.RateLimits {
 		if err == nil {
-			_, err = fmt.Fprintf(w, "rate limit  %s\n", Printable(rateLimitText(rl)))
+			_, err = fmt.Fprintf(w, "rate limit  %s\n", printable.Text(rateLimitText(rl)))
 		}
 	}
 	return err

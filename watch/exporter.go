@@ -12,7 +12,6 @@ import (
 
 	"github.com/regcheck/regcheck/metrics"
 	"github.com/regcheck/regcheck/record"
-	"github.com/regcheck/regcheck/report"
 )
 
 // Metrics are the series the watcher exports: its own health on every
@@ -146,8 +145,8 @@ func (u *upgradeSeries) Collect(ch chan<- prometheus.Metric) {
 	seen := map[labels]bool{}
 	for k, st := range u.w.st.slots {
 		if up := st.upgrade; up != nil {
-			seen[labels{report.LabelValue(k.ns), report.LabelValue(k.kind), report.LabelValue(k.name),
-				report.LabelValue(k.container + k.volume), up.From, up.To}] = true
+			seen[labels{metrics.LabelValue(k.ns), metrics.LabelValue(k.kind), metrics.LabelValue(k.name),
+				metrics.LabelValue(k.container + k.volume), up.From, up.To}] = true
 		}
 	}
 	u.w.mu.Unlock()

@@ -15,7 +15,6 @@ import (
 	"github.com/regcheck/regcheck/inventory"
 	"github.com/regcheck/regcheck/metrics"
 	"github.com/regcheck/regcheck/record"
-	"github.com/regcheck/regcheck/report"
 	"github.com/regcheck/regcheck/scan"
 	"github.com/regcheck/regcheck/types"
 )
@@ -266,7 +265,7 @@ func (k *walker) publish(res *types.Result) {
 	}
 	k.mu.Unlock()
 	out := withUpgrades(res, ups, whole, k.w.cfg.HistoryHint)
-	reg := report.Metrics(out)
+	reg := metrics.ScanSeries(out)
 	availability(reg, out)
 	g, err := gather(reg)
 	if err != nil {
@@ -296,8 +295,8 @@ func availability(reg prometheus.Registerer, res *types.Result) {
 			if u.Source != "cluster" || u.Name == "" {
 				continue
 			}
-			g.WithLabelValues(report.LabelValue(u.Namespace), report.LabelValue(u.Kind), report.LabelValue(u.Name),
-				report.LabelValue(u.Container+u.Volume), report.ImageLabel(im.Reference)).Set(v)
+			g.WithLabelValues(metrics.LabelValue(u.Namespace), metrics.LabelValue(u.Kind), metrics.LabelValue(u.Name),
+				metrics.LabelValue(u.Container+u.Volume), metrics.ImageLabel(im.Reference)).Set(v)
 		}
 	}
 }

@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/regcheck/regcheck/internal/printable"
 	"github.com/regcheck/regcheck/internal/version"
-	"github.com/regcheck/regcheck/report"
 )
 
 // Exit codes are a contract with scripts and CI.
@@ -83,7 +83,7 @@ func Run(ctx context.Context, s Streams, args []string) int {
 	}
 	// The message may carry a registry's words or a file's name: no
 	// control character of theirs reaches the terminal.
-	msg := report.Printable(err.Error())
+	msg := printable.Text(err.Error())
 	if !strings.HasPrefix(msg, "regcheck") {
 		msg = "regcheck: " + msg
 	}

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/regcheck/regcheck/report"
+	"github.com/regcheck/regcheck/internal/printable"
 )
 
 // logHandler writes a record as one short line for a person:
@@ -46,7 +46,7 @@ func (h *logHandler) Handle(_ context.Context, r slog.Record) error {
 	}
 	b.WriteString(r.Level.String()) // DEBUG, INFO, WARN, ERROR
 	b.WriteByte(' ')
-	b.WriteString(report.Printable(r.Message))
+	b.WriteString(printable.Text(r.Message))
 	b.WriteString(h.attrs)
 	r.Attrs(func(a slog.Attr) bool {
 		appendAttr(&b, h.prefix, a)
@@ -96,7 +96,7 @@ func appendAttr(b *strings.Builder, prefix string, a slog.Attr) {
 		return
 	}
 	b.WriteByte(' ')
-	b.WriteString(report.Printable(prefix + a.Key))
+	b.WriteString(printable.Text(prefix + a.Key))
 	b.WriteByte('=')
 	b.WriteString(logValue(a.Value))
 }
@@ -113,7 +113,7 @@ func logValue(v slog.Value) string {
 	default:
 		s = v.String()
 	}
-	if s == "" || strings.ContainsAny(s, " =\"\\") || report.Printable(s) != s {
+	if s == "" || strings.ContainsAny(s, " =\"\\") || printable.Text(s) != s {
 		return strconv.Quote(s)
 	}
 	return s

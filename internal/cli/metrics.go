@@ -118,7 +118,7 @@ func (p *publisher) around(ctx context.Context, r report.Renderer) report.Render
 		if res.Shard != nil {
 			group = map[string]string{"shard": fmt.Sprintf("%d/%d", res.Shard.Index, res.Shard.Count)}
 		}
-		return p.publish(ctx, report.Metrics(res), group)
+		return p.publish(ctx, metrics.ScanSeries(res), group)
 	})
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/regcheck/regcheck/metrics"
 	"github.com/regcheck/regcheck/record"
 	"github.com/regcheck/regcheck/report"
 )
@@ -84,7 +85,7 @@ func runRecord(cmd *cobra.Command, s Streams, g *globals, f *recordFlags) error 
 		return fmt.Errorf("saving the record: %w", err)
 	}
 	g.logger.Info("recorded", "cluster", kt.name, "containers", len(res.Snapshot.Entries), "store", where)
-	if err := pub.publish(ctx, report.RecordMetrics(res.Snapshot, res, start, time.Now()), nil); err != nil {
+	if err := pub.publish(ctx, metrics.RecordSeries(res.Snapshot, res, start, time.Now()), nil); err != nil {
 		return err
 	}
 	if f.diff {
