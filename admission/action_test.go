@@ -10,6 +10,7 @@ import (
 	"github.com/regcheck/regcheck/imageref"
 	"github.com/regcheck/regcheck/scan"
 	"github.com/regcheck/regcheck/types"
+	"github.com/regcheck/regcheck/yamlfile"
 )
 
 // readDoc reads one ClusterPolicy named p with the given spec.
@@ -17,7 +18,7 @@ func readDoc(t *testing.T, spec string) *Policies {
 	t.Helper()
 	ps := &Policies{Labels: map[string]map[string]string{}}
 	doc := "apiVersion: kyverno.io/v1\nkind: ClusterPolicy\nmetadata: {name: p}\n" + spec
-	if problems := ps.readDocuments("p.yaml", []byte(doc)); len(problems) > 0 {
+	if problems := ps.readObjects(yamlfile.File{Name: "p.yaml", Data: []byte(doc)}); len(problems) > 0 {
 		t.Fatalf("problems: %+v", problems)
 	}
 	return ps
@@ -161,7 +162,7 @@ func TestClusterImagePolicyMatch(t *testing.T) {
 			if c.match != "" {
 				doc += "  " + c.match + "\n"
 			}
-			if problems := ps.readDocuments("cip.yaml", []byte(doc)); len(problems) > 0 || len(ps.Rules) != 1 {
+			if problems := ps.readObjects(yamlfile.File{Name: "cip.yaml", Data: []byte(doc)}); len(problems) > 0 || len(ps.Rules) != 1 {
 				t.Fatalf("rules %d, problems %+v", len(ps.Rules), problems)
 			}
 			as := ps.Applying(types.Use{Kind: c.kind, Namespace: "prod", Name: "web"}, ref)

@@ -4,113 +4,79 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
-	"path/filepath"
-	"strings"
 
-	"go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/regcheck/regcheck/yamlfile"
 )
 
-// maxFile bounds a file read for policies, as the image reader does.
-const maxFile = 16 << 20
-
 // ReadFiles reads the image policies (and Namespace objects, for their
-// labels) among the YAML documents of paths: files, and folders read
-// recursively (*.yaml, *.yml, *.json; dot folders skipped; regular
-// files only). A policy that does not parse is a warning with its
-// file:line; a file that is not YAML is a notice (the image reader
-// reports it); other objects are passed over. "-" (stdin) is not read
-// here: the image reader has read it.
+// labels) among the YAML documents of paths, from the files
+// yamlfile.Walk yields: the image reader's files, under its rules, decoded
+// once each by yamlfile. A policy that does not parse is a warning with
+// its file:line; a file not read or not YAML is a notice (the image
+// reader reports it); other objects are passed over. "-" (stdin) is not
+// read here: the image reader has read it.
 func ReadFiles(paths []string) (*Policies, []Problem) {
 	ps := &Policies{Labels: map[string]map[string]string{}}
 	var problems []Problem
-	for _, root := range paths {
-		if root == "-" {
-			continue
-		}
-		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-			switch {
-			case err != nil:
-				return err
-			case d.IsDir() && p != root && strings.HasPrefix(d.Name(), "."):
-				return filepath.SkipDir
-			case d.IsDir() || p != root && !policyFile(p) || !regular(p):
-				return nil // a pipe, a device, a symlink to nothing: the image reader says so
-			}
-			problems = append(problems, ps.readFile(p)...)
-			return nil
-		})
-		if err != nil {
-			problems = append(problems, Problem{Warning: true, Source: root, Message: err.Error()})
+	for f, err := range yamlfile.Walk(withoutStdin(paths)) {
+		switch {
+		case err != nil:
+			problems = append(problems, Problem{Source: sourceOf(f, err), Message: "not read for policies: " + err.Error()})
+		case mayHold(f.Data):
+			problems = append(problems, ps.readObjects(f)...)
 		}
 	}
 	return ps, problems
 }
 
-// regular reports whether p is, or links to, a regular file.
-func regular(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && fi.Mode().IsRegular()
-}
-
-// policyFile reports whether a file found in a folder may hold policies.
-func policyFile(p string) bool {
-	switch strings.ToLower(filepath.Ext(p)) {
-	case ".yaml", ".yml", ".json":
-		return true
+// withoutStdin is paths but "-".
+func withoutStdin(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		if p != "-" {
+			out = append(out, p)
+		}
 	}
-	return false
+	return out
 }
 
-// readFile reads one file's documents.
-func (ps *Policies) readFile(p string) []Problem {
-	f, err := os.Open(p)
+// sourceOf names the file or folder err is about.
+func sourceOf(f yamlfile.File, err error) string {
+	var pe *fs.PathError
+	if f.Name == "" && errors.As(err, &pe) {
+		return pe.Path
+	}
+	return f.Name
+}
+
+// mayHold reports whether data may hold an object of interest: the common
+// case, a file without one, is not decoded.
+func mayHold(data []byte) bool {
+	return bytes.Contains(data, []byte("kyverno.io")) || bytes.Contains(data, []byte("policy.sigstore.dev")) || bytes.Contains(data, []byte("Namespace"))
+}
+
+// readObjects takes in the objects of one file, keeping each one's line.
+func (ps *Policies) readObjects(f yamlfile.File) []Problem {
+	objs, err := f.Objects()
 	if err != nil {
-		return []Problem{{Warning: true, Source: p, Message: err.Error()}}
+		// The image reader reports a file that is not YAML (or skips a
+		// Helm template): a notice here, not a second input error.
+		return []Problem{{Source: f.Name, Message: fmt.Sprintf("not read for policies: not YAML: %v", err)}}
 	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxFile+1))
-	switch {
-	case err != nil:
-		return []Problem{{Warning: true, Source: p, Message: err.Error()}}
-	case len(data) > maxFile:
-		return []Problem{{Warning: true, Source: p, Message: "larger than 16 MiB: not read for policies"}}
-	case !bytes.Contains(data, []byte("kyverno.io")) && !bytes.Contains(data, []byte("policy.sigstore.dev")) && !bytes.Contains(data, []byte("Namespace")):
-		return nil // the common case: no object of interest, no second parse
-	}
-	return ps.readDocuments(p, data)
-}
-
-// readDocuments decodes each YAML document of data, keeping its line.
-func (ps *Policies) readDocuments(p string, data []byte) []Problem {
 	var problems []Problem
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	for {
-		var node yaml.Node
-		err := dec.Decode(&node)
-		if errors.Is(err, io.EOF) {
-			return problems
-		}
-		if err != nil {
-			// The image reader reports a file that is not YAML (or skips a
-			// Helm template): a notice here, not a second input error.
-			return append(problems, Problem{Source: p, Message: fmt.Sprintf("not read for policies: not YAML: %v", err)})
-		}
+	for _, o := range objs {
 		var obj map[string]any
-		if node.Decode(&obj) != nil || obj == nil {
+		if o.Node.Decode(&obj) != nil || obj == nil {
 			continue
 		}
-		line := node.Line
-		if len(node.Content) > 0 {
-			line = node.Content[0].Line
-		}
-		if err := ps.add(&unstructured.Unstructured{Object: jsonish(obj).(map[string]any)}, fmt.Sprintf("%s:%d", p, line)); err != nil {
-			problems = append(problems, Problem{Warning: true, Source: p, Line: line, Message: err.Error()})
+		if err := ps.add(&unstructured.Unstructured{Object: jsonish(obj).(map[string]any)}, fmt.Sprintf("%s:%d", o.File, o.Line)); err != nil {
+			problems = append(problems, Problem{Warning: true, Source: f.Name, Line: o.Line, Message: err.Error()})
 		}
 	}
+	return problems
 }
 
 // add takes in one object read from a file.

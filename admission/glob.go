@@ -5,8 +5,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/google/go-containerregistry/pkg/name"
-
 	"github.com/regcheck/regcheck/imageref"
 )
 
@@ -40,35 +38,10 @@ func wildcard(pattern, s string) bool {
 	return match[len(s)]
 }
 
-// kyvernoNames are the strings Kyverno matches imageReferences against
-// for ref: registry/path:tag, or registry/path@digest when the reference
-// has a digest (Kyverno's ImageInfo.String). Kyverno adds docker.io to a
-// reference with no registry but not library/, so an official image is
-// tried both as docker.io/library/nginx and docker.io/nginx: which one
-// the pod spec wrote is not kept once normalized.
-func kyvernoNames(ref imageref.Ref) []string {
-	repos := []string{ref.Repo}
-	if rest, ok := strings.CutPrefix(ref.Repo, "docker.io/library/"); ok {
-		repos = append(repos, "docker.io/"+rest)
-	}
-	var out []string
-	for _, r := range repos {
-		switch {
-		case ref.Digest != "":
-			out = append(out, r+"@"+ref.Digest)
-		case ref.Tag != "":
-			out = append(out, r+":"+ref.Tag)
-		default:
-			out = append(out, r+":latest")
-		}
-	}
-	return out
-}
-
 // kyvernoMatches reports whether any of patterns matches ref as Kyverno
 // reads them.
 func kyvernoMatches(patterns []string, ref imageref.Ref) bool {
-	for _, n := range kyvernoNames(ref) {
+	for _, n := range ref.KyvernoNames() {
 		for _, p := range patterns {
 			if wildcard(p, n) {
 				return true
@@ -114,29 +87,10 @@ func compileGlob(glob string) *regexp.Regexp {
 	return re
 }
 
-// sigstoreNames are the names policy-controller matches globs against
-// for ref: go-containerregistry's full name (index.docker.io/library/…,
-// :latest when no tag was given), with the tag and with the digest.
-func sigstoreNames(ref imageref.Ref) []string {
-	repo, err := name.NewRepository(ref.Repo, name.WeakValidation)
-	if err != nil {
-		return []string{ref.Normalized()}
-	}
-	base := repo.Name()
-	var out []string
-	if ref.Tag != "" || ref.Digest == "" {
-		out = append(out, base+":"+ref.EffectiveTag())
-	}
-	if ref.Digest != "" {
-		out = append(out, base+"@"+ref.Digest)
-	}
-	return out
-}
-
 // globMatches reports whether any of globs matches ref as
 // policy-controller reads them.
 func globMatches(globs []string, ref imageref.Ref) bool {
-	for _, n := range sigstoreNames(ref) {
+	for _, n := range ref.PolicyControllerNames() {
 		for _, g := range globs {
 			if re := compileGlob(g); re != nil && re.MatchString(n) {
 				return true

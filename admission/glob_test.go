@@ -34,7 +34,7 @@ func TestKyvernoMatches(t *testing.T) {
 				t.Fatal(err)
 			}
 			if got := kyvernoMatches([]string{c.pattern}, ref); got != c.want {
-				t.Errorf("kyvernoMatches(%q, %q) = %v, want %v (names %v)", c.pattern, c.image, got, c.want, kyvernoNames(ref))
+				t.Errorf("kyvernoMatches(%q, %q) = %v, want %v (names %v)", c.pattern, c.image, got, c.want, ref.KyvernoNames())
 			}
 		})
 	}
@@ -73,7 +73,7 @@ func TestGlobMatches(t *testing.T) {
 				t.Fatal(err)
 			}
 			if got := globMatches([]string{c.glob}, ref); got != c.want {
-				t.Errorf("globMatches(%q, %q) = %v, want %v (names %v)", c.glob, c.image, got, c.want, sigstoreNames(ref))
+				t.Errorf("globMatches(%q, %q) = %v, want %v (names %v)", c.glob, c.image, got, c.want, ref.PolicyControllerNames())
 			}
 		})
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/regcheck/regcheck/imageref"
 	"github.com/regcheck/regcheck/types"
+	"github.com/regcheck/regcheck/yamlfile"
 )
 
 func readTestPolicies(t *testing.T) *Policies {
@@ -170,7 +171,7 @@ spec:
 		t.Run(c.name, func(t *testing.T) {
 			doc := "apiVersion: kyverno.io/v1\nkind: ClusterPolicy\nmetadata: {name: p}" + c.doc
 			ps := &Policies{Labels: map[string]map[string]string{}}
-			if problems := ps.readDocuments("p.yaml", []byte(doc)); len(problems) > 0 {
+			if problems := ps.readObjects(yamlfile.File{Name: "p.yaml", Data: []byte(doc)}); len(problems) > 0 {
 				t.Fatalf("problems: %+v", problems)
 			}
 			var got string

@@ -39,13 +39,13 @@ func useOf(c inventory.Container) types.Use {
 	return u
 }
 
-// RunningRef is the reference a node would pull a running digest by: the
-// spec image's repository at that digest. The runtime's imageID may name
-// another repository the same bits were first pulled from (an image
-// promoted from staging to prod), which says nothing about this one.
+// RunningRef is imageref's Running spelling of image at digest.
+//
+// Deprecated: parse the image and call [imageref.Ref.Running]; this
+// stays until watch's callers move (issue 24).
 func RunningRef(image, digest string) string {
 	ref, _ := imageref.Parse(image)
-	return ref.Repo + "@" + digest
+	return ref.Running(digest)
 }
 
 // RunningTargets returns one target per distinct digest a container runs
@@ -58,7 +58,8 @@ func RunningTargets(inv *inventory.Inventory) []types.Target {
 		if c.RunningDigest == "" {
 			continue
 		}
-		ref := RunningRef(c.Image, c.RunningDigest)
+		image, _ := imageref.Parse(c.Image) // the zero Ref when it does not parse, as the runtime would refuse it
+		ref := image.Running(c.RunningDigest)
 		use := useOf(c)
 		usePlatforms(inv, c, &use)
 		if i, ok := byRef[ref]; ok {

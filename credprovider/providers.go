@@ -13,6 +13,8 @@ import (
 	"golang.org/x/sync/singleflight"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	credentialproviderv1 "k8s.io/kubelet/pkg/apis/credentialprovider/v1"
+
+	"github.com/regcheck/regcheck/imageref"
 )
 
 // Providers are the credential provider plugins of a kubelet's config, in
@@ -205,15 +207,16 @@ func (p *provider) fetch(ctx context.Context, image string) (map[string]credenti
 }
 
 // imageOf is the image string the kubelet passes to plugins and matches
-// against: the repository, without tag or digest, with Docker Hub as
-// docker.io (as distribution's reference normalizes it).
+// against, spelled by imageref (KubeletKey): the repository, without tag
+// or digest, with Docker Hub as docker.io; a bare registry is its host.
 func imageOf(r authn.Resource) string {
-	s := r.String()
-	if ref, ok := r.(name.Reference); ok {
-		s = ref.Context().String()
+	switch n := r.(type) {
+	case name.Reference:
+		return imageref.FromName(n).KubeletKey()
+	case name.Repository:
+		return imageref.FromRepository(n).KubeletKey()
+	case name.Registry:
+		return imageref.Registry(n.RegistryStr())
 	}
-	if reg := r.RegistryStr(); reg == name.DefaultRegistry {
-		s = "docker.io" + strings.TrimPrefix(s, reg)
-	}
-	return s
+	return r.String()
 }

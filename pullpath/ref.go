@@ -1,9 +1,9 @@
 package pullpath
 
 import (
-	"strings"
-
 	"github.com/google/go-containerregistry/pkg/name"
+
+	"github.com/regcheck/regcheck/imageref"
 )
 
 // image is a reference as the runtimes name its parts.
@@ -14,35 +14,11 @@ type image struct {
 	digest string // empty for a tag reference
 }
 
-// imageOf takes go-containerregistry's parse of a reference and names Docker
-// Hub "docker.io", as the distribution parser that kubelet, containerd and
-// CRI-O use does (it also turns index.docker.io into docker.io).
+// imageOf is go-containerregistry's parse of a reference in the
+// runtimes' spelling, as imageref reads it (Docker Hub as docker.io).
 func imageOf(ref name.Reference) image {
-	host := ref.Context().RegistryStr()
-	if host == name.DefaultRegistry {
-		host = "docker.io"
-	}
-	img := image{host: host, repo: ref.Context().RepositoryStr()}
-	switch r := ref.(type) {
-	case name.Digest:
-		img.digest = r.DigestStr()
-		img.tag = tagOf(r.String())
-	case name.Tag:
-		img.tag = r.TagStr()
-	default:
-		img.tag = ref.Identifier()
-	}
-	return img
-}
-
-// tagOf finds the tag in "repo:tag@digest", if one was given.
-func tagOf(s string) string {
-	s, _, _ = strings.Cut(s, "@")
-	last := s[strings.LastIndex(s, "/")+1:]
-	if _, tag, ok := strings.Cut(last, ":"); ok {
-		return tag
-	}
-	return ""
+	r := imageref.FromName(ref)
+	return image{host: r.Domain(), repo: r.Path(), tag: r.Tag, digest: r.Digest}
 }
 
 func (i image) byDigest() bool { return i.digest != "" }

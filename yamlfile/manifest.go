@@ -184,8 +184,8 @@ func decode(data []byte) ([]*yaml.Node, error) {
 	}
 }
 
-// Find walks files and folders (recursively, skipping folders whose name
-// starts with a dot; *.yaml, *.yml and *.json files; a file named
+// Find reads the files Walk yields (recursively, skipping folders whose
+// name starts with a dot; *.yaml, *.yml and *.json files; a file named
 // explicitly is read whatever its name; "-" is standard input) and returns
 // every image plus one error per file that could not be read or parsed. A
 // bad file never stops the walk. Files are read with ReadFile: what is not
@@ -195,31 +195,14 @@ func Find(paths []string) ([]Image, []error) {
 		imgs []Image
 		errs []error
 	)
-	add := func(name string, data []byte) {
-		found, problems := Read(name, data)
-		errs = append(errs, problems...)
-		imgs = append(imgs, found...)
-	}
-	for _, root := range paths {
-		if root == "-" {
-			data, err := readCapped("stdin", os.Stdin)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("reading stdin: %w", err))
-				continue
-			}
-			add("-", data)
+	for f, err := range Walk(paths) {
+		if err != nil {
+			errs = append(errs, err)
 			continue
 		}
-		files, walkErrs := Files([]string{root}, nil)
-		errs = append(errs, walkErrs...)
-		for _, p := range files {
-			data, err := ReadFile(p)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			add(p, data)
-		}
+		found, problems := Read(f.Name, f.Data)
+		errs = append(errs, problems...)
+		imgs = append(imgs, found...)
 	}
 	return imgs, errs
 }

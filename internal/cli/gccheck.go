@@ -8,6 +8,7 @@ import (
 	"github.com/regcheck/regcheck/admission"
 	"github.com/regcheck/regcheck/cluster"
 	"github.com/regcheck/regcheck/gc"
+	"github.com/regcheck/regcheck/imageref"
 	"github.com/regcheck/regcheck/record"
 	"github.com/regcheck/regcheck/report"
 	"github.com/regcheck/regcheck/results/gcresult"
@@ -238,7 +239,8 @@ func gcCheckTargets(cmd *cobra.Command, s Streams, g *globals, f *gcCheckFlags) 
 			use := types.Use{Source: "records", Kind: r.OwnerKind, Namespace: r.Namespace, Name: r.OwnerName, Container: r.Container, Volume: r.Volume, Pod: r.Pod, Node: r.Node, RunningDigest: r.Digest}
 			targets = append(targets, types.Target{Ref: r.Image, Uses: []types.Use{use}})
 			if r.Digest != "" {
-				targets = append(targets, types.Target{Ref: cluster.RunningRef(r.Image, r.Digest), Uses: []types.Use{use}})
+				image, _ := imageref.Parse(r.Image)
+				targets = append(targets, types.Target{Ref: image.Running(r.Digest), Uses: []types.Use{use}})
 			}
 		}
 	}
