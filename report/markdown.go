@@ -26,6 +26,29 @@ import (
 // JSON report has everything.
 func Markdown(w io.Writer, r *types.Result) error {
 	b := &mdWriter{limit: MaxMarkdown - mdReserve}
+	b.mdSummary(r)
+	var act, ok []*types.Image
+	for _, im := range r.Sorted() {
+		if im.Verdict == types.OK {
+			ok = append(ok, im)
+		} else {
+			act = append(act, im)
+		}
+	}
+	b.mdActionable(act)
+	b.mdOK(ok)
+	b.mdInputErrors(r.InputErrors)
+	if b.left > 0 {
+		b.line("")
+		b.line("_%s left out to stay under GitHub's %d-character limit for a comment; the JSON report (`-o json`) has everything._", plural(b.left, "row"), MaxMarkdown)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// mdSummary writes the heading, what to do per verdict, and a line on
+// the run: how many images and requests, how long, when, which shard.
+func (b *mdWriter) mdSummary(r *types.Result) {
 	c := countOf(r)
 	b.line("## regcheck: %d broken, %d unknown, %d at-risk, %d ok", c.Verdicts[types.Broken], c.Verdicts[types.Unknown], c.Verdicts[types.AtRisk], c.Verdicts[types.OK])
 	b.line("")
@@ -50,83 +73,83 @@ func Markdown(w io.Writer, r *types.Result) error {
 		meta += fmt.Sprintf(", shard %d of %d", r.Shard.Index, r.Shard.Count)
 	}
 	b.line("%s.", meta)
+}
 
-	var act, ok []*types.Image
-	for _, im := range r.Sorted() {
-		if im.Verdict == types.OK {
-			ok = append(ok, im)
-		} else {
-			act = append(act, im)
-		}
+// mdActionable writes the broken, unknown and at-risk images by namespace
+// and workload. Headings go with the first row under them, so a heading
+// is never left with its rows cut.
+func (b *mdWriter) mdActionable(act []*types.Image) {
+	if len(act) == 0 {
+		return
 	}
-	if len(act) > 0 {
-		b.line("")
-		b.line("### Broken, unknown and at-risk images, by namespace and workload")
-		shown := map[*types.Image]string{} // image → the workload its findings are under
-		for _, g := range byWorkload(act) {
-			// Headings go with the first row under them, so a heading is
-			// never left with its rows cut.
-			head := &mdWriter{}
+	b.line("")
+	b.line("### Broken, unknown and at-risk images, by namespace and workload")
+	shown := map[*types.Image]string{} // image → the workload its findings are under
+	for _, g := range byWorkload(act) {
+		head := &mdWriter{}
+		head.line("")
+		title := namespaceTitle(g.Namespace, g.Workloads)
+		head.line("#### %s", mdTitle(title, g.Namespace))
+		for _, wl := range g.Workloads {
 			head.line("")
-			title := namespaceTitle(g.Namespace, g.Workloads)
-			head.line("#### %s", mdTitle(title, g.Namespace))
-			for _, wl := range g.Workloads {
+			if t := workloadTitle(wl); t != title {
+				head.line("**%s**", mdTitle(t, wl.Name))
 				head.line("")
-				if t := workloadTitle(wl); t != title {
-					head.line("**%s**", mdTitle(t, wl.Name))
-					head.line("")
-				}
-				for _, wi := range wl.Images {
-					row := &mdWriter{}
-					row.WriteString(head.String())
-					head.Reset()
-					row.mdImage(wi, shown, g.Namespace, wl)
-					b.row(row.String())
-				}
+			}
+			for _, wi := range wl.Images {
+				row := &mdWriter{}
+				row.WriteString(head.String())
+				head.Reset()
+				row.mdImage(wi, shown, g.Namespace, wl)
+				b.row(row.String())
 			}
 		}
 	}
-	if len(ok) > 0 {
-		b.line("")
-		b.line("<details><summary>%s: nothing to do</summary>", plural(len(ok), "ok image"))
-		b.line("")
-		b.line("| image | digest | used by |")
-		b.line("|---|---|---|")
-		for _, im := range ok {
-			var us []string
-			for _, u := range im.Uses {
-				s := useString(u)
-				if s == "" {
-					s = useWhere(u)
-				}
-				us = append(us, mdText(s))
+}
+
+// mdOK writes the ok images, folded in a <details> block.
+func (b *mdWriter) mdOK(ok []*types.Image) {
+	if len(ok) == 0 {
+		return
+	}
+	b.line("")
+	b.line("<details><summary>%s: nothing to do</summary>", plural(len(ok), "ok image"))
+	b.line("")
+	b.line("| image | digest | used by |")
+	b.line("|---|---|---|")
+	for _, im := range ok {
+		var us []string
+		for _, u := range im.Uses {
+			s := useString(u)
+			if s == "" {
+				s = useWhere(u)
 			}
-			if len(us) == 0 {
-				us = []string{"-"}
-			}
-			b.row(fmt.Sprintf("| %s | %s | %s |\n", mdCode(im.Reference), mdCode(short(im.Digest)), strings.Join(us, "<br>")))
+			us = append(us, mdText(s))
 		}
-		b.line("")
-		b.line("</details>")
-	}
-	if len(r.InputErrors) > 0 {
-		b.line("")
-		b.line("### Inputs not read")
-		b.line("")
-		for _, ie := range r.InputErrors {
-			level := "error"
-			if ie.Notice {
-				level = "notice (skipped on purpose)"
-			}
-			b.row(fmt.Sprintf("- **%s** %s: %s\n", level, mdCode(inputLocation(ie)), mdText(types.Capped(ie.Message))))
+		if len(us) == 0 {
+			us = []string{"-"}
 		}
+		b.row(fmt.Sprintf("| %s | %s | %s |\n", mdCode(im.Reference), mdCode(short(im.Digest)), strings.Join(us, "<br>")))
 	}
-	if b.left > 0 {
-		b.line("")
-		b.line("_%s left out to stay under GitHub's %d-character limit for a comment; the JSON report (`-o json`) has everything._", plural(b.left, "row"), MaxMarkdown)
+	b.line("")
+	b.line("</details>")
+}
+
+// mdInputErrors writes the inputs not read, errors and notices.
+func (b *mdWriter) mdInputErrors(ies []types.InputError) {
+	if len(ies) == 0 {
+		return
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	b.line("")
+	b.line("### Inputs not read")
+	b.line("")
+	for _, ie := range ies {
+		level := "error"
+		if ie.Notice {
+			level = "notice (skipped on purpose)"
+		}
+		b.row(fmt.Sprintf("- **%s** %s: %s\n", level, mdCode(inputLocation(ie)), mdText(types.Capped(ie.Message))))
+	}
 }
 
 // mdImage writes one image of a workload: its verdict, reference and
