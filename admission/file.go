@@ -68,15 +68,50 @@ func (ps *Policies) readObjects(f yamlfile.File) []Problem {
 	}
 	var problems []Problem
 	for _, o := range objs {
-		var obj map[string]any
-		if o.Node.Decode(&obj) != nil || obj == nil {
+		if !reads(o.TypeMeta()) {
 			continue
 		}
-		if err := ps.add(&unstructured.Unstructured{Object: jsonish(obj).(map[string]any)}, fmt.Sprintf("%s:%d", o.File, o.Line)); err != nil {
+		obj, err := o.Map()
+		if err != nil {
+			problems = append(problems, Problem{Warning: true, Source: f.Name, Line: lineOf(err, o.Line), Message: "not read: " + messageOf(err)})
+			continue
+		}
+		if err := ps.addObject(&unstructured.Unstructured{Object: obj}, fmt.Sprintf("%s:%d", o.File, o.Line)); err != nil {
 			problems = append(problems, Problem{Warning: true, Source: f.Name, Line: o.Line, Message: err.Error()})
 		}
 	}
 	return problems
+}
+
+// lineOf is the line a *yamlfile.ParseError names, or line.
+func lineOf(err error, line int) int {
+	var pe *yamlfile.ParseError
+	if errors.As(err, &pe) && pe.Line > 0 {
+		return pe.Line
+	}
+	return line
+}
+
+// messageOf is a *yamlfile.ParseError's message without its file:line
+// (the Problem says them), or err's text.
+func messageOf(err error) string {
+	var pe *yamlfile.ParseError
+	if errors.As(err, &pe) {
+		return pe.Msg
+	}
+	return err.Error()
+}
+
+// addObject is add at an input boundary: a panic while reading the object
+// (a shape the unstructured helpers do not expect) is an error about it,
+// never the end of the run.
+func (ps *Policies) addObject(obj *unstructured.Unstructured, source string) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%s %s: not read: unexpected shape (%v)", obj.GetKind(), objName(obj), r)
+		}
+	}()
+	return ps.add(obj, source)
 }
 
 // add takes in one object read from a file.
@@ -91,24 +126,4 @@ func (ps *Policies) add(obj *unstructured.Unstructured, source string) error {
 	}
 	ps.Rules = append(ps.Rules, rules...)
 	return nil
-}
-
-// jsonish turns what yaml.v3 decodes into the types unstructured reads
-// (map[string]any, []any, int64, float64, string, bool).
-func jsonish(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			x[k] = jsonish(e)
-		}
-		return x
-	case []any:
-		for i, e := range x {
-			x[i] = jsonish(e)
-		}
-		return x
-	case int:
-		return int64(x)
-	}
-	return v
 }

@@ -3,6 +3,7 @@ package admission
 import (
 	"errors"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -132,4 +133,33 @@ func fileOf(err error) string {
 		return pe.Path
 	}
 	return err.Error()
+}
+
+// A policy whose rules hold a non-string key (`- 1: x`) is a problem at
+// its file and line, and the run goes on: it used to panic in client-go's
+// unstructured deep copy and end the scan with no report.
+func TestReadFilesNonStringKey(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"kyverno.yaml":  "apiVersion: kyverno.io/v1\nkind: ClusterPolicy\nmetadata: {name: p}\nspec:\n  rules:\n  - 1: x\n",
+		"sigstore.yaml": "apiVersion: policy.sigstore.dev/v1beta1\nkind: ClusterImagePolicy\nmetadata: {name: c}\nspec:\n  images:\n  - {glob: '*'}\n  authorities:\n  - 2: y\n",
+		"good.yaml":     policyAndDeployment("good"),
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ps, problems := ReadFiles([]string{dir})
+	got := map[string]int{}
+	for _, p := range problems {
+		if strings.Contains(p.Message, "not a string") {
+			got[filepath.Base(p.Source)] = p.Line
+		}
+	}
+	if want := map[string]int{"kyverno.yaml": 6, "sigstore.yaml": 8}; !maps.Equal(got, want) {
+		t.Errorf("problems at %v, want %v (all: %+v)", got, want, problems)
+	}
+	if len(ps.Rules) != 1 {
+		t.Errorf("%d rules read, want the good policy's 1", len(ps.Rules))
+	}
 }

@@ -163,6 +163,21 @@ func rulesOf(obj *unstructured.Unstructured, source string) ([]*Rule, error) {
 	return nil, nil
 }
 
+// reads reports whether an object of apiVersion and kind is one the
+// policy reader takes in: a Namespace (its labels), or a kind rulesOf reads.
+func reads(apiVersion, kind string) bool {
+	gv, _ := schema.ParseGroupVersion(apiVersion)
+	switch {
+	case apiVersion == "v1" && kind == "Namespace":
+		return true
+	case gv.Group == "kyverno.io" && (kind == "ClusterPolicy" || kind == "Policy"):
+		return true
+	case gv.Group == "policy.sigstore.dev" && kind == "ClusterImagePolicy":
+		return true
+	}
+	return false
+}
+
 // objName is namespace/name, or name.
 func objName(obj *unstructured.Unstructured) string {
 	if obj.GetNamespace() != "" {

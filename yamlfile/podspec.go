@@ -1,6 +1,10 @@
 package yamlfile
 
-import "go.yaml.in/yaml/v3"
+import (
+	"fmt"
+
+	"go.yaml.in/yaml/v3"
+)
 
 // The search for pod specs under a kind podSpecPath does not know is
 // bounded: it goes no deeper than maxSearchDepth below the object and
@@ -17,7 +21,11 @@ const (
 // mapping whose containers: is a list of mappings with an image:. A pod
 // spec is not searched further.
 func (w *walker) search(base Image, n ref, depth int, budget *int, seen map[[2]*yaml.Node]bool) {
-	if n.node == nil || depth > maxSearchDepth || *budget <= 0 || w.budget > maxVisits {
+	if n.node == nil || w.budget > maxVisits {
+		return
+	}
+	if depth > maxSearchDepth || *budget <= 0 {
+		w.searchCut(base, n, depth > maxSearchDepth)
 		return
 	}
 	*budget--
@@ -71,4 +79,47 @@ func (w *walker) specOnce(base Image, spec ref, seen map[[2]*yaml.Node]bool) {
 		kept = append(kept, s)
 	}
 	w.sites = kept
+}
+
+// searchCut notes, once per object, a search stopped at its bound above
+// something that holds containers: a pod template there is not read, and
+// the user is told rather than left with a silent gap.
+func (w *walker) searchCut(base Image, n ref, deep bool) {
+	if n.node.Kind != yaml.MappingNode && n.node.Kind != yaml.SequenceNode {
+		return
+	}
+	key := base.Kind + "/" + base.Namespace + "/" + base.Name
+	if w.cut[key] || !holdsKey(n.node, "containers", 2_000) {
+		return
+	}
+	if w.cut == nil {
+		w.cut = map[string]bool{}
+	}
+	w.cut[key] = true
+	why := fmt.Sprintf("deeper than %d levels", maxSearchDepth)
+	if !deep {
+		why = fmt.Sprintf("past the first %d nodes of the object", maxSearch)
+	}
+	w.notes = append(w.notes, &Notice{File: w.file, Line: n.node.Line,
+		Msg: fmt.Sprintf("%s %s: containers %s are not searched for images; list the field with its kind's image fields or raise the bound", base.Kind, base.Name, why)})
+}
+
+// holdsKey reports whether the subtree under n has a mapping key named
+// key, looking at no more than limit nodes (aliases not followed).
+func holdsKey(n *yaml.Node, key string, limit int) bool {
+	stack := []*yaml.Node{n}
+	for len(stack) > 0 && limit > 0 {
+		limit--
+		x := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if x.Kind == yaml.MappingNode {
+			for i := 0; i+1 < len(x.Content); i += 2 {
+				if x.Content[i].Value == key {
+					return true
+				}
+			}
+		}
+		stack = append(stack, x.Content...)
+	}
+	return false
 }

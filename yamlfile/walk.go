@@ -6,8 +6,10 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// maxVisits bounds the work done following aliases, so that a small file
-// of nested aliases ("billion laughs") cannot make the walk explode.
+// maxVisits bounds the nodes the walk reaches through aliases, so that a
+// small file of nested aliases ("billion laughs") cannot make the walk
+// explode. Nodes reached without an alias are not counted: their number is
+// bounded by the file's size, and a 10 MB file of plain objects is read.
 const maxVisits = 100_000
 
 // podSpecPath is where each workload kind keeps its pod spec.
@@ -41,6 +43,7 @@ type walker struct {
 	data       []byte   // the file
 	lines      []string // its lines, see fileLines
 	budget     int
+	cut        map[string]bool // objects whose search stopped at its bound, noted once
 }
 
 // ref is a node reached by the walk, and whether an alias was on the way.
@@ -61,7 +64,9 @@ func (w *walker) resolve(n *yaml.Node, alias bool, pos *yaml.Node) ref {
 	if n != nil && w.referenced[n] {
 		alias = true
 	}
-	w.budget++
+	if alias {
+		w.budget++ // an expansion: plain nodes are bounded by the file's size
+	}
 	return ref{node: n, alias: alias, pos: pos}
 }
 
