@@ -22,9 +22,13 @@ func sigstoreRule(obj *unstructured.Unstructured, source string) (*Rule, error) 
 		Enforce: mode == "" || strings.EqualFold(mode, "enforce"), optIn: true}
 	r.resources = readMatch(spec)
 	images, _, _ := unstructured.NestedSlice(spec, "images")
-	for _, raw := range images {
+	for i, raw := range images {
 		im, _ := raw.(map[string]any)
-		if g, _, _ := unstructured.NestedString(im, "glob"); g != "" {
+		g, _, _ := unstructured.NestedString(im, "glob")
+		if len(g) > MaxGlobLength {
+			return nil, fmt.Errorf("spec.images[%d].glob: %d bytes, longer than the %d regcheck reads (no image name is that long)", i, len(g), MaxGlobLength)
+		}
+		if g != "" {
 			r.Images = append(r.Images, g)
 		}
 	}
