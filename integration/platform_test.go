@@ -5,10 +5,12 @@ package integration
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -92,6 +94,91 @@ func TestClusterPlatforms(t *testing.T) {
 	if im := got[ref("amd/")]; im != nil {
 		if u := im.Uses; len(u) != 1 || len(u[0].Platforms) != 1 || u[0].Platforms[0].Platform != "linux/amd64" || !strings.Contains(u[0].PlatformsWhy, "1 of 2 nodes") {
 			t.Errorf("amd64 use: platforms %+v, why %q", u, u[0].PlatformsWhy)
+		}
+	}
+}
+
+// TestClusterConditionTaints: the real kube-apiserver with an amd64 and an
+// arm64 Node that keep the not-ready taint the API server adds at creation
+// (no kubelet runs here, no node lifecycle controller removes it) and carry
+// the taints of an outage, a drain and disk pressure; the real 2.8.3 after
+// its GC, which deleted partial:v1's untagged arm64 child. A Deployment
+// pinned to arm64 by nodeSelector, scaled to zero (its next pod is placed
+// anew), cannot start: broken. Before, no node passed the taint filter, the
+// nodeSelector was dropped with it, and the amd64 node "could still pull
+// it": at-risk.
+func TestClusterConditionTaints(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	kc, cs := startKube(t, ctx)
+	reg := startEmpty(t, registry.V2)
+	if _, err := fixture.Push(ctx, reg.Host(), "arm/"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fixture.Push(ctx, reg.Host(), "both/"); err != nil {
+		t.Fatal(err)
+	}
+	collect(t, reg)
+
+	conditions := map[string][]corev1.Taint{
+		"amd-1": {{Key: "node.kubernetes.io/unreachable", Effect: corev1.TaintEffectNoExecute}, {Key: "node.kubernetes.io/disk-pressure", Effect: corev1.TaintEffectNoSchedule}},
+		"arm-1": {{Key: "node.kubernetes.io/unschedulable", Effect: corev1.TaintEffectNoSchedule}, {Key: "node.kubernetes.io/unreachable", Effect: corev1.TaintEffectNoExecute}},
+	}
+	for _, n := range []struct{ name, arch string }{{"amd-1", "amd64"}, {"arm-1", "arm64"}} {
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name, Labels: map[string]string{"kubernetes.io/os": "linux", "kubernetes.io/arch": n.arch}}}
+		created, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(created.Spec.Taints, func(t corev1.Taint) bool { return t.Key == "node.kubernetes.io/not-ready" }) {
+			t.Fatalf("the API server did not taint node %s not-ready: %+v", n.name, created.Spec.Taints)
+		}
+		created.Spec.Taints = append(created.Spec.Taints, conditions[n.name]...)
+		created.Spec.Unschedulable = n.name == "arm-1" // cordoned
+		if _, err := cs.CoreV1().Nodes().Update(ctx, created, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ns := "shop"
+	namespaceWithSA(t, ctx, cs, ns)
+	ref := func(prefix string) string { return reg.Host() + "/" + prefix + "partial:v1" }
+	for _, d := range []struct {
+		name, image string
+		selector    map[string]string
+	}{{"arm", ref("arm/"), map[string]string{"kubernetes.io/arch": "arm64"}}, {"both", ref("both/"), nil}} {
+		labels := map[string]string{"app": d.name}
+		zero := int32(0)
+		if _, err := cs.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Name: d.name, Namespace: ns},
+			Spec: appsv1.DeploymentSpec{Replicas: &zero, Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+					Spec: corev1.PodSpec{NodeSelector: d.selector, Containers: []corev1.Container{{Name: d.name, Image: d.image}}}}},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := kc.WriteKubeconfig(kubeconfig, "k3s", adminToken(t, kc)); err != nil {
+		t.Fatal(err)
+	}
+	code, got := clusterScan(t, kubeconfig)
+	checkImages(t, got, map[string]want{
+		ref("arm/"):  {types.Broken, []string{"child-missing"}},
+		ref("both/"): {types.AtRisk, []string{"lost-for-some-nodes", "mutable-reference"}},
+	})
+	if code != cli.ExitFindings {
+		t.Errorf("exit %d, want 1: the arm64-only workload's image is broken", code)
+	}
+	if im := got[ref("arm/")]; im != nil {
+		if u := im.Uses; len(u) != 1 || len(u[0].Platforms) != 1 || u[0].Platforms[0].Platform != "linux/arm64" ||
+			!strings.Contains(u[0].PlatformsWhy, "1 of 2 nodes") || !strings.Contains(u[0].PlatformsWhy, "condition taints not counted: node.kubernetes.io/not-ready, node.kubernetes.io/unreachable, node.kubernetes.io/unschedulable") {
+			t.Errorf("arm64 use: %+v", u)
+		}
+	}
+	if im := got[ref("both/")]; im != nil {
+		if u := im.Uses; len(u) != 1 || len(u[0].Platforms) != 2 || !strings.Contains(u[0].PlatformsWhy, "every node (2)") {
+			t.Errorf("unpinned use: %+v", u)
 		}
 	}
 }
