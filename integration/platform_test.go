@@ -106,7 +106,11 @@ func TestClusterPlatforms(t *testing.T) {
 // pinned to arm64 by nodeSelector, scaled to zero (its next pod is placed
 // anew), cannot start: broken. Before, no node passed the taint filter, the
 // nodeSelector was dropped with it, and the amd64 node "could still pull
-// it": at-risk.
+// it": at-risk. On the same nodes, references that name one platform's
+// manifest: the fixture's amd64-only single:v1 on a Deployment pinned to
+// arm64 is broken (platform-mismatch), partial:v1-amd64 (the index's amd64
+// child, tagged) on a Deployment free to run on both at-risk, naming
+// partial:v1's index to pin instead; before, both were ok.
 func TestClusterConditionTaints(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -115,8 +119,15 @@ func TestClusterConditionTaints(t *testing.T) {
 	if _, err := fixture.Push(ctx, reg.Host(), "arm/"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := fixture.Push(ctx, reg.Host(), "both/"); err != nil {
+	imgs, err := fixture.Push(ctx, reg.Host(), "both/")
+	if err != nil {
 		t.Fatal(err)
+	}
+	digest := "" // partial:v1's index
+	for _, im := range imgs {
+		if im.Name == "partial" {
+			digest = im.Digest.String()
+		}
 	}
 	collect(t, reg)
 
@@ -142,10 +153,12 @@ func TestClusterConditionTaints(t *testing.T) {
 	ns := "shop"
 	namespaceWithSA(t, ctx, cs, ns)
 	ref := func(prefix string) string { return reg.Host() + "/" + prefix + "partial:v1" }
+	single, amdChild := reg.Host()+"/arm/single:v1", reg.Host()+"/both/partial:v1-amd64"
+	onArm := map[string]string{"kubernetes.io/arch": "arm64"}
 	for _, d := range []struct {
 		name, image string
 		selector    map[string]string
-	}{{"arm", ref("arm/"), map[string]string{"kubernetes.io/arch": "arm64"}}, {"both", ref("both/"), nil}} {
+	}{{"arm", ref("arm/"), onArm}, {"both", ref("both/"), nil}, {"single-on-arm", single, onArm}, {"amd-child", amdChild, nil}} {
 		labels := map[string]string{"app": d.name}
 		zero := int32(0)
 		if _, err := cs.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{
@@ -166,9 +179,24 @@ func TestClusterConditionTaints(t *testing.T) {
 	checkImages(t, got, map[string]want{
 		ref("arm/"):  {types.Broken, []string{"child-missing"}},
 		ref("both/"): {types.AtRisk, []string{"lost-for-some-nodes", "mutable-reference"}},
+		single:       {types.Broken, []string{"platform-mismatch"}},
+		amdChild:     {types.AtRisk, []string{"mutable-reference", "platform-mismatch"}},
 	})
 	if code != cli.ExitFindings {
 		t.Errorf("exit %d, want 1: the arm64-only workload's image is broken", code)
+	}
+	if im := got[single]; im != nil {
+		if f := finding(im, types.PlatformMismatch); f == nil || f.Severity != types.SeverityCritical ||
+			!strings.Contains(f.Message, "for linux/amd64: node arm-1 (linux/arm64) cannot run it") {
+			t.Errorf("single:v1 on arm64: %+v", f)
+		}
+	}
+	if im := got[amdChild]; im != nil {
+		f := finding(im, types.PlatformMismatch)
+		if f == nil || f.Severity != types.SeverityWarning || !strings.Contains(f.Message, "node arm-1 (linux/arm64) cannot run it") ||
+			!strings.Contains(f.Message, "while node amd-1 (linux/amd64) can") || !strings.Contains(f.Message, "pin "+reg.Host()+"/both/partial@"+digest) {
+			t.Errorf("partial:v1-amd64 on both: %+v, want the index %s named", f, digest)
+		}
 	}
 	if im := got[ref("arm/")]; im != nil {
 		if u := im.Uses; len(u) != 1 || len(u[0].Platforms) != 1 || u[0].Platforms[0].Platform != "linux/arm64" ||
