@@ -78,7 +78,9 @@ func RunningTargets(inv *inventory.Inventory) []types.Target {
 // (naming the nodes that still hold them), pull-always on a tag, and pinned
 // digests no tag reaches, each of which makes the image at-risk; and, as
 // info that leaves an image ok, a reference by tag. A piece lost for a
-// platform is judged for the nodes each use may run on (see narrowToNodes).
+// platform is judged for the nodes each use may run on (see narrowToNodes),
+// and so is a reference that names a single platform's manifest (see
+// platformPin).
 // The scanner's cache is shared between the two walks.
 func Check(ctx context.Context, s *scan.Scanner, inv *inventory.Inventory) (*types.Result, error) {
 	res, err := s.Run(ctx, Targets(inv))
@@ -87,6 +89,9 @@ func Check(ctx context.Context, s *scan.Scanner, inv *inventory.Inventory) (*typ
 	}
 	for _, im := range res.Images {
 		narrowToNodes(im)
+		if err := platformPin(ctx, s, im); err != nil {
+			return res, err
+		}
 	}
 
 	// Walk every running digest: what a rollback, or a node without the

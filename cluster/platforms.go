@@ -13,7 +13,9 @@ import (
 )
 
 // usePlatforms sets what a container's pull requires: the platforms of the
-// nodes its pod may run on (see inventory.Inventory.Eligible).
+// nodes its pod may run on (see inventory.Inventory.Eligible). No
+// platform, and so every one, is required when a node's platform is
+// unknown, and when no node is eligible (the why then says so).
 func usePlatforms(inv *inventory.Inventory, c inventory.Container, u *types.Use) {
 	e := inv.Eligible(c)
 	for p, nodes := range e.Platforms() {
@@ -24,6 +26,7 @@ func usePlatforms(inv *inventory.Inventory, c inventory.Container, u *types.Use)
 		u.Platforms = append(u.Platforms, types.NodePlatform{Platform: p, Nodes: nodes})
 	}
 	if len(u.Platforms) == 0 {
+		u.PlatformsWhy = e.Why
 		return
 	}
 	sort.Slice(u.Platforms, func(i, j int) bool { return u.Platforms[i].Platform < u.Platforms[j].Platform })

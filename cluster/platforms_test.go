@@ -1,9 +1,15 @@
 package cluster
 
 import (
+	"context"
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
+
+	"github.com/regcheck/regcheck/inventory"
 	"github.com/regcheck/regcheck/types"
 )
 
@@ -79,4 +85,43 @@ func codeStrings(cs []types.Code) []string {
 		out[i] = string(c)
 	}
 	return out
+}
+
+// TestUsePlatforms: a use requires the platforms of the nodes its pod may
+// run on when it restarts; condition taints do not move it, and a selector
+// no node matches requires every platform, saying why.
+func TestUsePlatforms(t *testing.T) {
+	notReady := []corev1.Taint{{Key: "node.kubernetes.io/not-ready", Effect: corev1.TaintEffectNoSchedule}, {Key: "node.kubernetes.io/unreachable", Effect: corev1.TaintEffectNoExecute}}
+	node := func(name, arch string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{inventory.LabelOS: "linux", inventory.LabelArch: arch}},
+			Spec: corev1.NodeSpec{Taints: notReady}}
+	}
+	pod := func(name string, selector map[string]string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name},
+			Spec: corev1.PodSpec{NodeSelector: selector, Containers: []corev1.Container{{Name: "app", Image: "reg.example/app:v1"}}}}
+	}
+	inv, err := inventory.List(context.Background(), k8sfake.NewClientset(node("a1", "amd64"), node("r1", "arm64"),
+		pod("arm", map[string]string{inventory.LabelArch: "arm64"}), pod("gpu", map[string]string{"pool": "gpu"})), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ pod, platforms, why string }{
+		{"arm", "linux/arm64=r1", "1 of 2 nodes, by its nodeSelector, required node affinity and tolerations: r1; condition taints not counted: node.kubernetes.io/not-ready, node.kubernetes.io/unreachable"},
+		{"gpu", "", "every platform counts"},
+	} {
+		for _, c := range inv.Containers {
+			if c.Pod != tc.pod {
+				continue
+			}
+			var u types.Use
+			usePlatforms(inv, c, &u)
+			var got []string
+			for _, p := range u.Platforms {
+				got = append(got, p.Platform+"="+strings.Join(p.Nodes, ","))
+			}
+			if strings.Join(got, " ") != tc.platforms || !strings.Contains(u.PlatformsWhy, tc.why) {
+				t.Errorf("%s: platforms %q why %q, want %q and %q", tc.pod, got, u.PlatformsWhy, tc.platforms, tc.why)
+			}
+		}
+	}
 }

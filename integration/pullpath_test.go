@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/regcheck/regcheck/internal/testing/faultproxy"
 	"github.com/regcheck/regcheck/internal/testing/fixture"
 	"github.com/regcheck/regcheck/internal/testing/loopback"
 	"github.com/regcheck/regcheck/internal/testing/registry"
@@ -30,6 +31,11 @@ type pathCase struct {
 	hosts, k3s string
 	// codes are finding codes the case must show on some image.
 	codes []types.Code
+	// faulting, when set, is how a mirror the node asks first faults
+	// ("503", "refused"): where ctr fails (the registry's 404 on a lost
+	// piece), regcheck says unknown, naming the mirror's fault and the
+	// registry's 404, as the mirror may hold the piece.
+	faulting string
 }
 
 // TestPullPathParity: the real containerd v2.4.2 is the ground truth. For
@@ -38,7 +44,10 @@ type pathCase struct {
 // linux/amd64 --hosts-dir DIR` (the kubelet's pull: resolve, then fetch
 // the platform's manifest, config and layers, without other platforms'
 // metadata) fails. Upstream: docker/distribution 2.8.3 after its own GC;
-// mirror: distribution 3.1.2 holding the same digests.
+// mirror: distribution 3.1.2 holding the same digests. Where a mirror
+// faults (503 behind the fault proxy, or a closed port) and the registry
+// answers 404, ctr fails and regcheck says unknown: a faulting endpoint
+// hides what it holds.
 func TestPullPathParity(t *testing.T) {
 	if why := containerdReason(); why != "" {
 		if os.Getenv("CI") == "true" {
@@ -56,9 +65,15 @@ func TestPullPathParity(t *testing.T) {
 	}
 	empty := startEmpty(t, registry.V3)
 	closed := loopback.Closed(t)
+	unavailable, err := faultproxy.Start(faultproxy.Config{Upstream: mirror.Host(), Rules: []faultproxy.Rule{
+		{Fault: faultproxy.Unavailable, Kinds: []faultproxy.Kind{faultproxy.ManifestByTag, faultproxy.ManifestByDigest, faultproxy.Blob}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unavailable.Close()
 	cd := startContainerd(t, true)
 
-	U, M, E, C := up.Host(), mirror.Host(), empty.Host(), closed
+	U, M, E, C, F := up.Host(), mirror.Host(), empty.Host(), closed, unavailable.Host()
 	mirrorOf := func(host, caps string) string {
 		return fmt.Sprintf("server = %q\n\n[host.%q]\n  capabilities = [%s]\n", "http://"+U, "http://"+host, caps)
 	}
@@ -69,14 +84,15 @@ func TestPullPathParity(t *testing.T) {
 		{name: "no mirror", hosts: fmt.Sprintf("server = %q\n", "http://"+U)},
 		{name: "mirror whole", hosts: mirrorOf(M, `"pull", "resolve"`), codes: []types.Code{types.MirrorOnly}},
 		{name: "mirror empty", hosts: mirrorOf(E, `"pull", "resolve"`), codes: []types.Code{types.MirrorLacks}},
-		{name: "mirror unreachable", hosts: mirrorOf(C, `"pull", "resolve"`), codes: []types.Code{types.MirrorUnavailable}},
+		{name: "mirror unreachable", hosts: mirrorOf(C, `"pull", "resolve"`), codes: []types.Code{types.MirrorUnavailable}, faulting: "refused"},
+		{name: "mirror 503", hosts: mirrorOf(F, `"pull", "resolve"`), codes: []types.Code{types.MirrorUnavailable}, faulting: "503"},
 		{name: "fallback disabled, mirror whole", hosts: fmt.Sprintf("server = %q\n", "http://"+M), codes: []types.Code{types.MirrorOnly}},
 		{name: "fallback disabled, mirror empty", hosts: fmt.Sprintf("server = %q\n", "http://"+E)},
 		{name: "pull-only mirror", hosts: mirrorOf(M, `"pull"`), codes: []types.Code{types.MirrorOnly}},
 		{name: "k3s: no mirror", k3s: "mirrors: {}\n"},
 		{name: "k3s: mirror whole", k3s: k3sMirror(`"http://` + M + `"`), codes: []types.Code{types.MirrorOnly}},
 		{name: "k3s: mirror empty", k3s: k3sMirror(`"http://` + E + `"`), codes: []types.Code{types.MirrorLacks}},
-		{name: "k3s: mirror unreachable", k3s: k3sMirror(`"http://` + C + `"`), codes: []types.Code{types.MirrorUnavailable}},
+		{name: "k3s: mirror unreachable", k3s: k3sMirror(`"http://` + C + `"`), codes: []types.Code{types.MirrorUnavailable}, faulting: "refused"},
 	}
 	var table []string
 	for i, tc := range cases {
@@ -95,7 +111,7 @@ func TestPullPathParity(t *testing.T) {
 			}
 			doc, _, _ := scanCLI(t, append([]string{"--platform", "linux/amd64", "--registries-config", config, "--no-cache"}, refs...)...)
 			got := byReference(doc)
-			seen := map[types.Code]bool{}
+			seen, faulted := map[types.Code]bool{}, 0
 			for _, ref := range refs {
 				im := got[ref]
 				if im == nil {
@@ -106,12 +122,14 @@ func TestPullPathParity(t *testing.T) {
 					seen[f.Code] = true
 					t.Logf("%s: %s %s: %s", shortRef(ref), f.Severity, f.Code, f.Message)
 				}
-				ctrFails := fetched[ref] != ""
-				if (im.Verdict == types.Broken) != ctrFails || im.Verdict == types.Unknown {
-					t.Errorf("%s: regcheck %s, ctr fetch %s", ref, im.Verdict, orOK(fetched[ref]))
+				if why := parity(tc, im, fetched[ref]); why != "" {
+					t.Errorf("%s: regcheck %s, ctr fetch %s: %s", ref, im.Verdict, orOK(fetched[ref]), why)
 					for _, f := range im.Findings {
 						t.Logf("    %s %s: %s", f.Severity, f.Code, f.Message)
 					}
+				}
+				if tc.faulting != "" && fetched[ref] != "" {
+					faulted++
 				}
 				table = append(table, fmt.Sprintf("| %s | %s | %s | %s |", tc.name, shortRef(ref), im.Verdict, orOK(fetched[ref])))
 			}
@@ -120,10 +138,37 @@ func TestPullPathParity(t *testing.T) {
 					t.Errorf("no image has a %s finding", c)
 				}
 			}
+			if tc.faulting != "" && faulted == 0 {
+				t.Error("ctr fetched every image: no lost piece behind the faulting mirror")
+			}
 		})
 	}
 	sort.Strings(table)
 	t.Logf("ctr parity (linux/amd64):\n| case | image | regcheck | ctr content fetch |\n|---|---|---|---|\n%s", strings.Join(table, "\n"))
+}
+
+// parity says how regcheck's verdict on im disagrees with ctr's fetch
+// (ctrErr, "" when it fetched), or "". Broken exactly when ctr fails;
+// where a mirror faulted, ctr's failure is unknown to regcheck, naming the
+// mirror's fault and the registry's 404.
+func parity(tc pathCase, im *types.Image, ctrErr string) string {
+	ctrFails := ctrErr != ""
+	if tc.faulting != "" && ctrFails {
+		if im.Verdict != types.Unknown {
+			return "want unknown: the faulting mirror may hold what the registry lost"
+		}
+		for _, f := range im.Findings {
+			if f.Code.Fault() && strings.Contains(f.Message, "mirror http://") && strings.Contains(f.Message, "registry http://") &&
+				strings.Contains(f.Message, tc.faulting) && strings.Contains(f.Message, "404") {
+				return ""
+			}
+		}
+		return "no fault finding names both the mirror's answer and the registry's 404"
+	}
+	if (im.Verdict == types.Broken) != ctrFails || im.Verdict == types.Unknown {
+		return "want broken exactly when ctr fails"
+	}
+	return ""
 }
 
 // pathConfig writes a case's configuration: what regcheck reads, and the

@@ -51,6 +51,11 @@ func TestEligible(t *testing.T) {
 		podOn("not-observability", "", nil, notObservability),
 		podOn("running-on-r1", "r1", map[string]string{inventory.LabelArch: "amd64"}, nil), // its node at least
 		podOn("no-node-matches", "", map[string]string{"pool": "gpu"}, nil),
+		podOn("no-gpu-arm64", "", map[string]string{"pool": "gpu", inventory.LabelArch: "arm64"}, nil),
+		podOn("no-gpu-arm64-affinity", "", nil, &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+			{Key: "pool", Operator: corev1.NodeSelectorOpIn, Values: []string{"gpu"}},
+			{Key: inventory.LabelArch, Operator: corev1.NodeSelectorOpIn, Values: []string{"arm64"}}}}}}),
+		podOn("no-s390x", "", map[string]string{inventory.LabelArch: "s390x"}, nil),
 	)
 	inv, err := inventory.List(ctx, c, "")
 	if err != nil {
@@ -70,7 +75,12 @@ func TestEligible(t *testing.T) {
 		{"amd64-only", "a1", map[string][]string{"linux/amd64": {"a1"}}, "1 of 3 nodes, by its nodeSelector"},
 		{"not-observability", "a1 r1", map[string][]string{"linux/amd64": {"a1"}, "linux/arm64": {"r1"}}, "2 of 3 nodes"},
 		{"running-on-r1", "a1 r1", map[string][]string{"linux/amd64": {"a1"}, "linux/arm64": {"r1"}}, "2 of 3 nodes"},
-		{"no-node-matches", "a1 a2 r1", map[string][]string{"linux/amd64": {"a1", "a2"}, "linux/arm64": {"r1"}}, "no node matches"},
+		// No node matches: never every node. The nodes of the platform the
+		// selector or affinity names, else none (every platform counts).
+		{"no-node-matches", "", map[string][]string{}, "which name no platform: the nodes that would run it are not in the cluster"},
+		{"no-gpu-arm64", "r1", map[string][]string{"linux/arm64": {"r1"}}, "no node matches its nodeSelector and required node affinity: the 1 of 3 nodes of the platform they name: r1"},
+		{"no-gpu-arm64-affinity", "r1", map[string][]string{"linux/arm64": {"r1"}}, "the 1 of 3 nodes of the platform they name: r1"},
+		{"no-s390x", "", map[string][]string{}, "nor the platform they name"},
 	} {
 		t.Run(tc.pod, func(t *testing.T) {
 			ct := containerOf(t, inv, tc.pod)
@@ -116,27 +126,83 @@ func nodeNames(ns []inventory.Node) string {
 }
 
 // TestEligibleTaints: a pod does not run on a node whose NoSchedule or
-// NoExecute taint it does not tolerate, as the scheduler's own helper says.
+// NoExecute taint it does not tolerate, as the scheduler's own helper
+// says, unless the taint is a condition of the moment the node lifecycle
+// controller manages; when taints leave no node, the nodes its
+// nodeSelector allows are eligible, never every node.
 func TestEligibleTaints(t *testing.T) {
 	ctx := context.Background()
-	tainted := node("r1", "arm64", nil, false)
-	tainted.Spec.Taints = []corev1.Taint{{Key: "kubernetes.io/arch", Value: "arm64", Effect: corev1.TaintEffectNoSchedule}}
-	preferNo := node("r2", "arm64", nil, false)
-	preferNo.Spec.Taints = []corev1.Taint{{Key: "spot", Effect: corev1.TaintEffectPreferNoSchedule}}
-	tolerating := podOn("tolerates-arm", "", nil, nil)
-	tolerating.Spec.Tolerations = []corev1.Toleration{{Key: "kubernetes.io/arch", Operator: corev1.TolerationOpEqual, Value: "arm64", Effect: corev1.TaintEffectNoSchedule}}
-	c := fake.NewClientset(node("a1", "amd64", nil, false), tainted, preferNo, podOn("plain", "", nil, nil), tolerating, podOn("running-on-r1", "r1", nil, nil))
-	inv, err := inventory.List(ctx, c, "")
-	if err != nil {
-		t.Fatal(err)
+	taint := func(key, value string, effect corev1.TaintEffect) corev1.Taint {
+		return corev1.Taint{Key: key, Value: value, Effect: effect}
 	}
-	for _, tc := range []struct{ pod, nodes string }{
-		{"plain", "a1 r2"},            // r1's NoSchedule taint keeps it off; PreferNoSchedule does not
-		{"tolerates-arm", "a1 r1 r2"}, // the toleration lets it on
-		{"running-on-r1", "a1 r1 r2"}, // its own node, whatever the taint
+	gpu := taint("dedicated", "gpu", corev1.TaintEffectNoSchedule)
+	tolerateGPU := []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "gpu", Effect: corev1.TaintEffectNoSchedule}}
+	arm64 := map[string]string{inventory.LabelArch: "arm64"}
+	type tc struct {
+		name        string
+		a1, r1      []corev1.Taint // the amd64 and the arm64 node's taints
+		selector    map[string]string
+		tolerations []corev1.Toleration
+		nodeName    string
+		nodes, why  string
+	}
+	var cases []tc
+	// Each condition taint, on both nodes: not counted, so a pod pinned to
+	// arm64 runs on r1 alone (before: no node passed the taint filter, and
+	// every node was taken, the amd64 one included).
+	for _, ct := range []corev1.Taint{
+		taint("node.kubernetes.io/not-ready", "", corev1.TaintEffectNoSchedule),
+		taint("node.kubernetes.io/not-ready", "", corev1.TaintEffectNoExecute),
+		taint("node.kubernetes.io/unreachable", "", corev1.TaintEffectNoSchedule),
+		taint("node.kubernetes.io/unreachable", "", corev1.TaintEffectNoExecute),
+		taint("node.kubernetes.io/unschedulable", "", corev1.TaintEffectNoSchedule), // cordon, drain
+		taint("node.kubernetes.io/disk-pressure", "", corev1.TaintEffectNoSchedule),
+		taint("node.kubernetes.io/memory-pressure", "", corev1.TaintEffectNoSchedule),
+		taint("node.kubernetes.io/pid-pressure", "", corev1.TaintEffectNoSchedule),
+		taint("node.kubernetes.io/network-unavailable", "", corev1.TaintEffectNoSchedule),
+		taint("node.kubernetes.io/out-of-service", "nodeshutdown", corev1.TaintEffectNoExecute),
+		taint("node.cloudprovider.kubernetes.io/uninitialized", "true", corev1.TaintEffectNoSchedule),
+		taint("node.cloudprovider.kubernetes.io/shutdown", "", corev1.TaintEffectNoSchedule),
 	} {
-		if got := nodeNames(inv.Eligible(containerOf(t, inv, tc.pod)).Nodes); got != tc.nodes {
-			t.Errorf("%s: nodes %q, want %q", tc.pod, got, tc.nodes)
-		}
+		on := []corev1.Taint{ct}
+		cases = append(cases,
+			tc{name: "arm64 pin, " + ct.ToString(), a1: on, r1: on, selector: arm64, nodes: "r1", why: "1 of 2 nodes, by its nodeSelector, required node affinity and tolerations: r1; condition taints not counted: " + ct.Key},
+			tc{name: "anywhere, " + ct.ToString(), a1: on, r1: on, nodes: "a1 r1", why: "every node (2): no nodeSelector or required node affinity; condition taints not counted: " + ct.Key})
+	}
+	cases = append(cases,
+		tc{name: "no taint", nodes: "a1 r1", why: "every node (2)"},
+		tc{name: "user taint not tolerated", r1: []corev1.Taint{gpu}, nodes: "a1", why: "1 of 2 nodes"},
+		tc{name: "user taint tolerated", r1: []corev1.Taint{gpu}, tolerations: tolerateGPU, nodes: "a1 r1", why: "every node (2)"},
+		tc{name: "user taint and cordon, tolerated", r1: []corev1.Taint{gpu, taint("node.kubernetes.io/unschedulable", "", corev1.TaintEffectNoSchedule)}, tolerations: tolerateGPU, nodes: "a1 r1", why: "condition taints not counted: node.kubernetes.io/unschedulable"},
+		tc{name: "user NoExecute not tolerated", r1: []corev1.Taint{taint("maintenance", "true", corev1.TaintEffectNoExecute)}, nodes: "a1", why: "1 of 2 nodes"},
+		tc{name: "user NoExecute tolerated", r1: []corev1.Taint{taint("maintenance", "true", corev1.TaintEffectNoExecute)},
+			tolerations: []corev1.Toleration{{Key: "maintenance", Operator: corev1.TolerationOpExists}}, nodes: "a1 r1", why: "every node (2)"},
+		tc{name: "PreferNoSchedule does not place", r1: []corev1.Taint{taint("spot", "", corev1.TaintEffectPreferNoSchedule)}, nodes: "a1 r1", why: "every node (2)"},
+		// Taints leave no node: the nodes the selector allows, said so.
+		tc{name: "arm64 pin, user taint not tolerated", r1: []corev1.Taint{gpu}, selector: arm64, nodes: "r1",
+			why: "no node it may run on tolerates its taints (dedicated=gpu:NoSchedule): the 1 of 2 nodes its nodeSelector and node affinity allow: r1"},
+		tc{name: "arm64 pin, user taint tolerated", r1: []corev1.Taint{gpu}, selector: arm64, tolerations: tolerateGPU, nodes: "r1", why: "1 of 2 nodes"},
+		tc{name: "every node user-tainted", a1: []corev1.Taint{gpu}, r1: []corev1.Taint{taint("maintenance", "", corev1.TaintEffectNoExecute)}, nodes: "a1 r1",
+			why: "no node it may run on tolerates its taints (dedicated=gpu:NoSchedule, maintenance:NoExecute): the 2 of 2 nodes"},
+		tc{name: "its own node, whatever the taint", r1: []corev1.Taint{gpu}, nodeName: "r1", nodes: "a1 r1", why: "every node (2)"},
+	)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a1, r1 := node("a1", "amd64", nil, false), node("r1", "arm64", nil, false)
+			a1.Spec.Taints, r1.Spec.Taints = tc.a1, tc.r1
+			pod := podOn("p", tc.nodeName, tc.selector, nil)
+			pod.Spec.Tolerations = tc.tolerations
+			inv, err := inventory.List(ctx, fake.NewClientset(a1, r1, pod), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := inv.Eligible(containerOf(t, inv, "p"))
+			if got := nodeNames(e.Nodes); got != tc.nodes {
+				t.Errorf("nodes %q, want %q (%s)", got, tc.nodes, e.Why)
+			}
+			if !strings.Contains(e.Why, tc.why) {
+				t.Errorf("why %q does not say %q", e.Why, tc.why)
+			}
+		})
 	}
 }

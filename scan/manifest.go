@@ -2,11 +2,16 @@ package scan
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	godigest "github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/regcheck/regcheck/types"
 	"github.com/regcheck/regcheck/walk"
 )
 
@@ -51,4 +56,41 @@ func (s *Scanner) Manifest(ctx context.Context, ref string) (Manifest, error) {
 		return Manifest{}, fmt.Errorf("fetching %s@%s: %w", r.Context().Name(), digest, err)
 	}
 	return Manifest{Digest: digest, MediaType: p.MediaType, children: p.Manifests}, nil
+}
+
+// configLimit is the most of a config blob Platform reads.
+const configLimit = 4 << 20
+
+// Platform returns the platform (os/architecture[/variant]) an image
+// manifest of repo is for, as its config blob says: what a node of another
+// platform cannot run. It is "" for an index (a runtime picks its child)
+// and for a config that names no OS or architecture (an artifact).
+func (s *Scanner) Platform(ctx context.Context, repo name.Repository, digest string) (string, error) {
+	m, err := s.r.Manifest(ctx, repo, digest)
+	if err != nil {
+		return "", fmt.Errorf("fetching %s@%s: %w", repo.Name(), digest, err)
+	}
+	if !m.IsImage() || m.Config.Digest == "" {
+		return "", nil
+	}
+	cfg := m.Config.Digest.String()
+	_, body, err := s.c.do(ctx, repo, http.MethodGet, "blobs", cfg, configLimit)
+	if err != nil {
+		return "", fmt.Errorf("fetching the config %s of %s@%s: %w", cfg, repo.Name(), digest, err)
+	}
+	if got := godigest.FromBytes(body); got != m.Config.Digest {
+		return "", fmt.Errorf("the config %s of %s@%s hashes to %s: %w", cfg, repo.Name(), digest, got, types.ErrDigestMismatch)
+	}
+	var c struct {
+		OS           string `json:"os"`
+		Architecture string `json:"architecture"`
+		Variant      string `json:"variant"`
+	}
+	if err := json.Unmarshal(body, &c); err != nil {
+		return "", fmt.Errorf("reading the config %s of %s@%s: %v: %w", cfg, repo.Name(), digest, err, types.ErrBadResponse)
+	}
+	if c.OS == "" || c.Architecture == "" {
+		return "", nil
+	}
+	return strings.TrimSuffix(c.OS+"/"+c.Architecture+"/"+c.Variant, "/"), nil
 }

@@ -20,9 +20,10 @@ import (
 // registries.conf; see package pullpath): every piece is asked of the
 // endpoints the runtime asks, in its order, with their rewrites and ?ns=,
 // moving on where the runtime moves on. A piece is absent only when no
-// endpoint serves it and the registry itself (or, where the node never
-// asks it, every endpoint that answered) says it is not there. The
-// manifest cache is not used on a pull path.
+// endpoint serves it, none faulted (a faulting mirror may hold it), and
+// the registry itself (or, where the node never asks it, every endpoint
+// that answered) says it is not there. The manifest cache is not used on
+// a pull path.
 func WithPullPath(cfg *pullpath.Config) Option {
 	return func(o *options) error {
 		if cfg == nil {
@@ -267,10 +268,13 @@ func (e *PathError) Error() string {
 // Unwrap returns the deciding answer.
 func (e *PathError) Unwrap() error { return e.err }
 
-// pathError judges answers, none of which served. Absence needs the
-// registry's own 404 where the node asks the registry, and, where it
-// does not (its fallback disabled), a 404 from an endpoint and a fault
-// from none: a mirror that could not be asked may hold the piece.
+// pathError judges answers, none of which served. A fault from any
+// endpoint (5xx, an auth failure, TLS, a timeout, no connection) decides,
+// whatever the others said: the endpoint may hold the piece (a
+// pull-through cache, Spegel), and the node pulls it from there once it
+// answers. Absence needs no fault, and the registry's own 404 where the
+// node asks the registry, or, where it does not (its fallback disabled),
+// an endpoint's 404.
 func pathError(ref name.Reference, answers []epAnswer) error {
 	e := &PathError{Ref: ref.String()}
 	var notFound, fault, upstream error
@@ -291,12 +295,12 @@ func pathError(ref name.Reference, answers []epAnswer) error {
 	switch {
 	case len(answers) == 0:
 		e.err = fmt.Errorf("the node's configuration names no endpoint to ask for it: %w", types.ErrRegistry)
-	case upstream != nil && errors.Is(upstream, types.ErrNotFound):
-		e.err = upstream
-	case upstream == nil && fault == nil && notFound != nil:
-		e.err = notFound
 	case fault != nil:
 		e.err = fault
+	case upstream != nil && errors.Is(upstream, types.ErrNotFound):
+		e.err = upstream
+	case upstream == nil && notFound != nil:
+		e.err = notFound
 	default: // the endpoints asked said 404 or were blocked, the registry among the blocked
 		e.err = fmt.Errorf("the node's configuration blocks the registry itself: only it can say the piece is gone: %w", types.ErrRegistry)
 	}

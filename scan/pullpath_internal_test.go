@@ -12,9 +12,9 @@ import (
 	"github.com/regcheck/regcheck/types"
 )
 
-// TestPathError: a piece no endpoint served is absent only on the
-// registry's own 404, or, where the node never asks the registry, on a
-// 404 with no endpoint left unasked by a fault.
+// TestPathError: a piece no endpoint served is absent only when no
+// endpoint faulted, on the registry's own 404, or, where the node never
+// asks the registry, on an endpoint's 404.
 func TestPathError(t *testing.T) {
 	ep := func(host string, mirror bool) pullpath.Endpoint {
 		return pullpath.Endpoint{URL: &url.URL{Scheme: "http", Host: host, Path: "/v2"}, Repository: "app", Mirror: mirror}
@@ -22,6 +22,9 @@ func TestPathError(t *testing.T) {
 	mirror, upstream := ep("mirror:5000", true), ep("reg:5000", false)
 	notFound := &RegistryError{Method: "HEAD", URL: "u", Status: 404, Err: types.ErrNotFound}
 	refused := &RegistryError{Method: "HEAD", URL: "u", Detail: "connection refused", Err: types.ErrUnreachable}
+	unavailable := &RegistryError{Method: "HEAD", URL: "u", Status: 503, Err: types.ErrRegistry}
+	denied := &RegistryError{Method: "HEAD", URL: "u", Status: 401, Err: types.ErrUnauthorized}
+	untrusted := &RegistryError{Method: "HEAD", URL: "u", Detail: "x509: certificate signed by unknown authority", Err: types.ErrTLS}
 	ref, _ := name.ParseReference("reg:5000/app:v1")
 	for _, tc := range []struct {
 		name    string
@@ -29,7 +32,15 @@ func TestPathError(t *testing.T) {
 		want    error
 	}{
 		{"registry 404 after a mirror 404", []epAnswer{{mirror, notFound}, {upstream, notFound}}, types.ErrNotFound},
-		{"registry 404 after a mirror refused", []epAnswer{{mirror, refused}, {upstream, notFound}}, types.ErrNotFound},
+		// A faulting endpoint hides what it holds: the registry's 404 does
+		// not prove the piece gone while a mirror the node asks first
+		// could not say (before: absent, broken).
+		{"registry 404 after a mirror refused", []epAnswer{{mirror, refused}, {upstream, notFound}}, types.ErrUnreachable},
+		{"registry 404 after a mirror 503", []epAnswer{{mirror, unavailable}, {upstream, notFound}}, types.ErrRegistry},
+		{"registry 404 after a mirror 401", []epAnswer{{mirror, denied}, {upstream, notFound}}, types.ErrUnauthorized},
+		{"registry 404 after a mirror's certificate failed", []epAnswer{{mirror, untrusted}, {upstream, notFound}}, types.ErrTLS},
+		{"registry 404, then a mirror 503", []epAnswer{{upstream, notFound}, {mirror, unavailable}}, types.ErrRegistry},
+		{"registry 404 after a mirror 404 and a mirror 503", []epAnswer{{mirror, notFound}, {ep("m2:5000", true), unavailable}, {upstream, notFound}}, types.ErrRegistry},
 		{"registry refused after a mirror 404", []epAnswer{{mirror, notFound}, {upstream, refused}}, types.ErrUnreachable},
 		{"no registry asked: a mirror 404", []epAnswer{{mirror, notFound}}, types.ErrNotFound},
 		{"no registry asked: one mirror 404, one refused", []epAnswer{{mirror, notFound}, {ep("m2:5000", true), refused}}, types.ErrUnreachable},
@@ -43,6 +54,9 @@ func TestPathError(t *testing.T) {
 			err := pathError(ref, tc.answers)
 			if !errors.Is(err, tc.want) {
 				t.Errorf("pathError = %v, want %v", err, tc.want)
+			}
+			if tc.want != types.ErrNotFound && errors.Is(err, types.ErrNotFound) {
+				t.Errorf("pathError = %v: absent, want a fault", err)
 			}
 			for _, a := range tc.answers {
 				if !strings.Contains(err.Error(), a.ep.URL.Host) {

@@ -41,6 +41,13 @@ const (
 	// template's image string did not (a tag moved, then a restart or a
 	// reschedule pulled it): other bits run and nobody changed the manifest.
 	UnplannedUpgrade Code = "unplanned-upgrade"
+	// PlatformMismatch: the reference names one platform's manifest (a
+	// child of an index pinned by digest, or a tag on a single-platform
+	// image) and the nodes the workload may run on are of another
+	// platform: its pods fail there (exec format error, no matching
+	// manifest). Lowered to a warning by package cluster where only some
+	// of the nodes are.
+	PlatformMismatch Code = "platform-mismatch"
 )
 
 // Findings about what admission requires of an image (package admission):
@@ -158,6 +165,8 @@ var codes = map[Code]codeInfo{
 		description: "a piece of the image that only some of the eligible nodes' platform needs is gone: those nodes cannot pull it"},
 	LostForOtherPlatform: {severity: SeverityInfo, advice: childMissingAdvice,
 		description: "a piece of the image that only a platform no eligible node runs needs is gone"},
+	PlatformMismatch: {severity: SeverityCritical, advice: says("pin the multi-platform index that lists this manifest rather than one platform's child (regcheck pin pins the index), build and push the image for the nodes' platform, or keep the workload on nodes of the manifest's platform with a nodeSelector on kubernetes.io/arch"),
+		description: "the reference names a single-platform manifest and nodes the workload may run on are of another platform: its pods cannot start there"},
 	UnplannedUpgrade: {severity: SeverityHigh, advice: says("pin the workload back to the digest it ran before (regcheck pin --from-records), or pin it to the new one if the change is wanted"),
 		description: "the running digest changed while the pod template's image did not: a tag moved and a restart pulled other bits"},
 	SignatureMissing: {severity: SeverityCritical, advice: says("sign the running digest again (cosign sign) and push the signature; the image itself is whole"),

@@ -30,6 +30,7 @@ func TestCodes(t *testing.T) {
 		LostForSomeNodes:         {SeverityWarning, false, false},
 		LostForOtherPlatform:     {SeverityInfo, false, false},
 		UnplannedUpgrade:         {SeverityHigh, false, false},
+		PlatformMismatch:         {SeverityCritical, false, false},
 		SignatureMissing:         {SeverityCritical, false, false},
 		SignedAttestationMissing: {SeverityCritical, false, false},
 		ArtifactMissing:          {SeverityInfo, false, false},

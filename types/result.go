@@ -43,7 +43,8 @@ type Use struct {
 	// Empty when the nodes are not known: every platform is then required.
 	Platforms []NodePlatform `json:"platforms,omitempty"`
 	// PlatformsWhy says how the nodes were chosen (the pod's node, its
-	// nodeSelector and required node affinity, or every node).
+	// nodeSelector and required node affinity, its tolerations, or every
+	// node), and why none was when no node matches.
 	PlatformsWhy string `json:"platformsWhy,omitempty"`
 }
 
