@@ -310,7 +310,8 @@ func parseHeader(v map[string]any) (http.Header, error) {
 			}
 			h[key] = s
 		default:
-			return nil, fmt.Errorf("invalid type %v for header %q", ty, key)
+			// %T: the value of a mistyped header is often a credential.
+			return nil, fmt.Errorf("invalid type %T for header %q (want a string or an array of strings)", ty, key)
 		}
 	}
 	return h, nil
