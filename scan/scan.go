@@ -90,6 +90,7 @@ func (s *Scanner) Run(ctx context.Context, targets []types.Target) (*types.Resul
 	s.forgetFaults()
 	s.walk(ctx, res.Images, refs, s.progress(len(res.Images), len(res.Images)-len(refs)))
 	s.reask(ctx, res, refs)
+	res.InputErrors = append(res.InputErrors, s.pullPathNotices()...)
 	res.Duration = time.Since(start)
 	res.Requests = s.counter.counts()
 	res.RateLimits = s.c.limits.report()
