@@ -25,8 +25,9 @@ import (
 // is counted, never kept.
 const maxStdout = 1 << 20
 
-// waitDelay is how long a killed plugin's pipes may stay open (held by a
-// child of the plugin) before the run gives up on them.
+// waitDelay is how long the pipes of a plugin that exited or was killed
+// may stay open (held by a child of the plugin) before the run stops
+// reading them; a plugin that exited 0 keeps the answer read by then.
 const waitDelay = 2 * time.Second
 
 var (
@@ -89,6 +90,12 @@ func (p *provider) exec(ctx context.Context, image string) (*credentialproviderv
 	cmd.Env = append(os.Environ(), p.env...)
 	cmd.WaitDelay = waitDelay
 	err = cmd.Run()
+	if errors.Is(err, exec.ErrWaitDelay) && ctx.Err() == nil {
+		// The plugin exited 0 but a child of its holds stdout open: what
+		// it wrote before exiting is its answer (the kubelet, waiting for
+		// stdout's EOF, would get it once the child ends).
+		err = nil
+	}
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		err = fmt.Errorf("timed out after %s: %w", p.timeout, ctx.Err())

@@ -168,3 +168,43 @@ func TestCappedWriter(t *testing.T) {
 		t.Errorf("Bytes() = %q, dropped %d", c.Bytes(), c.dropped)
 	}
 }
+
+// TestPluginChildHoldsStdout: a plugin that answers and exits 0 while a
+// child of its keeps stdout open still gives its answer, as the kubelet,
+// which waits for stdout's EOF, gets it.
+func TestPluginChildHoldsStdout(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, plugin{name: "p", match: []string{"reg.io"}, env: map[string]string{"PLUGIN_MODE": "child-holds-stdout"}})
+	start := time.Now()
+	creds, err := r.load().Lookup(context.Background(), "reg.io/app")
+	if err != nil || len(creds) != 1 || creds[0].Username != "user" {
+		t.Fatalf("Lookup = %v, %v; want the plugin's credential", creds, err)
+	}
+	if d := time.Since(start); d > 8*time.Second {
+		t.Errorf("took %s: waited for the child", d)
+	}
+}
+
+// TestPluginFailureCached: a plugin that fails runs once per matchImages
+// pattern in a run, not once per image: the other images it matches get
+// the same failure at once.
+func TestPluginFailureCached(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, plugin{name: "p", match: []string{"reg.io", "other.io"}, env: map[string]string{"PLUGIN_MODE": "sleep", "PLUGIN_SLEEP": "30s"}})
+	ps := r.load(WithTimeout(500 * time.Millisecond))
+	start := time.Now()
+	for _, image := range []string{"reg.io/a", "reg.io/b", "reg.io/c", "other.io/a", "other.io/b"} {
+		_, err := ps.Lookup(context.Background(), image)
+		checkCredentialsError(t, err)
+		var pe *PluginError
+		if !errors.As(err, &pe) || pe.Image != image || !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Lookup(%s) = %v, want the plugin's timeout for this image", image, err)
+		}
+	}
+	if n := len(r.runs("p")); n != 2 {
+		t.Errorf("%d runs, want 2 (one per pattern)", n)
+	}
+	if d := time.Since(start); d > 4*time.Second {
+		t.Errorf("took %s, want about two timeouts", d)
+	}
+}
