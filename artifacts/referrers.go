@@ -10,6 +10,29 @@ import (
 	"github.com/regcheck/regcheck/types"
 )
 
+// MaxReferrers is how many referrers of one subject regcheck reads, from
+// the referrers API or the referrers tag's index, in the order listed:
+// real subjects have a few (a signature, an SBOM, attestations), and each
+// referrer costs requests (its manifest, its blobs). Past it, a
+// limit-exceeded finding says how many were left out, as for an index's
+// children (walk.MaxChildren); the artifacts among them are unknown.
+const MaxReferrers = 1000
+
+// capReferrers keeps the first MaxReferrers of descs, with a
+// limit-exceeded fault when it leaves some out; from names the list.
+func (l *look) capReferrers(sub subject, descs []ocispec.Descriptor, from string) []ocispec.Descriptor {
+	if len(descs) <= MaxReferrers {
+		return descs
+	}
+	f := types.NewFinding(types.LimitExceeded, sub.Digest, sub.Platform,
+		"%s lists %d referrers of %s, more than the %d regcheck reads (artifacts.MaxReferrers): the last %d were not checked",
+		from, len(descs), sub.Digest, MaxReferrers, len(descs)-MaxReferrers)
+	l.mu.Lock()
+	l.set.Faults = append(l.set.Faults, f)
+	l.mu.Unlock()
+	return descs[:MaxReferrers]
+}
+
 // referrers finds the subject's OCI 1.1 referrers: through the API, or,
 // where the registry does not serve it, under the referrers tag. When the
 // API could not be asked (a fault), the referrers tag is read too: a
@@ -31,7 +54,7 @@ func (l *look) referrers(ctx context.Context, sub subject) {
 		l.referrersTag(ctx, sub)
 		return
 	}
-	for _, d := range descs {
+	for _, d := range l.capReferrers(sub, descs, "the referrers API") {
 		l.referrer(ctx, sub, d, ReferrersAPI)
 	}
 }
@@ -63,7 +86,7 @@ func (l *look) referrersTag(ctx context.Context, sub subject) {
 		l.fault(errors.New("not an image index"), sub.Digest, sub.Platform, "the referrers tag %s points at a %s", ref, m.MediaType)
 		return
 	}
-	for _, c := range m.Manifests {
+	for _, c := range l.capReferrers(sub, m.Manifests, "the referrers tag "+ref) {
 		l.referrer(ctx, sub, c, ReferrersTag)
 	}
 }

@@ -33,8 +33,10 @@ func TestCache(t *testing.T) {
 			steps: []step{{0, "reg.io/a", 1}, {0, "reg.io/a", 2}}},
 		{name: "response duration with default 0", ttl: dur(0), env: map[string]string{"PLUGIN_CACHE_DURATION": "5m"},
 			steps: []step{{0, "reg.io/a", 1}, {4 * time.Minute, "reg.io/a", 1}, {2 * time.Minute, "reg.io/a", 2}}},
-		{name: "failures not cached", env: map[string]string{"PLUGIN_MODE": "fail"},
-			steps: []step{{0, "reg.io/a", 1}, {0, "reg.io/a", 2}}},
+		// The kubelet runs a failing plugin again for every pull; one
+		// regcheck run asks once per matchImages pattern (a negative cache).
+		{name: "failures cached per pattern for the run", env: map[string]string{"PLUGIN_MODE": "fail"},
+			steps: []step{{0, "reg.io/a", 1}, {0, "reg.io/a", 1}, {time.Hour, "reg.io/b", 1}, {0, "other.io/b", 2}, {0, "other.io/c", 2}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

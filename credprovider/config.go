@@ -18,6 +18,8 @@ import (
 	credentialproviderv1 "k8s.io/kubelet/pkg/apis/credentialprovider/v1"
 	credentialproviderv1alpha1 "k8s.io/kubelet/pkg/apis/credentialprovider/v1alpha1"
 	credentialproviderv1beta1 "k8s.io/kubelet/pkg/apis/credentialprovider/v1beta1"
+
+	"github.com/regcheck/regcheck/internal/redact"
 )
 
 // configCodecs decodes CredentialProviderConfig files strictly (unknown and
@@ -125,7 +127,7 @@ func readConfig(path string) ([]source, error) {
 		}
 		cfg, err := decode(data)
 		if err != nil {
-			return nil, fmt.Errorf("decoding credential provider config %s: %w", f, err)
+			return nil, fmt.Errorf("decoding credential provider config %s: %s", f, redact.String(err.Error()))
 		}
 		for _, p := range cfg.Providers {
 			if first, ok := seen[p.Name]; ok {
@@ -169,9 +171,16 @@ func configFiles(path string) ([]string, error) {
 // decode reads one CredentialProviderConfig (JSON or YAML) of group
 // kubelet.config.k8s.io: v1, or v1beta1 or v1alpha1 as the kubelet reads
 // them too.
+// Its errors never quote the file: apimachinery's missing kind and
+// apiVersion errors quote it whole, env values included.
 func decode(data []byte) (*kubeletconfigv1.CredentialProviderConfig, error) {
 	obj, gvk, err := configCodecs.UniversalDeserializer().Decode(data, nil, nil)
-	if err != nil {
+	switch {
+	case runtime.IsMissingKind(err):
+		return nil, errors.New("kind: missing, want CredentialProviderConfig")
+	case runtime.IsMissingVersion(err):
+		return nil, errors.New("apiVersion: missing, want kubelet.config.k8s.io/v1 (or v1beta1, v1alpha1)")
+	case err != nil:
 		return nil, err
 	}
 	if gvk.Kind != "CredentialProviderConfig" {

@@ -18,7 +18,9 @@ type options struct {
 }
 
 // DefaultTimeout is how long a plugin may run: the kubelet's catch-all
-// timeout for exec plugins.
+// timeout for exec plugins, fixed at one minute (execPlugin.ExecPlugin in
+// kubernetes' pkg/credentialprovider/plugin/plugin.go); regcheck's
+// --credential-provider-timeout changes it.
 const DefaultTimeout = time.Minute
 
 // makeOptions holds every default in one place, applies opts, and rejects

@@ -17,18 +17,17 @@ import (
 	"k8s.io/kubelet/pkg/apis/credentialprovider/install"
 	credentialproviderv1 "k8s.io/kubelet/pkg/apis/credentialprovider/v1"
 
+	"github.com/regcheck/regcheck/internal/redact"
 	"github.com/regcheck/regcheck/types"
 )
 
-// Bounds on what a plugin writes: stderr is kept for the error, stdout is
-// the response.
-const (
-	maxStderr = 1 << 10
-	maxStdout = 1 << 20
-)
+// maxStdout bounds the response a plugin writes; what it writes to stderr
+// is counted, never kept.
+const maxStdout = 1 << 20
 
-// waitDelay is how long a killed plugin's pipes may stay open (held by a
-// child of the plugin) before the run gives up on them.
+// waitDelay is how long the pipes of a plugin that exited or was killed
+// may stay open (held by a child of the plugin) before the run stops
+// reading them; a plugin that exited 0 keeps the answer read by then.
 const waitDelay = 2 * time.Second
 
 var (
@@ -46,26 +45,29 @@ func newPluginScheme() *runtime.Scheme {
 // PluginError is a plugin run that gave no usable response: it did not
 // start, exited non-zero, timed out, or wrote a response of another
 // apiVersion or kind, or one that does not decode. It wraps
-// types.ErrCredentials and the cause. Its text has the plugin's stderr
-// (at most 1 KiB) and never anything of its stdout.
+// types.ErrCredentials and the cause. Its text never quotes the plugin's
+// stderr or stdout (a plugin may echo a password or its config's env): it
+// says how many bytes the plugin wrote to stderr, and the cause (its exit
+// status), redacted.
 type PluginError struct {
 	// Provider is the provider's name in the config.
 	Provider string
 	// Image is the image the credentials were asked for.
 	Image string
-	// Stderr is the start of what the plugin wrote to stderr.
-	Stderr string
+	// StderrBytes is how many bytes the plugin wrote to stderr.
+	StderrBytes int
 	// Err is the cause.
 	Err error
 }
 
-// Error names the provider and the image and quotes stderr.
+// Error names the provider, the image and the cause, and says whether the
+// plugin wrote to stderr, not what.
 func (e *PluginError) Error() string {
 	s := fmt.Sprintf("credential provider %q for %s: %v", e.Provider, e.Image, e.Err)
-	if e.Stderr != "" {
-		s += fmt.Sprintf("; stderr: %q", e.Stderr)
+	if e.StderrBytes > 0 {
+		s += fmt.Sprintf("; the plugin wrote %d bytes to stderr (not shown: it may hold secrets)", e.StderrBytes)
 	}
-	return s
+	return redact.String(s)
 }
 
 // Unwrap returns types.ErrCredentials and the cause.
@@ -82,12 +84,18 @@ func (p *provider) exec(ctx context.Context, image string) (*credentialproviderv
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	stdout := &capped{max: maxStdout}
-	stderr := &capped{max: maxStderr}
+	stderr := &capped{max: 0}
 	cmd := exec.CommandContext(ctx, p.bin, p.args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(req), stdout, stderr
 	cmd.Env = append(os.Environ(), p.env...)
 	cmd.WaitDelay = waitDelay
 	err = cmd.Run()
+	if errors.Is(err, exec.ErrWaitDelay) && ctx.Err() == nil {
+		// The plugin exited 0 but a child of its holds stdout open: what
+		// it wrote before exiting is its answer (the kubelet, waiting for
+		// stdout's EOF, would get it once the child ends).
+		err = nil
+	}
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		err = fmt.Errorf("timed out after %s: %w", p.timeout, ctx.Err())
@@ -99,7 +107,7 @@ func (p *provider) exec(ctx context.Context, image string) (*credentialproviderv
 		err = fmt.Errorf("response over %d bytes", maxStdout)
 	}
 	if err != nil {
-		return nil, &PluginError{Provider: p.name, Image: image, Stderr: stderr.String(), Err: err}
+		return nil, &PluginError{Provider: p.name, Image: image, StderrBytes: stderr.dropped, Err: err}
 	}
 	resp, err := decodeResponse(stdout.Bytes(), p.apiVersion)
 	if err != nil {
@@ -153,7 +161,8 @@ func decodeResponse(data []byte, apiVersion string) (*credentialproviderv1.Crede
 }
 
 // capped keeps the first max bytes written to it and counts the rest, so a
-// plugin that writes too much is neither blocked nor kept whole.
+// plugin that writes too much is neither blocked nor kept whole; with max
+// 0 it only counts.
 type capped struct {
 	max     int
 	buf     bytes.Buffer
@@ -168,11 +177,3 @@ func (c *capped) Write(b []byte) (int, error) {
 }
 
 func (c *capped) Bytes() []byte { return c.buf.Bytes() }
-
-func (c *capped) String() string {
-	s := string(bytes.TrimSpace(c.buf.Bytes()))
-	if c.dropped > 0 {
-		s += fmt.Sprintf(" … (%d more bytes)", c.dropped)
-	}
-	return s
-}

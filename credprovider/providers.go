@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -54,6 +55,17 @@ type provider struct {
 	logger  *slog.Logger
 	cache   *cache
 	group   singleflight.Group
+
+	mu     sync.Mutex
+	failed map[string]*PluginError // by matchImages pattern: the run's first failure
+	gates  map[string]gate         // by pattern: its first run
+}
+
+// gate is a pattern's first run: the image it is for, and a channel
+// closed once it has ended.
+type gate struct {
+	image string
+	done  chan struct{}
 }
 
 func newProvider(s source, binDir string, o *options) (*provider, error) {
@@ -73,6 +85,8 @@ func newProvider(s source, binDir string, o *options) (*provider, error) {
 		now:         o.now,
 		logger:      o.logger,
 		cache:       newCache(o.now),
+		failed:      map[string]*PluginError{},
+		gates:       map[string]gate{},
 	}
 	for _, e := range s.Env {
 		p.env = append(p.env, e.Name+"="+e.Value)
@@ -113,10 +127,11 @@ func (ps *Providers) Lookup(ctx context.Context, image string) ([]*Credential, e
 	var k keyring
 	var errs []error
 	for _, p := range ps.list {
-		if !p.wants(image) {
+		pattern, ok := p.wants(image)
+		if !ok {
 			continue
 		}
-		auth, err := p.provide(ctx, image)
+		auth, err := p.provide(ctx, image, pattern)
 		if err != nil {
 			p.logger.Warn("credential provider failed", "provider", p.name, "image", image, "err", err)
 			errs = append(errs, err)
@@ -141,34 +156,117 @@ func (ps *Providers) String() string {
 	return "credential providers: " + strings.Join(parts, "; ")
 }
 
-// wants reports whether the provider is asked for image: one of its
-// matchImages matches it.
-func (p *provider) wants(image string) bool {
+// wants reports whether the provider is asked for image, and the first
+// of its matchImages that matches it.
+func (p *provider) wants(image string) (string, bool) {
 	for _, m := range p.matchImages {
 		if matches(m, image) {
 			if p.skip {
 				p.logger.Debug("credential provider needs a service account token, skipped", "provider", p.name, "image", image)
-				return false
+				return "", false
 			}
-			return true
+			return m, true
 		}
 	}
-	return false
+	return "", false
+}
+
+// failure is the run's first failure of the plugin for an image pattern
+// matches, as a failure for image; nil when it has not failed.
+func (p *provider) failure(pattern, image string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	first, ok := p.failed[pattern]
+	if !ok {
+		return nil
+	}
+	return &PluginError{Provider: p.name, Image: image, StderrBytes: first.StderrBytes,
+		Err: fmt.Errorf("not run again for %q in this run: it failed for %s: %w", pattern, first.Image, first.Err)}
+}
+
+// gate returns the channel closed once pattern's first run has ended,
+// and whether a lookup of image waits for it: it does when that run is
+// for another image. With no run for pattern yet, the caller's is the
+// first.
+func (p *provider) gate(pattern, image string) (<-chan struct{}, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if g, ok := p.gates[pattern]; ok {
+		return g.done, g.image != image
+	}
+	g := gate{image: image, done: make(chan struct{})}
+	p.gates[pattern] = g
+	return g.done, false
+}
+
+// open closes pattern's gate, once: its first run has ended.
+func (p *provider) open(pattern string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	g, ok := p.gates[pattern]
+	if !ok {
+		return
+	}
+	select {
+	case <-g.done:
+	default:
+		close(g.done)
+	}
+}
+
+// fail keeps the plugin's first failure for pattern.
+func (p *provider) fail(pattern string, err error) {
+	var pe *PluginError
+	if !errors.As(err, &pe) {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.failed[pattern]; !ok {
+		p.failed[pattern] = pe
+	}
 }
 
 // provide returns the provider's auth map for image, cached or from one
 // run of the plugin shared by concurrent callers. The run is not cut
 // short by one caller's cancellation (another may wait for it); the
-// timeout bounds it.
-func (p *provider) provide(ctx context.Context, image string) (map[string]credentialproviderv1.AuthConfig, error) {
+// timeout bounds it. Once the plugin failed for an image that pattern
+// (the matchImages entry image matched) matches, it is not run again for
+// that pattern in this run: each image gets the first failure, rather
+// than each waiting out its own timeout (a negative cache).
+func (p *provider) provide(ctx context.Context, image, pattern string) (map[string]credentialproviderv1.AuthConfig, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("credential provider %q for %s: %w", p.name, image, err)
 	}
 	if auth, ok := p.cache.get(image); ok {
 		return auth, nil
 	}
+	if err := p.failure(pattern, image); err != nil {
+		return nil, err
+	}
+	if done, wait := p.gate(pattern, image); wait {
+		// Wait for the pattern's first run (for another image; the same
+		// image's joins it below): if it fails, so does this one, without
+		// a run of its own.
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("credential provider %q for %s: %w", p.name, image, ctx.Err())
+		}
+		if err := p.failure(pattern, image); err != nil {
+			return nil, err
+		}
+		if auth, ok := p.cache.get(image); ok {
+			return auth, nil
+		}
+	}
 	ch := p.group.DoChan(image, func() (any, error) {
-		return p.fetch(context.WithoutCancel(ctx), image)
+		auth, err := p.fetch(context.WithoutCancel(ctx), image)
+		if err != nil {
+			p.fail(pattern, err)
+		}
+		p.open(pattern)
+		return auth, err
 	})
 	select {
 	case res := <-ch:

@@ -1,6 +1,7 @@
 package pullpath
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net/http"
@@ -45,7 +46,8 @@ type hostsFile struct {
 	k3s       bool // k3s's containerd rules apply
 	hasServer bool // a top-level server key is present
 	hosts     []hostEntry
-	err       error // containerd cannot read the directory at all
+	err       error  // containerd cannot read the directory at all
+	capped    capped // hosts past MaxMirrors
 }
 
 // hostFileTOML is containerd's hostFileConfig (config/hosts.go), plus the
@@ -81,11 +83,19 @@ func parseHostsFile(file, dir string, data []byte, k3s bool) (*hostsFile, error)
 	if err != nil {
 		return nil, &ParseError{Path: file, Line: tomlErrLine(data, err), Err: err}
 	}
+	f := &hostsFile{path: file, dir: dir, k3s: k3s, hasServer: order.hasServer}
+	if len(order.hosts) > MaxMirrors {
+		// Top-level keys come before any table: the file up to the first
+		// host left out holds them and the hosts kept. go-toml's decoder
+		// is quadratic in a table's keys, so the rest is not decoded.
+		first := order.hosts[MaxMirrors]
+		f.capped = capped{dropped: len(order.hosts) - MaxMirrors, line: first.line}
+		data, order.hosts = data[:first.start], order.hosts[:MaxMirrors]
+	}
 	var c hostsTOML
 	if err := toml.Unmarshal(data, &c); err != nil {
 		return nil, &ParseError{Path: file, Line: decodeErrLine(err), Err: err}
 	}
-	f := &hostsFile{path: file, dir: dir, k3s: k3s, hasServer: order.hasServer}
 	for _, h := range order.hosts {
 		e, err := parseHostConfig(h.name, dir, c.HostConfigs[h.name], k3s)
 		if err != nil {
@@ -113,12 +123,16 @@ func decodeErrLine(err error) int {
 }
 
 type hostOrder struct {
-	hosts []struct {
-		name string
-		line int
-	}
+	hosts      []hostAt
 	hasServer  bool
 	serverLine int
+}
+
+// hostAt is a host's table header: the line, and the offset of the
+// line's start.
+type hostAt struct {
+	name        string
+	line, start int
 }
 
 // sortedHosts is containerd's getSortedHosts: the second key part of each
@@ -132,13 +146,14 @@ func sortedHosts(data []byte) (hostOrder, error) {
 		o     hostOrder
 		last  string
 		table bool
+		lines = lineCounter{data: data, line: 1}
 	)
 	p.Reset(data)
 	for p.NextExpression() {
 		e := p.Expression()
 		if e.Kind == unstable.KeyValue && !table {
 			if it := e.Key(); it.Next() && string(it.Node().Data) == "server" {
-				o.hasServer, o.serverLine = true, lineOf(&p, it.Node())
+				o.hasServer, o.serverLine = true, lines.of(it.Node())
 			}
 		}
 		if e.Kind != unstable.Table {
@@ -160,19 +175,42 @@ func sortedHosts(data []byte) (hostOrder, error) {
 			continue
 		}
 		last = parts[1]
-		o.hosts = append(o.hosts, struct {
-			name string
-			line int
-		}{parts[1], lineOf(&p, first)})
+		line := lines.of(first)
+		o.hosts = append(o.hosts, hostAt{name: parts[1], line: line, start: lineStart(data, first)})
 	}
 	return o, p.Error()
 }
 
-func lineOf(p *unstable.Parser, n *unstable.Node) int {
+// lineStart is the offset of the start of n's line.
+func lineStart(data []byte, n *unstable.Node) int {
+	if n == nil {
+		return 0
+	}
+	off := min(int(n.Raw.Offset), len(data))
+	return bytes.LastIndexByte(data[:off], '\n') + 1
+}
+
+// lineCounter gives the line of each node of one parse, in file order,
+// counting line feeds from the last node rather than from the start of
+// the file (unstable.Parser.Shape rescans from the start: a file of
+// 20,000 hosts took 30 s), so that finding every line is one pass.
+type lineCounter struct {
+	data []byte
+	off  int // of the last node asked
+	line int // at off
+}
+
+func (c *lineCounter) of(n *unstable.Node) int {
 	if n == nil || n.Raw.Length == 0 {
 		return 0
 	}
-	return p.Shape(n.Raw).Start.Line
+	off := int(n.Raw.Offset)
+	if off < c.off || off > len(c.data) {
+		c.off, c.line = 0, 1 // not in order: count from the start
+	}
+	c.line += bytes.Count(c.data[c.off:off], []byte{'\n'})
+	c.off = off
+	return c.line
 }
 
 // parseHostConfig is containerd's parseHostConfig: scheme and host from the
@@ -310,7 +348,8 @@ func parseHeader(v map[string]any) (http.Header, error) {
 			}
 			h[key] = s
 		default:
-			return nil, fmt.Errorf("invalid type %v for header %q", ty, key)
+			// %T: the value of a mistyped header is often a credential.
+			return nil, fmt.Errorf("invalid type %T for header %q (want a string or an array of strings)", ty, key)
 		}
 	}
 	return h, nil

@@ -60,7 +60,8 @@ type k3sEndpoint struct {
 type k3sHost struct {
 	def       *k3sEndpoint // nil: no server line
 	endpoints []k3sEndpoint
-	line      int // of the mirrors or configs key
+	line      int    // of the mirrors or configs key
+	capped    capped // endpoints past MaxMirrors, not rendered
 }
 
 // k3sConfig is a registries.yaml and the hosts directory k3s writes for it.
@@ -146,7 +147,7 @@ func (k *k3sConfig) hostsDir() (*hostsDir, error) {
 		if err != nil {
 			return nil, fmt.Errorf("translating %s for %s: %w", k.path, host, err)
 		}
-		f.path = k.path
+		f.path, f.capped = k.path, h.capped
 		for i := range f.hosts {
 			switch {
 			case !f.hosts[i].root:

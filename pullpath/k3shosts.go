@@ -52,6 +52,10 @@ func hostConfigs(reg k3sRegistry, l yamlLines, noDefault bool) map[string]*k3sHo
 		if len(h.endpoints) == 0 && !h.def.hasConfig() {
 			delete(hosts, host)
 		}
+		if len(h.endpoints) > MaxMirrors {
+			h.capped = capped{dropped: len(h.endpoints) - MaxMirrors, line: h.endpoints[MaxMirrors].line}
+			h.endpoints = h.endpoints[:MaxMirrors]
+		}
 	}
 	return hosts
 }

@@ -9,6 +9,8 @@ import (
 	"path"
 
 	"github.com/google/go-containerregistry/pkg/name"
+
+	"github.com/regcheck/regcheck/internal/redact"
 )
 
 // The formats Load tells apart, as Config.Format names them.
@@ -112,19 +114,36 @@ type Auth struct {
 }
 
 // ParseError is a configuration file the runtime would reject or ignore,
-// with the line it fails at (0 when the parser gives none).
+// with the line it fails at (0 when the parser gives none). Its text goes
+// through regcheck's redaction rule (package internal/redact): no
+// userinfo, no secret field's value.
 type ParseError struct {
 	Path string
 	Line int
 	Err  error
 }
 
-// Error is "file:line: message".
+// Error is "file:line: message", redacted.
 func (e *ParseError) Error() string {
 	if e.Line > 0 {
-		return fmt.Sprintf("%s:%d: %v", e.Path, e.Line, e.Err)
+		return redact.String(fmt.Sprintf("%s:%d: %v", e.Path, e.Line, e.Err))
 	}
-	return fmt.Sprintf("%s: %v", e.Path, e.Err)
+	return redact.String(fmt.Sprintf("%s: %v", e.Path, e.Err))
+}
+
+// redactedError is an error of this package whose text, built from the
+// configuration, goes through the redaction rule; it unwraps to the cause.
+type redactedError struct{ err error }
+
+func (e *redactedError) Error() string { return redact.String(e.err.Error()) }
+func (e *redactedError) Unwrap() error { return e.err }
+
+// redacted wraps err (nil stays nil) so that its text is redacted.
+func redacted(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &redactedError{err: err}
 }
 
 // Unwrap gives the parser's own error.
@@ -172,7 +191,7 @@ func Load(path string, opts ...Option) (*Config, error) {
 		c, err = loadFile(path, o)
 	}
 	if err != nil {
-		return nil, err
+		return nil, redacted(err)
 	}
 	if err := o.check(c.format); err != nil {
 		return nil, fmt.Errorf("loading %s: %w", path, err)
@@ -207,6 +226,19 @@ func loadFile(path string, o options) (*Config, error) {
 // (registries.conf: a prefix rewrite that gives an invalid reference;
 // containerd: a host directory it cannot read).
 func (c *Config) Endpoints(ref name.Reference) ([]Endpoint, error) {
+	eps, err := c.endpoints(ref)
+	if err != nil {
+		return nil, redacted(err)
+	}
+	for i := range eps {
+		for j, n := range eps[i].Notes {
+			eps[i].Notes[j] = redact.String(n)
+		}
+	}
+	return eps, nil
+}
+
+func (c *Config) endpoints(ref name.Reference) ([]Endpoint, error) {
 	img := imageOf(ref)
 	switch c.format {
 	case FormatRegistriesConf:

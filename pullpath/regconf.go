@@ -1,7 +1,6 @@
 package pullpath
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -35,6 +34,7 @@ type regRegistry struct {
 	Mirrors            []regEndpoint `toml:"mirror"`
 	Blocked            bool          `toml:"blocked"`
 	MirrorByDigestOnly bool          `toml:"mirror-by-digest-only"`
+	capped             capped        // mirrors past MaxMirrors
 }
 
 // regFile holds every key containers/image decodes with a type, so that a
@@ -80,11 +80,10 @@ func loadRegistriesConf(path string, data []byte) (*Config, error) {
 // setRegistryLines finds each [[registry]] and [[registry.mirror]] header,
 // in order; registries given as inline tables keep line 0.
 func setRegistryLines(data []byte, regs []regRegistry) {
-	sc := bufio.NewScanner(bytes.NewReader(data))
 	r, m, n := -1, 0, 0
-	for sc.Scan() {
+	for raw := range bytes.Lines(data) {
 		n++
-		line := strings.ReplaceAll(strings.TrimSpace(sc.Text()), " ", "")
+		line := strings.ReplaceAll(strings.TrimSpace(string(raw)), " ", "")
 		switch {
 		case strings.HasPrefix(line, "[[registry]]"):
 			r, m = r+1, 0
@@ -160,7 +159,19 @@ func postProcess(f regFile, data []byte) ([]regRegistry, *lineErr) {
 	if m := f.ShortNameMode; m != "" && m != "enforcing" && m != "permissive" && m != "disabled" {
 		return nil, &lineErr{lineOfPrefix(data, "short-name-mode"), fmt.Errorf("invalid short name mode: %q", m)}
 	}
-	return uniqueSorted(f.Registries), nil
+	return capMirrors(uniqueSorted(f.Registries)), nil
+}
+
+// capMirrors keeps the first MaxMirrors mirrors of each registry, once
+// all are checked as containers/image checks them.
+func capMirrors(regs []regRegistry) []regRegistry {
+	for i := range regs {
+		if m := regs[i].Mirrors; len(m) > MaxMirrors {
+			regs[i].capped = capped{dropped: len(m) - MaxMirrors, line: m[MaxMirrors].line}
+			regs[i].Mirrors = m[:MaxMirrors]
+		}
+	}
+	return regs
 }
 
 func uniqueSorted(regs []regRegistry) []regRegistry {

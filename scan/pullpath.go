@@ -371,6 +371,20 @@ func (p *pathReader) counts() []types.RequestCount {
 	return out
 }
 
+// pullPathNotices are the pull path configuration's notices (the parts of
+// it not checked, such as mirrors past pullpath.MaxMirrors) as input
+// notices of the run.
+func (s *Scanner) pullPathNotices() []types.InputError {
+	if s.o.pullPath == nil {
+		return nil
+	}
+	var out []types.InputError
+	for _, n := range s.o.pullPath.Notices() {
+		out = append(out, types.InputError{Source: n.Path, Line: n.Line, Message: n.Message, Notice: true})
+	}
+	return out
+}
+
 // WithPullPathFile is WithPullPath of the configuration at path (see
 // pullpath.Load); a file the runtime would reject is an error naming its
 // line.

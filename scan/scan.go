@@ -12,6 +12,7 @@ import (
 	"github.com/regcheck/regcheck/walk"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/regcheck/regcheck/internal/redact"
 	"github.com/regcheck/regcheck/types"
 )
 
@@ -89,6 +90,7 @@ func (s *Scanner) Run(ctx context.Context, targets []types.Target) (*types.Resul
 	s.forgetFaults()
 	s.walk(ctx, res.Images, refs, s.progress(len(res.Images), len(res.Images)-len(refs)))
 	s.reask(ctx, res, refs)
+	res.InputErrors = append(res.InputErrors, s.pullPathNotices()...)
 	res.Duration = time.Since(start)
 	res.Requests = s.counter.counts()
 	res.RateLimits = s.c.limits.report()
@@ -114,8 +116,9 @@ func (s *Scanner) images(targets []types.Target) (*types.Result, map[*types.Imag
 		if !seen {
 			im = &types.Image{Reference: norm, Findings: []types.Finding{}}
 			if err != nil {
-				im.Reference = t.Ref
-				im.Findings = append(im.Findings, types.NewFinding(types.InvalidReference, "", "", "%v", err))
+				// An invalid reference may hold userinfo (user:pass@host/repo).
+				im.Reference = redact.String(t.Ref)
+				im.Findings = append(im.Findings, types.NewFinding(types.InvalidReference, "", "", "%s", redact.String(err.Error())))
 				im.Verdict = types.VerdictOf(im.Findings)
 			} else {
 				refs[im] = ref

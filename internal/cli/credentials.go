@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 
@@ -17,6 +18,7 @@ import (
 // another), so that they share the plugins' credential cache.
 type providerFlags struct {
 	config, binDir string
+	timeout        time.Duration
 
 	loaded bool
 	ps     *credprovider.Providers
@@ -27,6 +29,9 @@ type providerFlags struct {
 const (
 	providerConfigHelp = "the kubelet's --image-credential-provider-config: a CredentialProviderConfig file (or folder); an image one of its providers matches is read with the plugin's credentials instead of the Docker config's. Needs --image-credential-provider-bin-dir"
 	providerBinDirHelp = "the kubelet's --image-credential-provider-bin-dir: the folder of the plugins the config names. Needs --image-credential-provider-config"
+	// The kubelet's own timeout is a constant: execPlugin's catch-all
+	// minute (pkg/credentialprovider/plugin/plugin.go).
+	providerTimeoutHelp = "how long a credential provider plugin may run before it is killed (the kubelet's fixed timeout is 1m). A plugin that fails or times out is not run again in the run for images its same matchImages entry matches: they get its first failure"
 )
 
 // set reports whether either flag was given.
@@ -69,7 +74,7 @@ func (p *providerFlags) load(g *globals) (*credprovider.Providers, error) {
 	case p.binDir == "":
 		p.err = errors.New("--image-credential-provider-config needs --image-credential-provider-bin-dir: give both, as to the kubelet, or neither")
 	default:
-		p.ps, p.err = credprovider.Load(p.config, p.binDir, credprovider.WithLogger(g.logger))
+		p.ps, p.err = credprovider.Load(p.config, p.binDir, credprovider.WithLogger(g.logger), credprovider.WithTimeout(p.timeout))
 		if p.err != nil {
 			// The errors name the file and the provider; one line each,
 			// as Run prints a line feed escaped.

@@ -1,10 +1,17 @@
 package cli
 
 import (
+	"bytes"
+	"context"
+	"io"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/registry"
 )
 
 // providerConfig writes a CredentialProviderConfig naming one provider,
@@ -75,5 +82,49 @@ func TestCredentialProviderFlagsUsage(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestCredentialProviderTimeoutFlag: --credential-provider-timeout bounds
+// each plugin run, and a plugin that timed out is not run again for the
+// other images its matchImages entry matches: three images cost one
+// timeout, each unknown with the plugin's failure. 0 is a usage error.
+func TestCredentialProviderTimeoutFlag(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(registry.New())
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	dir := t.TempDir()
+	runs := filepath.Join(dir, "runs")
+	binDir := filepath.Join(dir, "bin")
+	os.Mkdir(binDir, 0o755)
+	os.WriteFile(filepath.Join(binDir, "slow"), []byte("#!/bin/sh\necho run >> "+runs+"\nexec sleep 30\n"), 0o755)
+	config := filepath.Join(dir, "config.yaml")
+	os.WriteFile(config, []byte("apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders:\n- name: slow\n  apiVersion: credentialprovider.kubelet.k8s.io/v1\n  matchImages: [\""+host+"\"]\n  defaultCacheDuration: 1m\n"), 0o644)
+	flags := []string{"scan", "-o", "json", "--insecure-registry", host, "--image-credential-provider-config", config, "--image-credential-provider-bin-dir", binDir}
+
+	var out, errOut bytes.Buffer
+	start := time.Now()
+	code := Run(context.Background(), Streams{In: strings.NewReader(""), Out: &out, Err: &errOut},
+		append(flags, "--credential-provider-timeout", "400ms", host+"/a:1", host+"/b:1", host+"/c:1"))
+	elapsed := time.Since(start)
+	if code != ExitIncomplete {
+		t.Fatalf("exit %d, want %d; stderr:\n%s", code, ExitIncomplete, errOut.String())
+	}
+	if n := strings.Count(out.String(), "timed out after 400ms"); n < 3 {
+		t.Errorf("%d findings name the timeout, want one per image:\n%s", n, out.String())
+	}
+	data, _ := os.ReadFile(runs)
+	if n := strings.Count(string(data), "run"); n != 1 {
+		t.Errorf("the plugin ran %d times, want once", n)
+	}
+	if elapsed > 10*time.Second {
+		t.Errorf("took %s", elapsed)
+	}
+
+	errOut.Reset()
+	if code := Run(context.Background(), Streams{In: strings.NewReader(""), Out: io.Discard, Err: &errOut},
+		append(flags, "--credential-provider-timeout", "0s", host+"/a:1")); code != ExitUsage || !strings.Contains(errOut.String(), "must be positive") {
+		t.Errorf("timeout 0: exit %d, stderr %q; want %d naming the bad value", code, errOut.String(), ExitUsage)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/regcheck/regcheck/cache"
+	"github.com/regcheck/regcheck/credprovider"
 	"github.com/regcheck/regcheck/scan"
 )
 
@@ -55,6 +56,7 @@ func (r *registryFlags) addTo(fs *pflag.FlagSet, withPlatform bool) {
 	fs.IntVar(&r.maxPulls, "max-pulls", 0, "send at most N manifest GETs (Docker Hub's pulls) to each registry host, retries included; 0: no cap. RateLimit headers are heeded anyway, a tenth of the limit kept in reserve")
 	fs.StringVar(&r.providers.config, "image-credential-provider-config", "", providerConfigHelp)
 	fs.StringVar(&r.providers.binDir, "image-credential-provider-bin-dir", "", providerBinDirHelp)
+	fs.DurationVar(&r.providers.timeout, "credential-provider-timeout", credprovider.DefaultTimeout, providerTimeoutHelp)
 }
 
 // options are the scan options the flags and the global logger make.

@@ -4,7 +4,8 @@
 //
 //	PLUGIN_MODE            ok (default), fail, sleep, garbage, wrongapi,
 //	                       wrongkind, unknownfield, fail-after-response,
-//	                       bigstderr
+//	                       bigstderr, child-holds-stdout (answers, then
+//	                       leaves a child holding stdout open for 10 s)
 //	PLUGIN_USERNAME        the username returned (default "user")
 //	PLUGIN_PASSWORD        the password returned (default "pass")
 //	PLUGIN_CACHE_KEY_TYPE  the cacheKeyType returned (default Registry)
@@ -21,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"strings"
 	"time"
 )
@@ -46,6 +48,10 @@ type response struct {
 }
 
 func main() {
+	if os.Getenv("PLUGIN_HOLD") != "" {
+		time.Sleep(10 * time.Second) // the child of child-holds-stdout
+		return
+	}
 	raw, err := io.ReadAll(os.Stdin)
 	if err != nil {
 		fail("reading stdin: %v", err)
@@ -90,6 +96,15 @@ func main() {
 	case "fail-after-response":
 		json.NewEncoder(os.Stdout).Encode(resp)
 		fail("failed after writing a response")
+	case "child-holds-stdout":
+		json.NewEncoder(os.Stdout).Encode(resp)
+		child := exec.Command(os.Args[0])
+		child.Env = append(os.Environ(), "PLUGIN_HOLD=1")
+		child.Stdout = os.Stdout
+		if err := child.Start(); err != nil {
+			fail("starting the child: %v", err)
+		}
+		os.Exit(0)
 	case "bigstderr":
 		fmt.Fprint(os.Stderr, strings.Repeat("x", 5000))
 		os.Exit(2)
