@@ -112,9 +112,12 @@ func (k *walker) run(ctx context.Context) {
 // once runs one walk, of everything (all) or of the references not walked
 // yet, on the leader only.
 func (k *walker) once(ctx context.Context, all bool) {
-	if !k.w.Leader() || k.w.cfg.Interval < 0 {
+	t, ok := k.w.leading()
+	if !ok || k.w.cfg.Interval < 0 {
 		return
 	}
+	ctx, done := within(ctx, t) // a walk ends with its term
+	defer done()
 	inv := k.inventory(ctx)
 	k.mu.Lock()
 	fresh, prevs := k.fresh, k.prevs
@@ -145,10 +148,24 @@ func (k *walker) once(ctx context.Context, all bool) {
 	}
 	k.walkPrevious(ctx, s, prevs)
 	k.mu.Lock()
+	if !k.w.stillLeads(t) { // the next term walks again, from scratch
+		k.result = nil
+		k.mu.Unlock()
+		return
+	}
 	k.merge(res, all, inv)
 	merged := k.result
 	k.mu.Unlock()
 	k.publish(merged)
+}
+
+// forget drops the last walk's answer and series when a term ends: the
+// next term walks everything again before it exports.
+func (k *walker) forget() {
+	k.mu.Lock()
+	k.result = nil
+	k.mu.Unlock()
+	k.w.metrics.walk.Store(nil)
 }
 
 // inventory is what the caches hold, as inventory.List would list it,
