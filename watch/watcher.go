@@ -279,6 +279,8 @@ func (w *Watcher) noteTransition(t record.Transition) {
 	case t.TemplateChanged:
 		w.log.Info("running digest changed with the template", attrs...)
 	default:
+		// Logged once, here; the periodic walk's summary counts those that stand.
+		attrs = append(attrs, "advice", upgradeAdvice(Upgrade{Transition: t}, w.cfg.HistoryHint))
 		w.log.Warn("unplanned upgrade: the running digest changed while the image string did not", attrs...)
 		w.walks.previous(t)
 	}
