@@ -333,7 +333,7 @@ func (k *walker) publish(res *types.Result, all bool) {
 	}
 	k.mu.Unlock()
 	out := withUpgrades(res, ups, whole, k.w.cfg.HistoryHint)
-	reg := report.Metrics(out)
+	reg := report.Metrics(volumesNamed(out))
 	availability(reg, out)
 	g, err := gather(reg)
 	if err != nil {
@@ -358,6 +358,31 @@ func upgradeOwners(ups map[slot]Upgrade, n int) string {
 		return strings.Join(names, ", ")
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
+}
+
+// volumesNamed returns res with each image volume's use named by its
+// volume in Container, as the availability and upgrade series name it:
+// the use series label a use by its container, so the image volumes of
+// one owner (Container "") would otherwise share one series.
+func volumesNamed(res *types.Result) *types.Result {
+	isVolume := func(u types.Use) bool { return u.Volume != "" && u.Container == "" }
+	out := *res
+	out.Images = make([]*types.Image, len(res.Images))
+	for i, im := range res.Images {
+		out.Images[i] = im
+		if !slices.ContainsFunc(im.Uses, isVolume) {
+			continue
+		}
+		cp := *im
+		cp.Uses = slices.Clone(im.Uses)
+		for j := range cp.Uses {
+			if isVolume(cp.Uses[j]) {
+				cp.Uses[j].Container = cp.Uses[j].Volume
+			}
+		}
+		out.Images[i] = &cp
+	}
+	return &out
 }
 
 // availability registers regcheck_container_image_available: 1 for each

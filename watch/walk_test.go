@@ -251,3 +251,52 @@ func TestFailedWalkPutsWorkBack(t *testing.T) {
 		t.Errorf("after a failed walk %d references wait and %d are walked, want 2 and 0", len(w.walks.fresh), len(w.walks.walked))
 	}
 }
+
+// Two image volumes of one pod on one image each have their series, named
+// by their volume, in every family the walk exports: none collides on
+// container="".
+func TestImageVolumesNamedInSeries(t *testing.T) {
+	ctx := context.Background()
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	app, models := host+"/ml/app:1", host+"/ml/models:1"
+	for _, ref := range []string{app, models} {
+		if _, err := fixture.PushSingle(ctx, ref, ref); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := bare("infer", app, dA)
+	for _, v := range []string{"weights", "tokenizer"} {
+		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: v,
+			VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: models}}})
+	}
+	c := fake.NewClientset(p)
+	w, err := New(Config{Client: c, Cluster: "prod", Store: &record.File{Path: filepath.Join(t.TempDir(), "history.json")},
+		FlushInterval: 20 * time.Millisecond, Interval: time.Hour, Debounce: 50 * time.Millisecond,
+		ScanOptions: []scan.Option{scan.WithInsecureRegistries(host), scan.WithTransport(http.DefaultTransport)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(rctx) }()
+	defer func() { cancel(); <-done }()
+	waitFor(t, "the walk", func() bool { return len(series(t, w, metrics.ContainerImageAvailable)) > 0 })
+	for _, fam := range []metrics.Name{metrics.ContainerImageAvailable, metrics.UseFindings} {
+		names := map[string]bool{}
+		for k := range series(t, w, fam) {
+			if !strings.Contains(k, "image="+models) {
+				continue
+			}
+			for _, l := range strings.Split(k, ",") {
+				if name, ok := strings.CutPrefix(l, "container="); ok {
+					names[name] = true
+				}
+			}
+		}
+		if len(names) != 2 || !names["weights"] || !names["tokenizer"] {
+			t.Errorf("%s: the image volumes' series are named %v, want weights and tokenizer", fam, names)
+		}
+	}
+}
