@@ -122,6 +122,7 @@ func (k *walker) once(ctx context.Context, all bool) {
 	defer done()
 	inv := k.inventory(ctx)
 	fresh, prevs, all := k.take(all)
+	full := inv
 	if all {
 		k.w.refreshRecords(inv)
 	} else {
@@ -140,6 +141,9 @@ func (k *walker) once(ctx context.Context, all bool) {
 		return
 	}
 	k.merge(res, all, inv)
+	if !all {
+		k.result.Images = present(k.result.Images, full)
+	}
 	merged := k.result
 	k.mu.Unlock()
 	k.publish(merged, all)
@@ -314,6 +318,40 @@ func (k *walker) merge(res *types.Result, all bool, inv *inventory.Inventory) {
 	}
 	k.result.Requests = types.SumRequests(append(k.result.Requests, res.Requests...))
 	k.result.RateLimits = res.RateLimits
+}
+
+// useKey is one use of an image by an owner's container or image volume,
+// in one pod ("" for a template's).
+type useKey struct{ ns, kind, name, pod, container, volume string }
+
+// present keeps, of each image, the uses inv still holds, and the images
+// with one left: a series goes when its pod or workload goes, at the next
+// walk, and not before.
+func present(ims []*types.Image, inv *inventory.Inventory) []*types.Image {
+	have := make(map[useKey]bool, len(inv.Containers))
+	for _, c := range inv.Containers {
+		k := useKey{c.Namespace, c.OwnerKind, c.OwnerName, c.Pod, c.Container, ""}
+		if c.ImageVolume() {
+			k.container, k.volume = "", c.Container
+		}
+		have[k] = true
+	}
+	out := ims[:0]
+	for _, im := range ims {
+		gone := func(u types.Use) bool {
+			return u.Source == "cluster" && !have[useKey{u.Namespace, u.Kind, u.Name, u.Pod, u.Container, u.Volume}]
+		}
+		if slices.ContainsFunc(im.Uses, gone) {
+			cp := *im
+			cp.Uses = slices.DeleteFunc(slices.Clone(im.Uses), gone)
+			if len(cp.Uses) == 0 {
+				continue
+			}
+			im = &cp
+		}
+		out = append(out, im)
+	}
+	return out
 }
 
 // publish adds the findings of the unplanned upgrades that stand to a copy

@@ -219,6 +219,26 @@ func TestPartialWalkKeepsOtherUses(t *testing.T) {
 			t.Errorf("%s after the walk of the new digest: the series of %v, want all of %v", fam, got, all)
 		}
 	}
+
+	// relay-a goes; the next walk (relay-d, on a new tag) drops its series
+	// alone.
+	if err := c.CoreV1().Pods("web").Delete(ctx, "relay-a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	other := host + "/edge/relay:2"
+	if _, err := fixture.PushSingle(ctx, other, "relay 2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CoreV1().Pods("web").Create(ctx, bare("relay-d", other, d2), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the walk of relay:2", func() bool { return seriesOfPods(t, w, metrics.UseFindings, "relay-d")["relay-d"] })
+	for _, fam := range []metrics.Name{metrics.UseFindings, metrics.ContainerImageAvailable} {
+		got := seriesOfPods(t, w, fam, "relay-a", "relay-b", "relay-c", "relay-d")
+		if got["relay-a"] || !got["relay-b"] || !got["relay-c"] || !got["relay-d"] {
+			t.Errorf("%s after relay-a went: the series of %v, want relay-b, relay-c and relay-d", fam, got)
+		}
+	}
 }
 
 // A walk that fails (here its context ended) puts the references it took
