@@ -23,6 +23,10 @@ import (
 // to it as a Deployment's are.
 const KindRollout = "Rollout"
 
+// KindScaledJob is a KEDA ScaledJob: its Jobs' pods are attributed to it
+// as a CronJob's are.
+const KindScaledJob = "ScaledJob"
+
 // Workload is a custom resource kind whose objects say which images a
 // node will pull.
 type Workload struct {
@@ -39,7 +43,7 @@ type Workload struct {
 var Workloads = []Workload{
 	{gvr("argoproj.io", "v1alpha1", "rollouts"), KindRollout, []string{"spec", "template", "spec"}},
 	{gvr("serving.knative.dev", "v1", "services"), "Service", []string{"spec", "template", "spec"}},
-	{gvr("keda.sh", "v1alpha1", "scaledjobs"), "ScaledJob", []string{"spec", "jobTargetRef", "template", "spec"}},
+	{gvr("keda.sh", "v1alpha1", "scaledjobs"), KindScaledJob, []string{"spec", "jobTargetRef", "template", "spec"}},
 	{gvr("apps.kruise.io", "v1alpha1", "clonesets"), "CloneSet", []string{"spec", "template", "spec"}},
 	{gvr("tekton.dev", "v1", "tasks"), "Task", nil},
 	{gvr("tekton.dev", "v1", "pipelines"), "Pipeline", nil},

@@ -174,31 +174,21 @@ func (w *workloads) podEntries() ([]Container, ranImages) {
 	return out, ran
 }
 
-// topOwners returns a func giving a pod's top-level owner: its controller
-// (itself when it has none), and that controller's own Deployment or
-// CronJob when the lists already fetched have one, never with a GET each.
+// topOwners returns a func giving a pod's top-level owner by TopOwner's
+// rule, from the ReplicaSets and Jobs already listed, never with a GET each.
 func (w *workloads) topOwners() func(*corev1.Pod) owner {
-	up := map[ownerKey]owner{}
+	refs := map[ownerKey][]metav1.OwnerReference{}
 	for _, rs := range w.replicaSets {
-		if o := controllerOf(rs.OwnerReferences); o.kind == KindDeployment || o.kind == KindRollout {
-			up[ownerKey{rs.Namespace, KindReplicaSet, rs.Name}] = o
-		}
+		refs[ownerKey{rs.Namespace, KindReplicaSet, rs.Name}] = rs.OwnerReferences
 	}
 	for _, j := range w.jobs {
-		if o := controllerOf(j.OwnerReferences); o.kind == KindCronJob {
-			up[ownerKey{j.Namespace, KindJob, j.Name}] = o
-		}
+		refs[ownerKey{j.Namespace, KindJob, j.Name}] = j.OwnerReferences
 	}
-	return func(p *corev1.Pod) owner {
-		o := controllerOf(p.OwnerReferences)
-		if o.kind == "" {
-			return owner{KindPod, p.Name}
-		}
-		if u, ok := up[ownerKey{p.Namespace, o.kind, o.name}]; ok {
-			return u
-		}
-		return o
+	lookup := func(ns, kind, name string) ([]metav1.OwnerReference, bool) {
+		r, ok := refs[ownerKey{ns, kind, name}]
+		return r, ok
 	}
+	return func(p *corev1.Pod) owner { return topOwner(p, lookup) }
 }
 
 // ranImages holds the spec images each owner's pods run, per container
@@ -252,13 +242,13 @@ func (w *workloads) templates() []template {
 	}
 	for i := range w.replicaSets {
 		rs := &w.replicaSets[i]
-		if k := controllerOf(rs.OwnerReferences).kind; k != KindDeployment && k != KindRollout {
+		if !lifts(KindReplicaSet, controllerOf(rs.OwnerReferences).kind) {
 			add(&rs.ObjectMeta, KindReplicaSet, &rs.Spec.Template)
 		}
 	}
 	for i := range w.jobs {
 		j := &w.jobs[i]
-		if controllerOf(j.OwnerReferences).kind != KindCronJob && !jobFinished(j) {
+		if !lifts(KindJob, controllerOf(j.OwnerReferences).kind) && !jobFinished(j) {
 			add(&j.ObjectMeta, KindJob, &j.Spec.Template)
 		}
 	}

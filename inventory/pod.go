@@ -14,22 +14,45 @@ import (
 // (an informer's cache), and false when it holds no such object.
 type OwnerRefs func(namespace, kind, name string) ([]metav1.OwnerReference, bool)
 
+// liftedBy names, for each kind of controller a workload makes to run its
+// pods, the workload kinds such a controller's pods are attributed to: a
+// Deployment's or an Argo Rollout's ReplicaSet, a CronJob's or a KEDA
+// ScaledJob's Job. It is the one owner rule of every path (List, the
+// watcher, record, scan, pin): a pod's history and findings are its
+// workload's, not a revision's.
+var liftedBy = map[string][]string{
+	KindReplicaSet: {KindDeployment, KindRollout},
+	KindJob:        {KindCronJob, KindScaledJob},
+}
+
+// lifts reports whether a controller of kind mid owned by a controller of
+// kind up hands its pods to up.
+func lifts(mid, up string) bool { return slices.Contains(liftedBy[mid], up) }
+
 // TopOwner returns the top-level owner of p as List attributes it: its
 // controller (p itself, kind KindPod, when it has none), and that
-// controller's Deployment or CronJob when refs knows the ReplicaSet or Job.
+// controller's own controller when it is a ReplicaSet or Job that refs
+// knows and a workload of liftedBy controls (Deployment or Rollout,
+// CronJob or ScaledJob).
 func TopOwner(p *corev1.Pod, refs OwnerRefs) (kind, name string) {
+	o := topOwner(p, refs)
+	return o.kind, o.name
+}
+
+func topOwner(p *corev1.Pod, refs OwnerRefs) owner {
 	o := controllerOf(p.OwnerReferences)
 	if o.kind == "" {
-		return KindPod, p.Name
+		return owner{KindPod, p.Name}
 	}
-	if o.kind == KindReplicaSet || o.kind == KindJob {
-		if up, ok := refs(p.Namespace, o.kind, o.name); ok {
-			if u := controllerOf(up); (o.kind == KindReplicaSet && u.kind == KindDeployment) || (o.kind == KindJob && u.kind == KindCronJob) {
-				return u.kind, u.name
-			}
+	if _, ok := liftedBy[o.kind]; !ok {
+		return o
+	}
+	if up, ok := refs(p.Namespace, o.kind, o.name); ok {
+		if u := controllerOf(up); lifts(o.kind, u.kind) {
+			return u
 		}
 	}
-	return o.kind, o.name
+	return o
 }
 
 // PodContainers returns one Container per container of p (init, regular,

@@ -5,6 +5,9 @@ import (
 	"reflect"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
@@ -84,5 +87,69 @@ func TestFromObjectsMatchesList(t *testing.T) {
 		if w := idx[c.Namespace+"/"+c.Pod+"/"+c.Field+"/"+c.Container]; !reflect.DeepEqual(c, w) {
 			t.Errorf("PodContainers %+v\nList         %+v", c, w)
 		}
+	}
+}
+
+// TestTopOwner: one owner rule for every path. TopOwner (the watcher's,
+// over its caches) and FromObjects (List's, record's and scan's, over
+// lists) lift a pod to the same owner: a Deployment's or a Rollout's
+// ReplicaSet and a CronJob's or a ScaledJob's Job hand their pods up;
+// other controllers, and one not known yet, keep them.
+func TestTopOwner(t *testing.T) {
+	t.Parallel()
+	ctl := func(kind, name string) []metav1.OwnerReference {
+		yes := true
+		return []metav1.OwnerReference{{Kind: kind, Name: name, Controller: &yes}}
+	}
+	for _, tc := range []struct {
+		name      string
+		pod       []metav1.OwnerReference
+		rs, job   []metav1.OwnerReference // the ReplicaSet's or Job's own references; nil: not known
+		kind, own string
+	}{
+		{"bare pod", nil, nil, nil, inventory.KindPod, "p"},
+		{"Deployment", ctl("ReplicaSet", "mid"), ctl("Deployment", "web"), nil, inventory.KindDeployment, "web"},
+		{"Argo Rollout", ctl("ReplicaSet", "mid"), ctl("Rollout", "ro"), nil, inventory.KindRollout, "ro"},
+		{"ReplicaSet alone", ctl("ReplicaSet", "mid"), []metav1.OwnerReference{}, nil, inventory.KindReplicaSet, "mid"},
+		{"ReplicaSet of an unknown kind", ctl("ReplicaSet", "mid"), ctl("Widget", "w"), nil, inventory.KindReplicaSet, "mid"},
+		{"ReplicaSet not cached", ctl("ReplicaSet", "mid"), nil, nil, inventory.KindReplicaSet, "mid"},
+		{"CronJob", ctl("Job", "mid"), nil, ctl("CronJob", "nightly"), inventory.KindCronJob, "nightly"},
+		{"KEDA ScaledJob", ctl("Job", "mid"), nil, ctl("ScaledJob", "drain"), inventory.KindScaledJob, "drain"},
+		{"Job alone", ctl("Job", "mid"), nil, []metav1.OwnerReference{}, inventory.KindJob, "mid"},
+		{"StatefulSet", ctl("StatefulSet", "db"), nil, nil, inventory.KindStatefulSet, "db"},
+		{"Deployment named on a Job is not lifted", ctl("Job", "mid"), nil, ctl("Deployment", "web"), inventory.KindJob, "mid"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", OwnerReferences: tc.pod},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "reg.example/a:1"}}}}
+			var o inventory.Objects
+			o.Pods = []*corev1.Pod{p}
+			if tc.rs != nil {
+				o.ReplicaSets = []appsv1.ReplicaSet{{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "mid", OwnerReferences: tc.rs}}}
+			}
+			if tc.job != nil {
+				o.Jobs = []batchv1.Job{{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "mid", OwnerReferences: tc.job},
+					Status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}}}}
+			}
+			refs := func(ns, kind, name string) ([]metav1.OwnerReference, bool) {
+				switch {
+				case kind == inventory.KindReplicaSet && tc.rs != nil && name == "mid":
+					return tc.rs, true
+				case kind == inventory.KindJob && tc.job != nil && name == "mid":
+					return tc.job, true
+				}
+				return nil, false
+			}
+			if kind, name := inventory.TopOwner(p, refs); kind != tc.kind || name != tc.own {
+				t.Errorf("TopOwner = %s/%s, want %s/%s", kind, name, tc.kind, tc.own)
+			}
+			var owners []string
+			for _, c := range inventory.FromObjects(o).Containers {
+				owners = append(owners, c.OwnerKind+"/"+c.OwnerName)
+			}
+			if want := []string{tc.kind + "/" + tc.own}; !reflect.DeepEqual(owners, want) {
+				t.Errorf("FromObjects owners %v, want %v", owners, want)
+			}
+		})
 	}
 }

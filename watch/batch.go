@@ -110,7 +110,8 @@ func (w *Watcher) finalFlush() {
 // next flush.
 func (w *Watcher) flush(ctx context.Context) (wrote bool) {
 	w.mu.Lock()
-	if !w.leader.Load() {
+	t := w.term
+	if !t.live() {
 		w.batch = batch{}
 		w.mu.Unlock()
 		return false
@@ -122,11 +123,23 @@ func (w *Watcher) flush(ctx context.Context) (wrote bool) {
 	es, ts := w.batch.take()
 	w.mu.Unlock()
 	now := w.cfg.Now().UTC()
-	res, err := w.cfg.Store.Update(ctx, func(h *record.History) error {
+	wctx, done := within(ctx, t)
+	defer done()
+	res, err := w.cfg.Store.Update(wctx, func(h *record.History) error {
+		// Under the store's lock: the commit is the term's only while
+		// it leads; else the next leader's reconcile records this.
+		if !w.stillLeads(t) {
+			return errNotLeading
+		}
 		h.Merge(recordresult.Snapshot{Cluster: w.cfg.Cluster, Time: now, Entries: es})
 		h.AddTransitions(ts...)
 		return nil
 	})
+	if err != nil && !w.stillLeads(t) {
+		w.log.Info("the Lease was lost during a write: not written, the next leader reconciles", "entries", len(es),
+			"transitions", len(ts), "err", err)
+		return true
+	}
 	if err != nil {
 		w.metrics.writeErrors.WithLabelValues().Inc()
 		w.log.Error("writing the history (kept for the next flush)", "entries", len(es), "transitions", len(ts), "err", err)
@@ -150,7 +163,10 @@ func (w *Watcher) flush(ctx context.Context) (wrote bool) {
 // reconcile reads the history and observes every pod the caches hold
 // against it: a digest running now that the history lacks is recorded
 // now, first seen or a transition from the history's last digest. It runs
-// at start and when this watcher becomes the leader (lead true).
+// at start and when this watcher becomes the leader (lead true, ctx the
+// elector's): the term starts only if ctx is still live once the
+// reconcile is done, under the same lock, so a Lease lost meanwhile
+// leaves this replica following.
 func (w *Watcher) reconcile(ctx context.Context) error {
 	return w.reconcileAs(ctx, false)
 }
@@ -174,7 +190,10 @@ func (w *Watcher) reconcileAs(ctx context.Context, lead bool) error {
 		w.observeLocked(p)
 	}
 	if lead {
-		w.leader.Store(true)
+		if err := w.leadLocked(ctx); err != nil {
+			w.batch = batch{}
+			return err
+		}
 	}
 	if !w.batch.empty() {
 		w.added()

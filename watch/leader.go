@@ -2,6 +2,7 @@ package watch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -82,8 +83,11 @@ func (w *Watcher) startLeading(ctx context.Context) {
 		err := w.reconcileAs(ctx, true)
 		if err == nil {
 			w.log.Info("leading: history reconciled, writing")
-			w.metrics.leader.WithLabelValues().Set(1)
 			w.walks.poke() // what appeared while following is walked now
+			return
+		}
+		if ctx.Err() != nil {
+			w.log.Info("the Lease was lost while reconciling as the new leader: not leading", "err", err)
 			return
 		}
 		w.log.Error("reconciling as the new leader (retrying)", "err", err)
@@ -95,7 +99,67 @@ func (w *Watcher) startLeading(ctx context.Context) {
 }
 
 func (w *Watcher) stopLeading() {
+	w.follow()
+	w.walks.forget()
+	w.log.Info("not leading: writes stop")
+}
+
+// term is one leadership: its number, counted from one at each start
+// and each end of leading, and the context the elector gave it, live
+// while the Lease is held (nil when following). What a leader starts
+// (a write, a walk) is committed only while its term is the current one
+// and its context is live: a replica that lost the Lease, even in the
+// middle of a reconcile or a write, never writes history or exports the
+// leader's series again until it wins a new term.
+type term struct {
+	n   uint64
+	ctx context.Context
+}
+
+// live reports whether t leads now.
+func (t term) live() bool { return t.ctx != nil && t.ctx.Err() == nil }
+
+// errNotLeading is what a commit started by a term that ended returns.
+var errNotLeading = errors.New("no longer the leader (the Lease was lost)")
+
+// leadLocked starts a term with ctx, the elector's context; w.mu is held.
+// It refuses (errNotLeading) when ctx already ended: the Lease was lost
+// while the new leader reconciled.
+func (w *Watcher) leadLocked(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return errNotLeading
+	}
+	w.term = term{n: w.term.n + 1, ctx: ctx}
+	w.leader.Store(true)
+	w.metrics.leader.WithLabelValues().Set(1)
+	return nil
+}
+
+// follow ends the term, if any: writes, walks and the leader's series stop.
+func (w *Watcher) follow() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.term = term{n: w.term.n + 1}
 	w.leader.Store(false)
 	w.metrics.leader.WithLabelValues().Set(0)
-	w.log.Info("not leading: writes stop")
+}
+
+// leading returns the current term when it leads now.
+func (w *Watcher) leading() (term, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.term, w.term.live()
+}
+
+// stillLeads reports whether t is the current term and leads now.
+func (w *Watcher) stillLeads(t term) bool {
+	cur, ok := w.leading()
+	return ok && cur.n == t.n
+}
+
+// within is ctx, also ended when t's term ends.
+func within(ctx context.Context, t term) (context.Context, context.CancelFunc) {
+	c, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(t.ctx, cancel)
+	return c, func() { stop(); cancel() }
 }

@@ -1,15 +1,26 @@
 package watch
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"log/slog"
 	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/regcheck/regcheck/record"
+	"github.com/regcheck/regcheck/results/recordresult"
 )
 
 // Two replicas share a Lease: one leads and writes, the other does not;
@@ -58,4 +69,164 @@ func TestLeaderElection(t *testing.T) {
 	if n := len(transitionsTo(load(t, st), dA)); n != 1 {
 		t.Errorf("the first sighting is in the history %d times", n)
 	}
+}
+
+// hookStore is a store whose next Load or Update (after armed calls of
+// it) stops until release is closed, ignoring its context: the answer
+// that was on its way when the Lease was lost. It counts the Updates
+// that committed.
+type hookStore struct {
+	record.Store
+	method  string // "Load" or "Update"
+	after   int32  // calls of method that pass before the one that stops
+	calls   atomic.Int32
+	entered chan struct{}
+	release chan struct{}
+	commits atomic.Int32
+}
+
+func (h *hookStore) hold(method string) {
+	if h.method == method && h.calls.Add(1) == h.after+1 {
+		close(h.entered)
+		<-h.release
+	}
+}
+
+func (h *hookStore) Load(ctx context.Context) (*record.History, error) {
+	h.hold("Load")
+	return h.Store.Load(ctx)
+}
+
+func (h *hookStore) Update(ctx context.Context, fn func(*record.History) error) (recordresult.UpdateResult, error) {
+	h.hold("Update")
+	res, err := h.Store.Update(ctx, fn)
+	if err == nil {
+		h.commits.Add(1)
+	}
+	return res, err
+}
+
+// syncBuffer is a log that tests read while the watcher writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// A replica that loses its Lease in the middle of the new leader's
+// reconcile (its history Load answered late) or of its first write
+// (the Update under way) is not the leader afterwards: it commits no
+// write and exports none of the leader's series, and stays so while
+// another holds the Lease.
+func TestLeaseLostMidReconcile(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		method string
+		after  int32
+	}{
+		{"during the reconcile", "Load", 1}, // the first Load is Run's, before the campaign
+		{"during the first write", "Update", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			d, rs := deployment("reg.example/app:latest")
+			c := fake.NewClientset(d, rs, pod("app-1-x", "reg.example/app:latest", dA, 0, ""))
+			st := &hookStore{Store: &record.File{Path: filepath.Join(t.TempDir(), "history.json")}, method: tc.method, after: tc.after,
+				entered: make(chan struct{}), release: make(chan struct{})}
+			logs := &syncBuffer{}
+			w, err := New(Config{Client: c, Cluster: "prod", Store: st, FlushInterval: 20 * time.Millisecond, Interval: -1,
+				Logger: slog.New(slog.NewTextHandler(logs, nil)),
+				Leader: &LeaderConfig{Namespace: "regcheck", Name: "regcheck-watch", Identity: "a",
+					LeaseDuration: 1500 * time.Millisecond, RenewDeadline: time.Second, RetryPeriod: 100 * time.Millisecond}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rctx, cancel := context.WithCancel(ctx)
+			done := make(chan error, 1)
+			go func() { done <- w.Run(rctx) }()
+			defer func() { close(st.release); cancel(); <-done }()
+			select {
+			case <-st.entered:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("the %s never came:\n%s", tc.method, logs)
+			}
+			steal(t, c)
+			waitFor(t, "the lost Lease noticed", func() bool { return strings.Contains(logs.String(), "not leading: writes stop") })
+			st.release <- struct{}{}           // let the held call answer, then close in the defer
+			time.Sleep(300 * time.Millisecond) // many flush intervals
+			if w.Leader() {
+				t.Fatal("the replica that lost the Lease leads")
+			}
+			if n := st.commits.Load(); n != 0 {
+				t.Errorf("%d writes committed by the replica that lost the Lease", n)
+			}
+			if h := load(t, st.Store); len(h.Transitions) != 0 {
+				t.Errorf("history written by the replica that lost the Lease: %+v", h.Transitions)
+			}
+			if got := leaderFamilies(t, w); len(got) > 0 {
+				t.Errorf("the replica that lost the Lease exports the leader's series %v", got)
+			}
+		})
+	}
+}
+
+// steal makes another replica the Lease's holder, for an hour. The fake
+// does not check resourceVersions, so a reactor refuses the old holder's
+// renewals with the Conflict the apiserver answers a stale one.
+func steal(t *testing.T, c *fake.Clientset) {
+	t.Helper()
+	ctx := context.Background()
+	c.PrependReactor("update", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		l, ok := a.(k8stesting.UpdateAction).GetObject().(*coordinationv1.Lease)
+		if ok && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "thief" {
+			return true, nil, apierrors.NewConflict(coordinationv1.Resource("leases"), l.Name, errors.New("stolen"))
+		}
+		return false, nil, nil
+	})
+	l, err := c.CoordinationV1().Leases("regcheck").Get(ctx, "regcheck-watch", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	thief, hour := "thief", int32(3600)
+	now := metav1.NewMicroTime(time.Now())
+	l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds, l.Spec.RenewTime, l.Spec.AcquireTime = &thief, &hour, &now, &now
+	if _, err := c.CoordinationV1().Leases("regcheck").Update(ctx, l, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// leaderFamilies are the families w exports now that only a leader
+// exports.
+func leaderFamilies(t *testing.T, w *Watcher) []string {
+	t.Helper()
+	health, err := w.metrics.health.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := map[string]bool{}
+	for _, mf := range health {
+		own[mf.GetName()] = true
+	}
+	all, err := w.Metrics().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, mf := range all {
+		if !own[mf.GetName()] {
+			out = append(out, mf.GetName())
+		}
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package watch
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -109,14 +110,50 @@ func (k *walker) run(ctx context.Context) {
 }
 
 // once runs one walk, of everything (all) or of the references not walked
-// yet, on the leader only.
+// yet, on the leader only. A walk that fails, or whose term ended, puts
+// what it took back: its new references are walked again, not dropped.
 func (k *walker) once(ctx context.Context, all bool) {
-	if !k.w.Leader() || k.w.cfg.Interval < 0 {
+	t, ok := k.w.leading()
+	if !ok || k.w.cfg.Interval < 0 {
 		return
 	}
+	ctx, done := within(ctx, t) // a walk ends with its term
+	defer done()
 	inv := k.inventory(ctx)
+	fresh, prevs, all := k.take(all)
+	full := inv
+	if all {
+		k.w.refreshRecords(inv)
+	} else {
+		inv = only(inv, fresh)
+	}
+	res, err := k.walk(ctx, inv, prevs)
+	if err != nil {
+		k.w.log.Warn("deep walk interrupted (its references are walked again)", "err", err)
+		k.putBack(fresh, prevs)
+		return
+	}
 	k.mu.Lock()
-	fresh, prevs := k.fresh, k.prevs
+	if !k.w.stillLeads(t) { // the next term walks again, from scratch
+		k.result = nil
+		k.mu.Unlock()
+		return
+	}
+	k.merge(res, all, inv)
+	if !all {
+		k.result.Images = present(k.result.Images, full)
+	}
+	merged := k.result
+	k.mu.Unlock()
+	k.publish(merged, all)
+}
+
+// take empties the references waiting for a walk and returns them, and
+// whether the walk is of everything: asked, or no walk answered yet.
+func (k *walker) take(all bool) (fresh map[string]bool, prevs map[string]record.Transition, whole bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	fresh, prevs = k.fresh, k.prevs
 	k.fresh, k.prevs = map[string]bool{}, map[string]record.Transition{}
 	if k.result == nil {
 		all = true
@@ -124,30 +161,53 @@ func (k *walker) once(ctx context.Context, all bool) {
 	if all {
 		k.result = nil // replaced: not kept alive through the walk
 	}
-	k.mu.Unlock()
-	if all {
-		k.w.refreshRecords(inv)
-	} else {
-		inv = only(inv, fresh)
+	return fresh, prevs, all
+}
+
+// putBack returns what a failed walk took to the references waiting, and
+// asks for another walk (after the debounce).
+func (k *walker) putBack(fresh map[string]bool, prevs map[string]record.Transition) {
+	k.mu.Lock()
+	for r := range fresh {
+		if !k.walked[r] {
+			k.fresh[r] = true
+		}
 	}
+	for r, t := range prevs {
+		if _, ok := k.prevs[r]; !ok {
+			k.prevs[r] = t
+		}
+	}
+	k.mu.Unlock()
+	k.poke()
+}
+
+// walk checks inv's images with a new Scanner, then the unplanned
+// upgrades' previous digests.
+func (k *walker) walk(ctx context.Context, inv *inventory.Inventory, prevs map[string]record.Transition) (*types.Result, error) {
 	s, err := scan.New(k.w.cfg.ScanOptions...)
 	if err != nil {
-		k.w.log.Error("making the scanner", "err", err)
-		return
+		return nil, fmt.Errorf("making the scanner: %w", err)
 	}
 	var res *types.Result
 	if len(inv.Containers) > 0 {
 		if res, err = cluster.Check(ctx, s, inv); err != nil {
-			k.w.log.Warn("deep walk interrupted", "err", err)
-			return
+			return nil, err
 		}
 	}
-	k.walkPrevious(ctx, s, prevs)
+	if err := k.walkPrevious(ctx, s, prevs); err != nil {
+		return nil, fmt.Errorf("walking the previous digests of unplanned upgrades: %w", err)
+	}
+	return res, nil
+}
+
+// forget drops the last walk's answer and series when a term ends: the
+// next term walks everything again before it exports.
+func (k *walker) forget() {
 	k.mu.Lock()
-	k.merge(res, all, inv)
-	merged := k.result
+	k.result = nil
 	k.mu.Unlock()
-	k.publish(merged)
+	k.w.metrics.walk.Store(nil)
 }
 
 // inventory is what the caches hold, as inventory.List would list it,
@@ -167,13 +227,22 @@ func (k *walker) inventory(ctx context.Context) *inventory.Inventory {
 	return inventory.FromObjects(o)
 }
 
-// only keeps the containers using one of refs, as spec image or running
-// repo@digest.
+// only keeps the containers of every image one of refs touches: the spec
+// images of the containers that use one of refs (as spec image or running
+// repo@digest), each with all its containers, so that the walk's entry
+// for an image holds every use of it and replaces the last one whole (a
+// pod starting on a moved tag leaves its image's other uses in place).
 func only(inv *inventory.Inventory, refs map[string]bool) *inventory.Inventory {
+	touched := map[string]bool{}
+	for _, c := range inv.Containers {
+		if refs[c.Image] || c.RunningDigest != "" && refs[cluster.RunningRef(c.Image, c.RunningDigest)] {
+			touched[c.Image] = true
+		}
+	}
 	out := *inv
 	out.Containers = nil
 	for _, c := range inv.Containers {
-		if refs[c.Image] || c.RunningDigest != "" && refs[cluster.RunningRef(c.Image, c.RunningDigest)] {
+		if touched[c.Image] {
 			out.Containers = append(out.Containers, c)
 		}
 	}
@@ -182,9 +251,9 @@ func only(inv *inventory.Inventory, refs map[string]bool) *inventory.Inventory {
 
 // walkPrevious walks each unplanned upgrade's previous repo@digest, to
 // say whether pinning back to it would pull.
-func (k *walker) walkPrevious(ctx context.Context, s *scan.Scanner, prevs map[string]record.Transition) {
+func (k *walker) walkPrevious(ctx context.Context, s *scan.Scanner, prevs map[string]record.Transition) error {
 	if len(prevs) == 0 {
-		return
+		return nil
 	}
 	var targets []types.Target
 	for ref := range prevs {
@@ -192,7 +261,7 @@ func (k *walker) walkPrevious(ctx context.Context, s *scan.Scanner, prevs map[st
 	}
 	res, err := s.Run(ctx, targets)
 	if err != nil {
-		return
+		return err
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -203,6 +272,7 @@ func (k *walker) walkPrevious(ctx context.Context, s *scan.Scanner, prevs map[st
 			}
 		}
 	}
+	return nil
 }
 
 func wholeness(v types.Verdict) string {
@@ -249,9 +319,44 @@ func (k *walker) merge(res *types.Result, all bool, inv *inventory.Inventory) {
 	k.result.RateLimits = res.RateLimits
 }
 
+// useKey is one use of an image by an owner's container or image volume,
+// in one pod ("" for a template's).
+type useKey struct{ ns, kind, name, pod, container, volume string }
+
+// present keeps, of each image, the uses inv still holds, and the images
+// with one left: a series goes when its pod or workload goes, at the next
+// walk, and not before.
+func present(ims []*types.Image, inv *inventory.Inventory) []*types.Image {
+	have := make(map[useKey]bool, len(inv.Containers))
+	for _, c := range inv.Containers {
+		k := useKey{c.Namespace, c.OwnerKind, c.OwnerName, c.Pod, c.Container, ""}
+		if c.ImageVolume() {
+			k.container, k.volume = "", c.Container
+		}
+		have[k] = true
+	}
+	out := ims[:0]
+	for _, im := range ims {
+		gone := func(u types.Use) bool {
+			return u.Source == "cluster" && !have[useKey{u.Namespace, u.Kind, u.Name, u.Pod, u.Container, u.Volume}]
+		}
+		if slices.ContainsFunc(im.Uses, gone) {
+			cp := *im
+			cp.Uses = slices.DeleteFunc(slices.Clone(im.Uses), gone)
+			if len(cp.Uses) == 0 {
+				continue
+			}
+			im = &cp
+		}
+		out = append(out, im)
+	}
+	return out
+}
+
 // publish adds the findings of the unplanned upgrades that stand to a copy
-// of the result and swaps in its series.
-func (k *walker) publish(res *types.Result) {
+// of the result and swaps in its series. Each upgrade was logged once, at
+// its transition; a walk of everything (all) logs how many stand.
+func (k *walker) publish(res *types.Result, all bool) {
 	if res == nil {
 		return
 	}
@@ -265,7 +370,7 @@ func (k *walker) publish(res *types.Result) {
 	}
 	k.mu.Unlock()
 	out := withUpgrades(res, ups, whole, k.w.cfg.HistoryHint)
-	reg := metrics.ScanSeries(out)
+	reg := metrics.ScanSeries(volumesNamed(out))
 	availability(reg, out)
 	g, err := gather(reg)
 	if err != nil {
@@ -273,9 +378,48 @@ func (k *walker) publish(res *types.Result) {
 	} else {
 		k.w.metrics.walk.Store(g)
 	}
-	for _, u := range ups {
-		k.w.log.Warn(upgradeMessage(u, whole[cluster.RunningRef(u.Image, u.From)]), "advice", upgradeAdvice(u, k.w.cfg.HistoryHint))
+	if all && len(ups) > 0 {
+		k.w.log.Warn("unplanned upgrades stand (see regcheck_unplanned_upgrade)", "count", len(ups), "owners", upgradeOwners(ups, 10))
 	}
+}
+
+// upgradeOwners names the owner containers of at most n upgrades, sorted,
+// and how many more there are.
+func upgradeOwners(ups map[slot]Upgrade, n int) string {
+	names := make([]string, 0, len(ups))
+	for k := range ups {
+		names = append(names, k.ns+"/"+k.kind+"/"+k.name+"["+k.container+k.volume+"]")
+	}
+	slices.Sort(names)
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
+}
+
+// volumesNamed returns res with each image volume's use named by its
+// volume in Container, as the availability and upgrade series name it:
+// the use series label a use by its container, so the image volumes of
+// one owner (Container "") would otherwise share one series.
+func volumesNamed(res *types.Result) *types.Result {
+	isVolume := func(u types.Use) bool { return u.Volume != "" && u.Container == "" }
+	out := *res
+	out.Images = make([]*types.Image, len(res.Images))
+	for i, im := range res.Images {
+		out.Images[i] = im
+		if !slices.ContainsFunc(im.Uses, isVolume) {
+			continue
+		}
+		cp := *im
+		cp.Uses = slices.Clone(im.Uses)
+		for j := range cp.Uses {
+			if isVolume(cp.Uses[j]) {
+				cp.Uses[j].Container = cp.Uses[j].Volume
+			}
+		}
+		out.Images[i] = &cp
+	}
+	return &out
 }
 
 // availability registers regcheck_container_image_available: 1 for each

@@ -4,15 +4,18 @@ import (
 	"context"
 	"io"
 	"log"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/registry"
 	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
@@ -71,8 +74,9 @@ func TestWalkReportsUnplannedUpgrade(t *testing.T) {
 	d, rs := deployment(image)
 	c := fake.NewClientset(d, rs, pod("app-1-x", image, d1, 0, ""))
 	st := &record.File{Path: filepath.Join(t.TempDir(), "history.json")}
+	logs := &syncBuffer{}
 	w, err := New(Config{Client: c, Cluster: "prod", Store: st, FlushInterval: 20 * time.Millisecond,
-		Interval: time.Hour, Debounce: 50 * time.Millisecond, HistoryHint: "history.json",
+		Interval: time.Hour, Debounce: 50 * time.Millisecond, HistoryHint: "history.json", Logger: slog.New(slog.NewTextHandler(logs, nil)),
 		ScanOptions: []scan.Option{scan.WithInsecureRegistries(host), scan.WithTransport(http.DefaultTransport)}})
 	if err != nil {
 		t.Fatal(err)
@@ -133,5 +137,186 @@ func TestWalkReportsUnplannedUpgrade(t *testing.T) {
 	want := "container=app,image=" + image + ",namespace=web,owner_kind=Deployment,owner_name=app"
 	if v, ok := avail[want]; !ok || v != 1 {
 		t.Errorf("availability %v, want %s = 1", avail, want)
+	}
+	// Two more walks publish again: the upgrade was logged once, at its
+	// transition, with its advice; the walk of everything sums them up.
+	w.walks.once(ctx, false)
+	w.walks.once(ctx, true)
+	if n := strings.Count(logs.String(), "level=WARN msg=\"unplanned upgrade:"); n != 1 {
+		t.Errorf("the upgrade logged %d times at WARN, want once:\n%s", n, logs)
+	}
+	if !strings.Contains(logs.String(), "regcheck pin --from-records history.json") {
+		t.Errorf("the upgrade's log has no advice:\n%s", logs)
+	}
+	if !strings.Contains(logs.String(), "msg=\"unplanned upgrades stand (see regcheck_unplanned_upgrade)\" count=1 owners=web/Deployment/app[app]") {
+		t.Errorf("no summary of the upgrades that stand:\n%s", logs)
+	}
+}
+
+// bare is a pod of no controller on image at digest.
+func bare(name, image, digest string) *corev1.Pod {
+	p := pod(name, image, digest, 0, "")
+	p.OwnerReferences = nil
+	return p
+}
+
+// seriesOfPods says which of pods have a series of family name (a bare
+// pod is its own owner: owner_name is its name).
+func seriesOfPods(t *testing.T, w *Watcher, name metrics.Name, pods ...string) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	for k := range series(t, w, name) {
+		labels := strings.Split(k, ",")
+		for _, p := range pods {
+			// workload (use-findings) or owner_name (availability)
+			if slices.Contains(labels, "workload="+p) || slices.Contains(labels, "owner_name="+p) {
+				out[p] = true
+			}
+		}
+	}
+	return out
+}
+
+// Two bare pods run relay:latest at D1, the tag moves, a third pod starts
+// on D2: the debounced walk of the new digest keeps the series of the two
+// others (it walks every use of the image it touches), and all three have
+// their availability and use-findings series.
+func TestPartialWalkKeepsOtherUses(t *testing.T) {
+	ctx := context.Background()
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	image := host + "/edge/relay:latest"
+	d1, err := fixture.PushSingle(ctx, image, "relay 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := fake.NewClientset(bare("relay-a", image, d1), bare("relay-b", image, d1))
+	st := &record.File{Path: filepath.Join(t.TempDir(), "history.json")}
+	w, err := New(Config{Client: c, Cluster: "prod", Store: st, FlushInterval: 20 * time.Millisecond,
+		Interval: time.Hour, Debounce: 50 * time.Millisecond,
+		ScanOptions: []scan.Option{scan.WithInsecureRegistries(host), scan.WithTransport(http.DefaultTransport)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(rctx) }()
+	defer func() { cancel(); <-done }()
+	all := []string{"relay-a", "relay-b", "relay-c"}
+	waitFor(t, "the first walk", func() bool { return len(seriesOfPods(t, w, metrics.UseFindings, all...)) == 2 })
+
+	d2, err := fixture.PushSingle(ctx, image, "relay 2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CoreV1().Pods("web").Create(ctx, bare("relay-c", image, d2), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the walk of the new digest", func() bool { return seriesOfPods(t, w, metrics.UseFindings, "relay-c")["relay-c"] })
+	for _, fam := range []metrics.Name{metrics.UseFindings, metrics.ContainerImageAvailable} {
+		if got := seriesOfPods(t, w, fam, all...); len(got) != 3 {
+			t.Errorf("%s after the walk of the new digest: the series of %v, want all of %v", fam, got, all)
+		}
+	}
+
+	// relay-a goes; the next walk (relay-d, on a new tag) drops its series
+	// alone.
+	if err := c.CoreV1().Pods("web").Delete(ctx, "relay-a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	other := host + "/edge/relay:2"
+	if _, err := fixture.PushSingle(ctx, other, "relay 2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CoreV1().Pods("web").Create(ctx, bare("relay-d", other, d2), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the walk of relay:2", func() bool { return seriesOfPods(t, w, metrics.UseFindings, "relay-d")["relay-d"] })
+	for _, fam := range []metrics.Name{metrics.UseFindings, metrics.ContainerImageAvailable} {
+		got := seriesOfPods(t, w, fam, "relay-a", "relay-b", "relay-c", "relay-d")
+		if got["relay-a"] || !got["relay-b"] || !got["relay-c"] || !got["relay-d"] {
+			t.Errorf("%s after relay-a went: the series of %v, want relay-b, relay-c and relay-d", fam, got)
+		}
+	}
+}
+
+// A walk that fails (here its context ended) puts the references it took
+// back: they are walked again, not dropped.
+func TestFailedWalkPutsWorkBack(t *testing.T) {
+	c := fake.NewClientset(bare("relay-a", "reg.example/edge/relay:latest", dA))
+	st := &record.File{Path: filepath.Join(t.TempDir(), "history.json")}
+	w, err := New(Config{Client: c, Cluster: "prod", Store: st, FlushInterval: 20 * time.Millisecond,
+		Interval: time.Hour, Debounce: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(rctx) }()
+	defer func() { cancel(); <-done }()
+	waitFor(t, "ready", w.Ready)
+	w.walks.mu.Lock()
+	before := len(w.walks.fresh)
+	w.walks.mu.Unlock()
+	if before != 2 {
+		t.Fatalf("%d references wait for a walk, want 2 (the tag and the running digest)", before)
+	}
+	ended, stop := context.WithCancel(context.Background())
+	stop()
+	w.walks.once(ended, false)
+	w.walks.mu.Lock()
+	defer w.walks.mu.Unlock()
+	if len(w.walks.fresh) != 2 || len(w.walks.walked) != 0 {
+		t.Errorf("after a failed walk %d references wait and %d are walked, want 2 and 0", len(w.walks.fresh), len(w.walks.walked))
+	}
+}
+
+// Two image volumes of one pod on one image each have their series, named
+// by their volume, in every family the walk exports: none collides on
+// container="".
+func TestImageVolumesNamedInSeries(t *testing.T) {
+	ctx := context.Background()
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	app, models := host+"/ml/app:1", host+"/ml/models:1"
+	for _, ref := range []string{app, models} {
+		if _, err := fixture.PushSingle(ctx, ref, ref); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := bare("infer", app, dA)
+	for _, v := range []string{"weights", "tokenizer"} {
+		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: v,
+			VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: models}}})
+	}
+	c := fake.NewClientset(p)
+	w, err := New(Config{Client: c, Cluster: "prod", Store: &record.File{Path: filepath.Join(t.TempDir(), "history.json")},
+		FlushInterval: 20 * time.Millisecond, Interval: time.Hour, Debounce: 50 * time.Millisecond,
+		ScanOptions: []scan.Option{scan.WithInsecureRegistries(host), scan.WithTransport(http.DefaultTransport)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(rctx) }()
+	defer func() { cancel(); <-done }()
+	waitFor(t, "the walk", func() bool { return len(series(t, w, metrics.ContainerImageAvailable)) > 0 })
+	for _, fam := range []metrics.Name{metrics.ContainerImageAvailable, metrics.UseFindings} {
+		names := map[string]bool{}
+		for k := range series(t, w, fam) {
+			if !strings.Contains(k, "image="+models) {
+				continue
+			}
+			for _, l := range strings.Split(k, ",") {
+				if name, ok := strings.CutPrefix(l, "container="); ok {
+					names[name] = true
+				}
+			}
+		}
+		if len(names) != 2 || !names["weights"] || !names["tokenizer"] {
+			t.Errorf("%s: the image volumes' series are named %v, want weights and tokenizer", fam, names)
+		}
 	}
 }

@@ -72,7 +72,11 @@ type Watcher struct {
 	batch   batch
 	synced  bool
 	waiting map[string]time.Time // pods ("ns/name") whose owner is not in the caches yet, since when
-	leader  atomic.Bool
+	// leader mirrors term.ctx != nil for lock-free readers; it is only
+	// stored with mu held, by lead and follow.
+	leader atomic.Bool
+	// term is the leadership held now (see term), guarded by mu.
+	term term
 
 	walks *walker
 	// campaignDone is closed when the leader election has given up the lease.
@@ -112,7 +116,9 @@ func New(cfg Config) (*Watcher, error) {
 	w.campaignDone = make(chan struct{})
 	w.pending = make(chan struct{}, 1)
 	if cfg.Leader == nil {
-		w.leader.Store(true)
+		w.mu.Lock()
+		w.leadLocked(context.Background())
+		w.mu.Unlock()
 		close(w.campaignDone)
 	}
 	return w, nil
@@ -273,6 +279,8 @@ func (w *Watcher) noteTransition(t record.Transition) {
 	case t.TemplateChanged:
 		w.log.Info("running digest changed with the template", attrs...)
 	default:
+		// Logged once, here; the periodic walk's summary counts those that stand.
+		attrs = append(attrs, "advice", upgradeAdvice(Upgrade{Transition: t}, w.cfg.HistoryHint))
 		w.log.Warn("unplanned upgrade: the running digest changed while the image string did not", attrs...)
 		w.walks.previous(t)
 	}

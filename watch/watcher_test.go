@@ -244,3 +244,47 @@ func TestSlim(t *testing.T) {
 		t.Errorf("slim pod %+v", p)
 	}
 }
+
+// A pod of an Argo Rollout's ReplicaSet is the Rollout's, as record and
+// List say: one history under Rollout/ro, whose next revision (another
+// ReplicaSet) is a transition of the same slot, not a new one.
+func TestWatcherRolloutOwner(t *testing.T) {
+	ctx := context.Background()
+	rs := func(name string) *appsv1.ReplicaSet {
+		return &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: name, OwnerReferences: ctrl("Rollout", "ro")}}
+	}
+	p1 := pod("ro-6c9f8d7b5-x", "reg.example/app:latest", dA, 0, "")
+	p1.OwnerReferences = ctrl("ReplicaSet", "ro-6c9f8d7b5")
+	c := fake.NewClientset(rs("ro-6c9f8d7b5"), p1)
+	st := &record.File{Path: filepath.Join(t.TempDir(), "history.json")}
+	_, stop := start(t, c, st)
+	defer stop()
+	waitFor(t, "the first sighting", func() bool { return len(transitionsTo(load(t, st), dA)) == 1 })
+
+	if _, err := c.AppsV1().ReplicaSets("web").Create(ctx, rs("ro-7d8e9f0a1"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p2 := pod("ro-7d8e9f0a1-y", "reg.example/app:latest", dB, 0, "")
+	p2.OwnerReferences = ctrl("ReplicaSet", "ro-7d8e9f0a1")
+	if _, err := c.CoreV1().Pods("web").Create(ctx, p2, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CoreV1().Pods("web").Delete(ctx, p1.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the next revision", func() bool { return len(transitionsTo(load(t, st), dB)) == 1 })
+	h := load(t, st)
+	for _, tr := range h.Transitions {
+		if tr.OwnerKind != "Rollout" || tr.OwnerName != "ro" {
+			t.Errorf("transition under %s/%s, want Rollout/ro", tr.OwnerKind, tr.OwnerName)
+		}
+	}
+	for _, r := range h.Records {
+		if r.OwnerKind != "Rollout" || r.OwnerName != "ro" {
+			t.Errorf("record under %s/%s, want Rollout/ro", r.OwnerKind, r.OwnerName)
+		}
+	}
+	if tr := transitionsTo(h, dB)[0]; tr.From != dA {
+		t.Errorf("the next revision's transition is from %q, want %s (one slot)", tr.From, dA)
+	}
+}

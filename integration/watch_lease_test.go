@@ -1,0 +1,183 @@
+//go:build integration
+
+package integration
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/regcheck/regcheck/record"
+	"github.com/regcheck/regcheck/results/recordresult"
+	"github.com/regcheck/regcheck/watch"
+)
+
+// heldStore is a history file whose chosen call (the after+1th Load or
+// Update) stops until released, whatever its context: the answer that
+// was on its way when the Lease was lost. It counts committed Updates.
+type heldStore struct {
+	record.Store
+	method  string
+	after   int32
+	calls   atomic.Int32
+	entered chan struct{}
+	release chan struct{}
+	commits atomic.Int32
+}
+
+func (h *heldStore) hold(method string) {
+	if h.method == method && h.calls.Add(1) == h.after+1 {
+		close(h.entered)
+		<-h.release
+	}
+}
+
+func (h *heldStore) Load(ctx context.Context) (*record.History, error) {
+	h.hold("Load")
+	return h.Store.Load(ctx)
+}
+
+func (h *heldStore) Update(ctx context.Context, fn func(*record.History) error) (recordresult.UpdateResult, error) {
+	h.hold("Update")
+	res, err := h.Store.Update(ctx, fn)
+	if err == nil {
+		h.commits.Add(1)
+	}
+	return res, err
+}
+
+// lockedLog is a log read while it is written.
+type lockedLog struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestWatchLeaseLostMidReconcile: on the real apiserver, another holder
+// takes the Lease while the new leader's reconcile (its history read) or
+// its first write is under way. The replica that lost it never leads
+// again while the other holds it: no write commits, no history, no
+// leader's series, regcheck_watch_leader 0.
+func TestWatchLeaseLostMidReconcile(t *testing.T) {
+	kc := startCluster(t)
+	cs := clientFor(t, kc.Config)
+	for i, tc := range []struct {
+		name, method string
+		after        int32
+	}{
+		{"during the reconcile", "Load", 1}, // the first Load is Run's, before the campaign
+		{"during the first write", "Update", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := []string{"lease-load", "lease-write"}[i]
+			if err := createNamespace(t.Context(), cs, ns); err != nil {
+				t.Fatal(err)
+			}
+			workload(t, t.Context(), cs, ns, "api", "127.0.0.1:5000/watch/api:latest", "Always", "node-a",
+				"127.0.0.1:5000/watch/api@sha256:"+strings.Repeat("a", 64))
+			st := &heldStore{Store: &record.File{Path: filepath.Join(t.TempDir(), "history.json")}, method: tc.method,
+				after: tc.after, entered: make(chan struct{}), release: make(chan struct{})}
+			logs := &lockedLog{}
+			w, err := watch.New(watch.Config{Client: cs, Namespace: ns, Cluster: "prod", Store: st, Interval: -1,
+				FlushInterval: 50 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(logs, nil)),
+				Leader: &watch.LeaderConfig{Namespace: ns, Name: "regcheck-watch", Identity: "a",
+					LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 200 * time.Millisecond}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- w.Run(ctx) }()
+			released := false
+			defer func() {
+				if !released {
+					close(st.release)
+				}
+				cancel()
+				<-done
+			}()
+			select {
+			case <-st.entered:
+			case <-time.After(30 * time.Second):
+				t.Fatalf("the %s never came:\n%s", tc.method, logs)
+			}
+			stealLease(t, cs, ns)
+			deadline := time.Now().Add(15 * time.Second)
+			for !strings.Contains(logs.String(), "not leading: writes stop") {
+				if time.Now().After(deadline) {
+					t.Fatalf("the lost Lease was never noticed:\n%s", logs)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			close(st.release)
+			released = true
+			time.Sleep(time.Second) // 20 flush intervals
+			if w.Leader() {
+				t.Fatalf("the replica that lost the Lease leads:\n%s", logs)
+			}
+			if n := st.commits.Load(); n != 0 {
+				t.Errorf("%d writes committed by the replica that lost the Lease", n)
+			}
+			h, err := st.Store.Load(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(h.Transitions) != 0 || len(h.Records) != 0 {
+				t.Errorf("history written by the replica that lost the Lease: %d records, %d transitions", len(h.Records), len(h.Transitions))
+			}
+			mfs, err := w.Metrics().Gather()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, mf := range mfs {
+				switch name := mf.GetName(); {
+				case name == "regcheck_watch_leader" && mf.GetMetric()[0].GetGauge().GetValue() != 0:
+					t.Errorf("regcheck_watch_leader %v", mf.GetMetric()[0].GetGauge().GetValue())
+				case !strings.HasPrefix(name, "regcheck_watch_"):
+					t.Errorf("the replica that lost the Lease exports the leader's %s", name)
+				}
+			}
+		})
+	}
+}
+
+// stealLease makes "thief" the holder of ns/regcheck-watch for an hour;
+// the apiserver then refuses the old holder's renewals (Conflict).
+func stealLease(t *testing.T, cs kubernetes.Interface, ns string) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		l, err := cs.CoordinationV1().Leases(ns).Get(t.Context(), "regcheck-watch", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		thief, hour := "thief", int32(3600)
+		now := metav1.NewMicroTime(time.Now())
+		l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds, l.Spec.RenewTime, l.Spec.AcquireTime = &thief, &hour, &now, &now
+		_, err = cs.CoordinationV1().Leases(ns).Update(t.Context(), l, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
