@@ -39,15 +39,6 @@ func useOf(c inventory.Container) types.Use {
 	return u
 }
 
-// RunningRef is imageref's Running spelling of image at digest.
-//
-// Deprecated: parse the image and call [imageref.Ref.Running]; this
-// stays until watch's callers move (issue 24).
-func RunningRef(image, digest string) string {
-	ref, _ := imageref.Parse(image)
-	return ref.Running(digest)
-}
-
 // RunningTargets returns one target per distinct digest a container runs
 // (or an image volume mounts), as repo@digest: what a reschedule onto a
 // node without the image, or a rollback, needs the registry to still serve.

@@ -33,6 +33,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	ggcrtypes "github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/regcheck/regcheck/imageref"
 	"github.com/regcheck/regcheck/internal/testing/fixture"
 	"github.com/regcheck/regcheck/inventory"
 	"github.com/regcheck/regcheck/scan"
@@ -445,8 +446,8 @@ func TestTargetsImageVolumes(t *testing.T) {
 				}
 				return
 			}
-			if len(rs) != 1 || rs[0].Ref != RunningRef(tt.c.Image, d) || len(rs[0].Uses) != 1 || !reflect.DeepEqual(rs[0].Uses[0], tt.want) {
-				t.Errorf("RunningTargets: %+v\nwant one use %+v of %s", rs, tt.want, RunningRef(tt.c.Image, d))
+			if len(rs) != 1 || rs[0].Ref != imageref.RunningOf(tt.c.Image, d) || len(rs[0].Uses) != 1 || !reflect.DeepEqual(rs[0].Uses[0], tt.want) {
+				t.Errorf("RunningTargets: %+v\nwant one use %+v of %s", rs, tt.want, imageref.RunningOf(tt.c.Image, d))
 			}
 		})
 	}

@@ -37,6 +37,15 @@ func (r Ref) KubeletKey() string { return r.Repo }
 // nothing about this one. For the zero Ref it is "@" + digest.
 func (r Ref) Running(digest string) string { return r.Repo + "@" + digest }
 
+// RunningOf is Parse(image).Running(digest), for a caller holding the
+// image string as a pod spec wrote it: the reference a node would pull
+// the running digest by. An image that does not parse gives "@"+digest,
+// which no registry serves and no lookup matches.
+func RunningOf(image, digest string) string {
+	r, _ := Parse(image)
+	return r.Running(digest)
+}
+
 // Registry spells a registry host as the runtimes do:
 // go-containerregistry's Docker Hub, "index.docker.io", is "docker.io";
 // any other host is as given.

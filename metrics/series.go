@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -242,4 +243,61 @@ func dropUserinfo(rest string) string {
 		return rest[at+1:]
 	}
 	return rest
+}
+
+// WalkSeries returns a registry holding the series of the watcher's deep
+// walk: a scan's (ScanSeries) with each image volume's use named by its
+// volume, and regcheck_container_image_available per owner container.
+func WalkSeries(res *types.Result) *prometheus.Registry {
+	reg := ScanSeries(volumesNamed(res))
+	availability(reg, res)
+	return reg
+}
+
+// volumesNamed returns res with each image volume's use named by its
+// volume in Container, as the availability and upgrade series name it:
+// the use series label a use by its container, so the image volumes of
+// one owner (Container "") would otherwise share one series.
+func volumesNamed(res *types.Result) *types.Result {
+	isVolume := func(u types.Use) bool { return u.Volume != "" && u.Container == "" }
+	out := *res
+	out.Images = make([]*types.Image, len(res.Images))
+	for i, im := range res.Images {
+		out.Images[i] = im
+		if !slices.ContainsFunc(im.Uses, isVolume) {
+			continue
+		}
+		cp := *im
+		cp.Uses = slices.Clone(im.Uses)
+		for j := range cp.Uses {
+			if isVolume(cp.Uses[j]) {
+				cp.Uses[j].Container = cp.Uses[j].Volume
+			}
+		}
+		out.Images[i] = &cp
+	}
+	return &out
+}
+
+// availability registers regcheck_container_image_available: 1 for each
+// owner container whose image pulls, 0 when it is broken, none while
+// unknown.
+func availability(reg prometheus.Registerer, res *types.Result) {
+	g := ContainerImageAvailable.Gauge(reg)
+	for _, im := range res.Images {
+		if im.Verdict == types.Unknown {
+			continue
+		}
+		v := 1.0
+		if im.Verdict == types.Broken {
+			v = 0
+		}
+		for _, u := range im.Uses {
+			if u.Source != "cluster" || u.Name == "" {
+				continue
+			}
+			g.WithLabelValues(LabelValue(u.Namespace), LabelValue(u.Kind), LabelValue(u.Name),
+				LabelValue(u.Container+u.Volume), ImageLabel(im.Reference)).Set(v)
+		}
+	}
 }

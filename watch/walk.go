@@ -4,15 +4,14 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/regcheck/regcheck/cluster"
+	"github.com/regcheck/regcheck/imageref"
 	"github.com/regcheck/regcheck/inventory"
 	"github.com/regcheck/regcheck/metrics"
 	"github.com/regcheck/regcheck/record"
@@ -46,7 +45,7 @@ func newWalker(w *Watcher) *walker {
 func (k *walker) seen(c inventory.Container) {
 	refs := []string{c.Image}
 	if c.RunningDigest != "" {
-		refs = append(refs, cluster.RunningRef(c.Image, c.RunningDigest))
+		refs = append(refs, imageref.RunningOf(c.Image, c.RunningDigest))
 	}
 	k.mu.Lock()
 	added := false
@@ -64,7 +63,7 @@ func (k *walker) seen(c inventory.Container) {
 // previous asks for the walk of an unplanned upgrade's previous digest.
 func (k *walker) previous(t record.Transition) {
 	k.mu.Lock()
-	k.prevs[cluster.RunningRef(t.Image, t.From)] = t
+	k.prevs[imageref.RunningOf(t.Image, t.From)] = t
 	k.mu.Unlock()
 	k.poke()
 }
@@ -235,7 +234,7 @@ func (k *walker) inventory(ctx context.Context) *inventory.Inventory {
 func only(inv *inventory.Inventory, refs map[string]bool) *inventory.Inventory {
 	touched := map[string]bool{}
 	for _, c := range inv.Containers {
-		if refs[c.Image] || c.RunningDigest != "" && refs[cluster.RunningRef(c.Image, c.RunningDigest)] {
+		if refs[c.Image] || c.RunningDigest != "" && refs[imageref.RunningOf(c.Image, c.RunningDigest)] {
 			touched[c.Image] = true
 		}
 	}
@@ -291,7 +290,7 @@ func (k *walker) merge(res *types.Result, all bool, inv *inventory.Inventory) {
 	for _, c := range inv.Containers {
 		k.walked[c.Image] = true
 		if c.RunningDigest != "" {
-			k.walked[cluster.RunningRef(c.Image, c.RunningDigest)] = true
+			k.walked[imageref.RunningOf(c.Image, c.RunningDigest)] = true
 		}
 	}
 	if res == nil {
@@ -370,9 +369,7 @@ func (k *walker) publish(res *types.Result, all bool) {
 	}
 	k.mu.Unlock()
 	out := withUpgrades(res, ups, whole, k.w.cfg.HistoryHint)
-	reg := metrics.ScanSeries(volumesNamed(out))
-	availability(reg, out)
-	g, err := gather(reg)
+	g, err := gather(metrics.WalkSeries(out))
 	if err != nil {
 		k.w.log.Error("gathering the deep walk's series (kept the last)", "err", err)
 	} else {
@@ -380,68 +377,6 @@ func (k *walker) publish(res *types.Result, all bool) {
 	}
 	if all && len(ups) > 0 {
 		k.w.log.Warn("unplanned upgrades stand (see regcheck_unplanned_upgrade)", "count", len(ups), "owners", upgradeOwners(ups, 10))
-	}
-}
-
-// upgradeOwners names the owner containers of at most n upgrades, sorted,
-// and how many more there are.
-func upgradeOwners(ups map[slot]Upgrade, n int) string {
-	names := make([]string, 0, len(ups))
-	for k := range ups {
-		names = append(names, k.ns+"/"+k.kind+"/"+k.name+"["+k.container+k.volume+"]")
-	}
-	slices.Sort(names)
-	if len(names) <= n {
-		return strings.Join(names, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
-}
-
-// volumesNamed returns res with each image volume's use named by its
-// volume in Container, as the availability and upgrade series name it:
-// the use series label a use by its container, so the image volumes of
-// one owner (Container "") would otherwise share one series.
-func volumesNamed(res *types.Result) *types.Result {
-	isVolume := func(u types.Use) bool { return u.Volume != "" && u.Container == "" }
-	out := *res
-	out.Images = make([]*types.Image, len(res.Images))
-	for i, im := range res.Images {
-		out.Images[i] = im
-		if !slices.ContainsFunc(im.Uses, isVolume) {
-			continue
-		}
-		cp := *im
-		cp.Uses = slices.Clone(im.Uses)
-		for j := range cp.Uses {
-			if isVolume(cp.Uses[j]) {
-				cp.Uses[j].Container = cp.Uses[j].Volume
-			}
-		}
-		out.Images[i] = &cp
-	}
-	return &out
-}
-
-// availability registers regcheck_container_image_available: 1 for each
-// owner container whose image pulls, 0 when it is broken, none while
-// unknown.
-func availability(reg prometheus.Registerer, res *types.Result) {
-	g := metrics.ContainerImageAvailable.Gauge(reg)
-	for _, im := range res.Images {
-		if im.Verdict == types.Unknown {
-			continue
-		}
-		v := 1.0
-		if im.Verdict == types.Broken {
-			v = 0
-		}
-		for _, u := range im.Uses {
-			if u.Source != "cluster" || u.Name == "" {
-				continue
-			}
-			g.WithLabelValues(metrics.LabelValue(u.Namespace), metrics.LabelValue(u.Kind), metrics.LabelValue(u.Name),
-				metrics.LabelValue(u.Container+u.Volume), metrics.ImageLabel(im.Reference)).Set(v)
-		}
 	}
 }
 
@@ -459,7 +394,7 @@ func withUpgrades(res *types.Result, ups map[slot]Upgrade, whole map[string]stri
 		for k, u := range ups {
 			if usedBy(&cp, k) && cp.Reference != "" {
 				cp.Findings = append(cp.Findings, types.NewAdvisedFinding(types.UnplannedUpgrade, u.To, "",
-					upgradeMessage(u, whole[cluster.RunningRef(u.Image, u.From)]), upgradeAdvice(u, hint)))
+					upgradeMessage(u, whole[imageref.RunningOf(u.Image, u.From)]), upgradeAdvice(u, hint)))
 			}
 		}
 		cp.UpdateVerdict()
@@ -476,76 +411,6 @@ func usedBy(im *types.Image, k slot) bool {
 		}
 	}
 	return false
-}
-
-// upgradeMessage says what changed, whether the previous digest is still
-// whole, and whether a crash loop began with the change.
-func upgradeMessage(u Upgrade, whole string) string {
-	who := fmt.Sprintf("%s %s/%s (container %s)", u.OwnerKind, u.Namespace, u.OwnerName, u.Container+u.Volume)
-	msg := fmt.Sprintf("%s now runs %s, not %s, since %s, while its image string %s did not change: a tag moved and a restart (restart count %d) pulled other bits",
-		who, types.ShortDigest(u.To), u.From, u.Time.Format(time.RFC3339), u.Image, u.RestartCount)
-	if u.LastTerminationReason != "" {
-		msg += fmt.Sprintf("; the container before it ended with %s", u.LastTerminationReason)
-		if u.LastExitCode != nil {
-			msg += fmt.Sprintf(" (exit code %d)", *u.LastExitCode)
-		}
-	}
-	switch whole {
-	case "whole":
-		msg += "; the previous digest is still whole in the registry"
-	case "not whole":
-		msg += "; the previous digest is no longer whole in the registry: pinning back to it will not pull"
-	case "unknown":
-		msg += "; whether the previous digest is still whole in the registry could not be checked"
-	}
-	if u.CrashLoop {
-		msg += fmt.Sprintf("; the container has crash-looped since (restart count %d): the crash loop began with this image change", u.Restarts)
-	}
-	return msg
-}
-
-// upgradeAdvice is the command that pins the workload back: its
-// manifests to the digest it ran the millisecond before the change (pin
-// --records-at), then applied.
-func upgradeAdvice(u Upgrade, hint string) string {
-	if hint == "" {
-		hint = "HISTORY"
-	}
-	ref := cluster.RunningRef(u.Image, u.From)
-	cmd := fmt.Sprintf("regcheck pin --from-records %s", hint)
-	if u.Cluster != "" {
-		cmd += " --records-cluster " + shellWord(u.Cluster)
-	}
-	return fmt.Sprintf("pin %s %s/%s back to %s, the digest it ran before, and apply its manifests: %s --records-at %s --write PATH (PATH: its manifests' file or folder); to keep the new bits instead, the same without --records-at pins to %s",
-		lower(u.OwnerKind), u.Namespace, u.OwnerName, ref, cmd, pinBackTime(u.Time), types.ShortDigest(u.To))
-}
-
-// pinBackTime is the time pin --records-at is given to pin back a change
-// seen at t: the millisecond before it, in UTC, as RFC 3339 (a change
-// seen less than a second after the one before it is still told apart).
-func pinBackTime(t time.Time) string {
-	return t.UTC().Add(-time.Millisecond).Truncate(time.Millisecond).Format("2006-01-02T15:04:05.000Z07:00")
-}
-
-// shellWord is s as one shell word: bare when it holds only characters
-// no shell treats specially, else single-quoted.
-func shellWord(s string) string {
-	for _, c := range s {
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.ContainsRune("-_./:@=+,", c)) {
-			return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-		}
-	}
-	return s
-}
-
-func lower(kind string) string {
-	b := []byte(kind)
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
 }
 
 // refreshRecords queues every running container as a sighting, so that
