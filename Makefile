@@ -11,7 +11,7 @@ export REGCHECK_BIN
 TEST_FLAGS  ?= -count=1 -timeout 30m
 PKGS        := ./...
 
-.PHONY: all build image test unit integration demo bench lint bins bins-registry bins-bench clean docs
+.PHONY: all build image test unit integration demo bench lint bins bins-registry bins-bench clean docs fuzz
 
 all: build
 
@@ -71,6 +71,19 @@ BENCH_ONCE  := ^Benchmark(Compare|Scale|Watch)$$
 bench: bins-bench
 	$(GO) test -tags integration -run '^$$' -bench . -skip '$(BENCH_ONCE)' -benchmem -benchtime 3x $(PKGS)
 	$(GO) test -tags integration -run '^$$' -bench '$(BENCH_ONCE)' -benchmem -benchtime 1x -timeout 30m ./integration/
+
+# Every fuzz test (func FuzzX in a _test.go file), each for FUZZTIME, one
+# after another. go test replays their committed corpora
+# (testdata/fuzz/FuzzX/) and seeds without -fuzz; a new input that fails
+# is written there too: commit it with the fix.
+FUZZTIME    ?= 20s
+fuzz:
+	@set -e; for f in $$(grep -rl --include='*_test.go' '^func Fuzz' . | sort); do \
+		for t in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$f); do \
+			echo "== $$(dirname $$f) $$t"; \
+			$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$(dirname $$f); \
+		done; \
+	done
 
 # The command reference, docs/cli/*.md, generated from the cobra commands;
 # go test ./internal/cli/ fails when it is stale.

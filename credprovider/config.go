@@ -125,9 +125,9 @@ func readConfig(path string) ([]source, error) {
 		if err != nil {
 			return nil, fmt.Errorf("reading credential provider config: %w", err)
 		}
-		cfg, err := decode(data)
+		cfg, err := decodeFile(f, data)
 		if err != nil {
-			return nil, fmt.Errorf("decoding credential provider config %s: %s", f, redact.String(err.Error()))
+			return nil, err
 		}
 		for _, p := range cfg.Providers {
 			if first, ok := seen[p.Name]; ok {
@@ -166,6 +166,16 @@ func configFiles(path string) ([]string, error) {
 		return nil, fmt.Errorf("credential provider config %s: no *.json, *.yaml or *.yml file in the directory", path)
 	}
 	return files, nil
+}
+
+// decodeFile decodes the config file f, whose content is data; its error
+// names f and is redacted.
+func decodeFile(f string, data []byte) (*kubeletconfigv1.CredentialProviderConfig, error) {
+	cfg, err := decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("decoding credential provider config %s: %s", f, redact.String(err.Error()))
+	}
+	return cfg, nil
 }
 
 // decode reads one CredentialProviderConfig (JSON or YAML) of group
