@@ -1,7 +1,6 @@
 package pullpath
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -49,13 +48,15 @@ func detect(path string, data []byte) (string, error) {
 	return "", fmt.Errorf("%s: TOML with neither hosts.toml nor registries.conf keys: %w", path, ErrUnknownFormat)
 }
 
-// firstLine is the first line that is neither blank nor a # comment.
+// firstLine is the first line that is neither blank nor a # comment,
+// however long: a line past bufio.Scanner's 64 KiB token made a file read
+// as empty.
 func firstLine(data []byte) (string, bool) {
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) > 0 && line[0] != '#' {
-			return sc.Text(), true
+	for rest := data; len(rest) > 0; {
+		line, after, _ := bytes.Cut(rest, []byte("\n"))
+		rest = after
+		if t := bytes.TrimSpace(line); len(t) > 0 && t[0] != '#' {
+			return string(bytes.TrimSuffix(line, []byte("\r"))), true
 		}
 	}
 	return "", false

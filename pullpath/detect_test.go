@@ -2,6 +2,7 @@ package pullpath
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -63,5 +64,18 @@ func TestOptionsApplyToOneFormat(t *testing.T) {
 	}
 	if _, err := Load("testdata/certs.d", WithRuntime(Runtime(9))); err == nil {
 		t.Errorf("an unknown runtime was accepted")
+	}
+}
+
+// A first line past 64 KiB (bufio.Scanner's token limit) is read, not
+// taken for an empty file.
+func TestDetectLongFirstLine(t *testing.T) {
+	data := []byte("unqualified-search-registries = [\"" + strings.Repeat("a", 70<<10) + "\"]\n")
+	got, err := detect("registries.conf", data)
+	if err != nil || got != FormatRegistriesConf {
+		t.Fatalf("detect = %q, %v; want %q", got, err, FormatRegistriesConf)
+	}
+	if _, ok := firstLine([]byte("\n  # comment\n\r\n")); ok {
+		t.Error("a file of blanks and comments has a first line")
 	}
 }
