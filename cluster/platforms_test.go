@@ -52,6 +52,13 @@ func TestNarrowToNodes(t *testing.T) {
 			[]types.Code{types.ManifestMissing}, types.Broken, "gone"},
 		{"a fault under a platform stays a fault", []types.Use{use(amd)}, []types.Finding{lost(types.Unreachable, "linux/arm64")},
 			[]types.Code{types.Unreachable}, types.Unknown, "gone"},
+		// The mutation audit's survivors: each row fails when its bug is put back.
+		{"arm64/v8 child lost, arm64 nodes only: the node pulls that variant", []types.Use{use(arm)}, []types.Finding{lost(types.ChildMissing, "linux/arm64/v8")},
+			[]types.Code{types.ChildMissing}, types.Broken, "gone"},
+		{"arm/v7 child lost, an arm64 node: another architecture", []types.Use{use(arm)}, []types.Finding{lost(types.ChildMissing, "linux/arm/v7")},
+			[]types.Code{types.LostForOtherPlatform}, types.OK, "linux/arm/v7"},
+		{"a pod with Always on an amd64 node needs only its own node's platform", []types.Use{{Source: "cluster", Kind: "Deployment", Pod: "p", Node: "a1", PullPolicy: "Always", Platforms: []types.NodePlatform{amd, arm}}},
+			[]types.Finding{lost(types.ChildMissing, "linux/arm64")}, []types.Code{types.LostForSomeNodes}, types.AtRisk, "node r1 (linux/arm64) cannot pull it"},
 		{"an attestation lost stays at-risk", []types.Use{use(amd)}, []types.Finding{lost(types.AttestationMissing, "unknown/unknown")},
 			[]types.Code{types.AttestationMissing}, types.AtRisk, "gone"},
 	} {
