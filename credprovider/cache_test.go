@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	credentialproviderv1 "k8s.io/kubelet/pkg/apis/credentialprovider/v1"
 )
 
 func TestCache(t *testing.T) {
@@ -118,5 +120,33 @@ func TestCancelledLookup(t *testing.T) {
 	}
 	if n := len(r.runs("p")); n != 1 {
 		t.Errorf("%d runs, want 1", n)
+	}
+}
+
+// With an image entry and a registry entry both cached, the image's is
+// served first, as the kubelet's plugin cache looks them up
+// (pkg/credentialprovider/plugin/plugin.go getCachedCredentials: image,
+// then registry, then global); the registry's only when the image has
+// none, and the global one last.
+func TestCacheOrder(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	c := newCache(func() time.Time { return now })
+	auth := func(user string) map[string]credentialproviderv1.AuthConfig {
+		return map[string]credentialproviderv1.AuthConfig{"*": {Username: user}}
+	}
+	later := now.Add(time.Hour)
+	img := "registry.example.com/team/app"
+	c.put(globalCacheKey, auth("global"), later)
+	c.put(registryOf(img), auth("registry"), later)
+	c.put(img, auth("image"), later)
+	for _, tc := range []struct{ image, want string }{
+		{img, "image"},
+		{"registry.example.com/team/other", "registry"},
+		{"elsewhere.example.com/x", "global"},
+	} {
+		got, ok := c.get(tc.image)
+		if !ok || got["*"].Username != tc.want {
+			t.Errorf("get(%s) = %v, %v; want the %s entry", tc.image, got, ok, tc.want)
+		}
 	}
 }
