@@ -129,7 +129,6 @@ func (w *Watcher) leadLocked(ctx context.Context) error {
 		return errNotLeading
 	}
 	w.term = term{n: w.term.n + 1, ctx: ctx}
-	w.leader.Store(true)
 	w.metrics.leader.WithLabelValues().Set(1)
 	return nil
 }
@@ -139,7 +138,6 @@ func (w *Watcher) follow() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.term = term{n: w.term.n + 1}
-	w.leader.Store(false)
 	w.metrics.leader.WithLabelValues().Set(0)
 }
 

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -72,9 +71,6 @@ type Watcher struct {
 	batch   batch
 	synced  bool
 	waiting map[string]time.Time // pods ("ns/name") whose owner is not in the caches yet, since when
-	// leader mirrors term.ctx != nil for lock-free readers; it is only
-	// stored with mu held, by lead and follow.
-	leader atomic.Bool
 	// term is the leadership held now (see term), guarded by mu.
 	term term
 
@@ -127,8 +123,13 @@ func New(cfg Config) (*Watcher, error) {
 // Metrics is what the watcher exports: serve its Handler.
 func (w *Watcher) Metrics() *Metrics { return w.metrics }
 
-// Leader reports whether this watcher writes the history now.
-func (w *Watcher) Leader() bool { return w.leader.Load() }
+// Leader reports whether this watcher writes the history now: its term
+// started and its Lease context is live (false as soon as the elector
+// cancels it, before the elector's stop callback runs).
+func (w *Watcher) Leader() bool {
+	_, ok := w.leading()
+	return ok
+}
 
 // Ready reports whether the informers have synced and the history was
 // reconciled with what runs.
