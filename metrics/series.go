@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"regexp"
-	"slices"
 	"strings"
 	"time"
 
@@ -93,7 +92,7 @@ func useSeries(reg prometheus.Registerer, r *types.Result) {
 		}
 		ref := ImageLabel(im.Reference)
 		for _, u := range im.Uses {
-			labels := []string{LabelValue(u.Namespace), LabelValue(u.Kind), LabelValue(u.Name), LabelValue(u.Container), ref, string(im.Verdict)}
+			labels := []string{LabelValue(u.Namespace), LabelValue(u.Kind), LabelValue(u.Name), LabelValue(useContainer(u)), ref, string(im.Verdict)}
 			if len(perCode) == 0 {
 				uses.WithLabelValues(append(labels, "")...).Set(0)
 			}
@@ -246,37 +245,22 @@ func dropUserinfo(rest string) string {
 }
 
 // WalkSeries returns a registry holding the series of the watcher's deep
-// walk: a scan's (ScanSeries) with each image volume's use named by its
-// volume, and regcheck_container_image_available per owner container.
+// walk: a scan's (ScanSeries), and regcheck_container_image_available per
+// owner container.
 func WalkSeries(res *types.Result) *prometheus.Registry {
-	reg := ScanSeries(volumesNamed(res))
+	reg := ScanSeries(res)
 	availability(reg, res)
 	return reg
 }
 
-// volumesNamed returns res with each image volume's use named by its
-// volume in Container, as the availability and upgrade series name it:
-// the use series label a use by its container, so the image volumes of
-// one owner (Container "") would otherwise share one series.
-func volumesNamed(res *types.Result) *types.Result {
-	isVolume := func(u types.Use) bool { return u.Volume != "" && u.Container == "" }
-	out := *res
-	out.Images = make([]*types.Image, len(res.Images))
-	for i, im := range res.Images {
-		out.Images[i] = im
-		if !slices.ContainsFunc(im.Uses, isVolume) {
-			continue
-		}
-		cp := *im
-		cp.Uses = slices.Clone(im.Uses)
-		for j := range cp.Uses {
-			if isVolume(cp.Uses[j]) {
-				cp.Uses[j].Container = cp.Uses[j].Volume
-			}
-		}
-		out.Images[i] = &cp
+// useContainer is the container label of a use: its container, or for an
+// image volume (no container) its volume, so that the image volumes of one
+// owner never share one series.
+func useContainer(u types.Use) string {
+	if u.Container == "" {
+		return u.Volume
 	}
-	return &out
+	return u.Container
 }
 
 // availability registers regcheck_container_image_available: 1 for each

@@ -1,6 +1,11 @@
 package metrics
 
-import "testing"
+import (
+	"strings"
+	"testing"
+
+	"github.com/regcheck/regcheck/types"
+)
 
 // No credential reaches a label: not from a URL, not from a reference
 // written with one in front of its host. A digest is no credential.
@@ -24,5 +29,25 @@ func TestLabelsDropUserinfo(t *testing.T) {
 				t.Errorf("LabelValue(%q) = %q, want %q", tc.in, got, tc.label)
 			}
 		})
+	}
+}
+
+// Two image volumes of one owner are two series of
+// regcheck_use_findings, each labelled by its volume (they shared
+// container="" in scan --cluster's textfile).
+func TestUseSeriesNamesVolumes(t *testing.T) {
+	use := func(volume string) types.Use {
+		return types.Use{Source: "cluster", Namespace: "ml", Kind: "Deployment", Name: "infer", Volume: volume}
+	}
+	r := &types.Result{Images: []*types.Image{{Reference: "registry.example/weights:1", Verdict: types.OK,
+		Uses: []types.Use{use("weights"), use("tokenizer")}}}}
+	var b strings.Builder
+	if err := Write(&b, ScanSeries(r)); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"weights", "tokenizer"} {
+		if !strings.Contains(b.String(), `container="`+v+`"`) {
+			t.Errorf("no use series for volume %s:\n%s", v, b.String())
+		}
 	}
 }
