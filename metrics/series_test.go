@@ -51,3 +51,41 @@ func TestUseSeriesNamesVolumes(t *testing.T) {
 		}
 	}
 }
+
+// regcheck_container_image_available is 1 for an image that pulls, 0 for
+// a broken one, and absent while unknown: a fault is no answer, and an
+// alert on 0 must not fire on it. Only uses seen in the cluster count.
+func TestAvailabilitySeries(t *testing.T) {
+	use := func(name string) []types.Use {
+		return []types.Use{{Source: "cluster", Namespace: "prod", Kind: "Deployment", Name: name, Container: "app"},
+			{Source: "file", File: "k8s/" + name + ".yaml", Name: name}}
+	}
+	r := &types.Result{Images: []*types.Image{
+		{Reference: "registry.example/ok:1", Verdict: types.OK, Uses: use("ok")},
+		{Reference: "registry.example/atrisk:1", Verdict: types.AtRisk, Uses: use("atrisk")},
+		{Reference: "registry.example/broken:1", Verdict: types.Broken, Uses: use("broken")},
+		{Reference: "registry.example/unknown:1", Verdict: types.Unknown, Uses: use("unknown")},
+	}}
+	var b strings.Builder
+	if err := Write(&b, WalkSeries(r)); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, line := range strings.Split(b.String(), "\n") {
+		if !strings.HasPrefix(line, string(ContainerImageAvailable)+"{") {
+			continue
+		}
+		_, rest, _ := strings.Cut(line, `name="`)
+		name, _, _ := strings.Cut(rest, `"`)
+		got[name] = line[strings.LastIndexByte(line, ' ')+1:]
+	}
+	want := map[string]string{"ok": "1", "atrisk": "1", "broken": "0"}
+	if len(got) != len(want) {
+		t.Errorf("series %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: %q, want %q (all: %v)", k, got[k], v, got)
+		}
+	}
+}
