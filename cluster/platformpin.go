@@ -41,6 +41,7 @@ func platformPin(ctx context.Context, s *scan.Scanner, im *types.Image) error {
 		im.Findings = append(im.Findings, types.NewAdvisedFinding(types.FaultCode(err), im.Digest, "",
 			fmt.Sprintf("could not read the platform of %s, a single-platform manifest: %v", im.Reference, err),
 			"run again when the registry answers; nodes of another platform cannot run a single-platform manifest"))
+		im.UpdateVerdict()
 		return nil
 	case platform == "":
 		return nil
@@ -53,6 +54,7 @@ func platformPin(ctx context.Context, s *scan.Scanner, im *types.Image) error {
 		f.Message += fmt.Sprintf("; the index %s lists it: pin %s@%s instead", index, ref.Context().Name(), index)
 	}
 	im.Findings = append(im.Findings, f)
+	im.UpdateVerdict()
 	return nil
 }
 
