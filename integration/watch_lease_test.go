@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,44 +16,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/regcheck/regcheck/internal/testing/heldstore"
 	"github.com/regcheck/regcheck/record"
-	"github.com/regcheck/regcheck/results/recordresult"
 	"github.com/regcheck/regcheck/watch"
 )
-
-// heldStore is a history file whose chosen call (the after+1th Load or
-// Update) stops until released, whatever its context: the answer that
-// was on its way when the Lease was lost. It counts committed Updates.
-type heldStore struct {
-	record.Store
-	method  string
-	after   int32
-	calls   atomic.Int32
-	entered chan struct{}
-	release chan struct{}
-	commits atomic.Int32
-}
-
-func (h *heldStore) hold(method string) {
-	if h.method == method && h.calls.Add(1) == h.after+1 {
-		close(h.entered)
-		<-h.release
-	}
-}
-
-func (h *heldStore) Load(ctx context.Context) (*record.History, error) {
-	h.hold("Load")
-	return h.Store.Load(ctx)
-}
-
-func (h *heldStore) Update(ctx context.Context, fn func(*record.History) error) (recordresult.UpdateResult, error) {
-	h.hold("Update")
-	res, err := h.Store.Update(ctx, fn)
-	if err == nil {
-		h.commits.Add(1)
-	}
-	return res, err
-}
 
 // lockedLog is a log read while it is written.
 type lockedLog struct {
@@ -96,8 +61,7 @@ func TestWatchLeaseLostMidReconcile(t *testing.T) {
 			}
 			workload(t, t.Context(), cs, ns, "api", "127.0.0.1:5000/watch/api:latest", "Always", "node-a",
 				"127.0.0.1:5000/watch/api@sha256:"+strings.Repeat("a", 64))
-			st := &heldStore{Store: &record.File{Path: filepath.Join(t.TempDir(), "history.json")}, method: tc.method,
-				after: tc.after, entered: make(chan struct{}), release: make(chan struct{})}
+			st := heldstore.New(&record.File{Path: filepath.Join(t.TempDir(), "history.json")}, tc.method, tc.after)
 			logs := &lockedLog{}
 			w, err := watch.New(watch.Config{Client: cs, Namespace: ns, Cluster: "prod", Store: st, Interval: -1,
 				FlushInterval: 50 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(logs, nil)),
@@ -112,13 +76,13 @@ func TestWatchLeaseLostMidReconcile(t *testing.T) {
 			released := false
 			defer func() {
 				if !released {
-					close(st.release)
+					close(st.Release)
 				}
 				cancel()
 				<-done
 			}()
 			select {
-			case <-st.entered:
+			case <-st.Entered:
 			case <-time.After(30 * time.Second):
 				t.Fatalf("the %s never came:\n%s", tc.method, logs)
 			}
@@ -130,13 +94,13 @@ func TestWatchLeaseLostMidReconcile(t *testing.T) {
 				}
 				time.Sleep(20 * time.Millisecond)
 			}
-			close(st.release)
+			close(st.Release)
 			released = true
 			time.Sleep(time.Second) // 20 flush intervals
 			if w.Leader() {
 				t.Fatalf("the replica that lost the Lease leads:\n%s", logs)
 			}
-			if n := st.commits.Load(); n != 0 {
+			if n := st.Commits.Load(); n != 0 {
 				t.Errorf("%d writes committed by the replica that lost the Lease", n)
 			}
 			h, err := st.Store.Load(t.Context())

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,8 +18,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/regcheck/regcheck/internal/testing/heldstore"
 	"github.com/regcheck/regcheck/record"
-	"github.com/regcheck/regcheck/results/recordresult"
 )
 
 // Two replicas share a Lease: one leads and writes, the other does not;
@@ -71,41 +70,6 @@ func TestLeaderElection(t *testing.T) {
 	}
 }
 
-// hookStore is a store whose next Load or Update (after armed calls of
-// it) stops until release is closed, ignoring its context: the answer
-// that was on its way when the Lease was lost. It counts the Updates
-// that committed.
-type hookStore struct {
-	record.Store
-	method  string // "Load" or "Update"
-	after   int32  // calls of method that pass before the one that stops
-	calls   atomic.Int32
-	entered chan struct{}
-	release chan struct{}
-	commits atomic.Int32
-}
-
-func (h *hookStore) hold(method string) {
-	if h.method == method && h.calls.Add(1) == h.after+1 {
-		close(h.entered)
-		<-h.release
-	}
-}
-
-func (h *hookStore) Load(ctx context.Context) (*record.History, error) {
-	h.hold("Load")
-	return h.Store.Load(ctx)
-}
-
-func (h *hookStore) Update(ctx context.Context, fn func(*record.History) error) (recordresult.UpdateResult, error) {
-	h.hold("Update")
-	res, err := h.Store.Update(ctx, fn)
-	if err == nil {
-		h.commits.Add(1)
-	}
-	return res, err
-}
-
 // syncBuffer is a log that tests read while the watcher writes it.
 type syncBuffer struct {
 	mu sync.Mutex
@@ -142,8 +106,7 @@ func TestLeaseLostMidReconcile(t *testing.T) {
 			ctx := context.Background()
 			d, rs := deployment("reg.example/app:latest")
 			c := fake.NewClientset(d, rs, pod("app-1-x", "reg.example/app:latest", dA, 0, ""))
-			st := &hookStore{Store: &record.File{Path: filepath.Join(t.TempDir(), "history.json")}, method: tc.method, after: tc.after,
-				entered: make(chan struct{}), release: make(chan struct{})}
+			st := heldstore.New(&record.File{Path: filepath.Join(t.TempDir(), "history.json")}, tc.method, tc.after)
 			logs := &syncBuffer{}
 			w, err := New(Config{Client: c, Cluster: "prod", Store: st, FlushInterval: 20 * time.Millisecond, Interval: -1,
 				Logger: slog.New(slog.NewTextHandler(logs, nil)),
@@ -155,20 +118,20 @@ func TestLeaseLostMidReconcile(t *testing.T) {
 			rctx, cancel := context.WithCancel(ctx)
 			done := make(chan error, 1)
 			go func() { done <- w.Run(rctx) }()
-			defer func() { close(st.release); cancel(); <-done }()
+			defer func() { close(st.Release); cancel(); <-done }()
 			select {
-			case <-st.entered:
+			case <-st.Entered:
 			case <-time.After(10 * time.Second):
 				t.Fatalf("the %s never came:\n%s", tc.method, logs)
 			}
 			steal(t, c)
 			waitFor(t, "the lost Lease noticed", func() bool { return strings.Contains(logs.String(), "not leading: writes stop") })
-			st.release <- struct{}{}           // let the held call answer, then close in the defer
+			st.Release <- struct{}{}           // let the held call answer, then close in the defer
 			time.Sleep(300 * time.Millisecond) // many flush intervals
 			if w.Leader() {
 				t.Fatal("the replica that lost the Lease leads")
 			}
-			if n := st.commits.Load(); n != 0 {
+			if n := st.Commits.Load(); n != 0 {
 				t.Errorf("%d writes committed by the replica that lost the Lease", n)
 			}
 			if h := load(t, st.Store); len(h.Transitions) != 0 {
