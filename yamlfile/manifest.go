@@ -131,6 +131,9 @@ func read(name string, data []byte) (sites []Site, notes []error, charts []Chart
 	template := bytes.Contains(data, []byte("{{"))
 	docs, err := decode(data)
 	if err != nil {
+		if notObjects(data) {
+			return nil, nil, nil, &SkipError{File: name, Reason: "JSON that holds no Kubernetes object"}
+		}
 		if template {
 			return nil, nil, nil, &SkipError{File: name, Reason: "Helm template"}
 		}
