@@ -74,6 +74,7 @@ type Site struct {
 	// Fixed, when not empty, says why tools must not edit Value (a
 	// reference set inside a string written in a style not edited).
 	Fixed string
+	argo  bool // read from an argoproj.io object
 }
 
 // Parse finds the images in one file's bytes; name is used in errors and
@@ -156,7 +157,9 @@ func read(name string, data []byte) (sites []Site, notes []error, charts []Chart
 	}
 	if template {
 		for _, s := range w.sites {
-			if strings.Contains(s.Ref, "{{") {
+			// Argo Workflows write their own {{inputs.parameters.x}}:
+			// an argoproj.io object is no Helm template (see params.go).
+			if strings.Contains(s.Ref, "{{") && !s.argo {
 				return nil, nil, nil, &SkipError{File: name, Reason: "Helm template"}
 			}
 		}

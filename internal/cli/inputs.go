@@ -133,7 +133,9 @@ func readManifestStdin(stdin io.Reader) ([]yamlfile.Image, []error) {
 	if err != nil {
 		return nil, []error{err}
 	}
-	return yamlfile.Read("stdin", data)
+	imgs, errs := yamlfile.Read("stdin", data)
+	imgs, notes := yamlfile.ResolveParams(imgs, []yamlfile.Source{{Name: "stdin", Data: data}})
+	return imgs, append(errs, notes...)
 }
 
 // inputError turns a problem reading the input named source into a
@@ -155,7 +157,7 @@ func inputError(source string, err error) types.InputError {
 	case errors.As(err, &rerr):
 		ie.Source, ie.Line, ie.Message, ie.Notice = rerr.File, rerr.Line, rerr.Msg, rerr.Notice
 	case errors.As(err, &note):
-		ie.Source, ie.Line, ie.Message, ie.Notice = note.File, note.Line, note.Msg, true
+		ie.Source, ie.Line, ie.Column, ie.Message, ie.Notice = note.File, note.Line, note.Column, note.Msg, true
 	case errors.As(err, &parse):
 		ie.Source, ie.Line, ie.Column, ie.Message = parse.File, parse.Line, parse.Column, parse.Msg
 	case errors.As(err, &line):
