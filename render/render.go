@@ -254,13 +254,15 @@ func Find(root string, opts ...Option) *Tree {
 	return t
 }
 
-// Images is Find's images: each Plain file's as yamlfile.Find reads it,
-// then each App's; and the problems, each Plain file's after the tree's.
+// Images is Find's images: each Plain file's as yamlfile.Find reads it
+// (with Tekton and Argo Workflows parameters filled in across the Plain
+// files, see yamlfile.ResolveParams), then each App's; and the problems, each Plain file's after the tree's.
 // For a tree with no kustomization and no chart, it is yamlfile.Find of
 // root.
 func Images(root string, opts ...Option) ([]yamlfile.Image, []error) {
 	t := Find(root, opts...)
 	var imgs []yamlfile.Image
+	var params []yamlfile.Source
 	errs := t.Errs
 	for _, p := range t.Plain {
 		data, err := yamlfile.ReadFile(p)
@@ -272,7 +274,14 @@ func Images(root string, opts ...Option) ([]yamlfile.Image, []error) {
 		found, problems = t.withoutRendered(p, found, problems)
 		errs = append(errs, problems...)
 		imgs = append(imgs, found...)
+		if yamlfile.MayHoldParams(data) {
+			params = append(params, yamlfile.Source{Name: p, Data: data})
+		}
 	}
+	// Tekton and Argo Workflows parameters, filled in from the whole tree:
+	// a Pipeline may pass a value to a Task of another file.
+	imgs, notes := yamlfile.ResolveParams(imgs, params)
+	errs = append(errs, notes...)
 	for _, a := range slices.Concat(t.Apps, t.GitOps) {
 		for _, u := range a.Uses {
 			imgs = append(imgs, u.Image)

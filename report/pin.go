@@ -36,16 +36,17 @@ func PinCheck(out, notes io.Writer, format string, r *pinresult.Report) error {
 	if err != nil {
 		return err
 	}
-	unpinned := 0
+	unpinned, files := 0, map[string]bool{}
 	for _, fd := range r.Findings {
 		switch {
 		case fd.Kind == pinresult.KindUnpinned || fd.Kind == pinresult.KindInvalid:
 			unpinned++
+			files[fd.File] = true // M: the files holding one, not the files read
 		case format != "text" && (fd.Kind == pinresult.KindTemplate || fd.Kind == pinresult.KindSkipped):
 			fmt.Fprintln(notes, printable.Text(fd.String()))
 		}
 	}
-	_, err = fmt.Fprintf(notes, "%d unpinned references in %d files\n", unpinned, len(r.Files))
+	_, err = fmt.Fprintf(notes, "%d unpinned references in %d files\n", unpinned, len(files))
 	return err
 }
 

@@ -176,3 +176,38 @@ func TestPinCheck(t *testing.T) {
 		t.Error("PinCheck(xml) did not fail")
 	}
 }
+
+// The summary's M is the number of distinct files holding an unpinned (or
+// invalid) reference: not the files read, nor the findings.
+func TestPinCheckCountsFiles(t *testing.T) {
+	t.Parallel()
+	unpinned := func(file string, line int) pinresult.Finding {
+		return pinresult.Finding{Kind: pinresult.KindUnpinned, File: file, Line: line, Ref: "nginx:1", Message: "not pinned"}
+	}
+	read := []pinresult.File{{Path: "a.yaml"}, {Path: "b.yaml"}, {Path: "c.yaml"}, {Path: "d.yaml"}, {Path: "e.yaml"}}
+	for _, tc := range []struct {
+		name     string
+		files    []pinresult.File
+		findings []pinresult.Finding
+		want     string
+	}{
+		{"none", read, nil, "0 unpinned references in 0 files\n"},
+		{"two in one file of five read", read, []pinresult.Finding{unpinned("a.yaml", 1), unpinned("a.yaml", 9)}, "2 unpinned references in 1 files\n"},
+		{"spanning more files than the changed ones", read[:1], []pinresult.Finding{
+			unpinned("a.yaml", 1), unpinned("b.yaml", 2), unpinned("c.yaml", 3),
+			{Kind: pinresult.KindInvalid, File: "d.yaml", Line: 4, Ref: "Nginx", Message: "invalid"},
+			{Kind: pinresult.KindTemplate, File: "t.yaml", Message: "skipped: Helm template"},
+		}, "4 unpinned references in 4 files\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var out, notes bytes.Buffer
+			if err := PinCheck(&out, &notes, "text", &pinresult.Report{Files: tc.files, Findings: tc.findings}); err != nil {
+				t.Fatal(err)
+			}
+			if notes.String() != tc.want {
+				t.Errorf("notes %q, want %q", notes.String(), tc.want)
+			}
+		})
+	}
+}

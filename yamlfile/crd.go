@@ -65,9 +65,15 @@ func tektonPipeline(spec string) []string {
 	return out
 }
 
+// argoTemplates are the image fields of a workflow spec's templates, and
+// of the templates written inline in a dag task or a step (steps is a
+// list of parallel groups, each a list: [][]).
 func argoTemplates(spec string) []string {
-	t := spec + ".templates[]"
-	return []string{t + ".container.image", t + ".script.image", t + ".initContainers[].image", t + ".sidecars[].image"}
+	var out []string
+	for _, t := range []string{spec + ".templates[]", spec + ".templates[].dag.tasks[].inline", spec + ".templates[].steps[][].inline"} {
+		out = append(out, t+".container.image", t+".script.image", t+".initContainers[].image", t+".sidecars[].image")
+	}
+	return out
 }
 
 // apiGroup is the group of an apiVersion ("" for the core group).
@@ -100,6 +106,9 @@ func (w *walker) custom(obj ref, kind string) {
 		return
 	}
 	seen := map[[2]*yaml.Node]bool{}
+	if gk.group == "argoproj.io" {
+		defer w.markArgo(len(w.sites))
+	}
 	for _, p := range imageFields[gk] {
 		w.field(base, obj, strings.Split(p, "."), fieldName(p), "", seen)
 	}
@@ -118,20 +127,13 @@ func (w *walker) custom(obj ref, kind string) {
 // by the name: of the last list element on the way.
 func (w *walker) field(base Image, m ref, path []string, field, name string, seen map[[2]*yaml.Node]bool) {
 	key, list := strings.CutSuffix(path[0], "[]")
+	key, nested := strings.CutSuffix(key, "[]")
 	v, ok := w.get(m, key)
 	if !ok {
 		return
 	}
 	if list {
-		if v.node.Kind != yaml.SequenceNode {
-			return
-		}
-		for _, e := range v.node.Content {
-			el := w.resolve(e, v.alias, v.pos)
-			if len(path) > 1 {
-				w.field(base, el, path[1:], field, w.str(el, "name"), seen)
-			}
-		}
+		w.elements(base, v, nested, path, field, seen)
 		return
 	}
 	if len(path) > 1 {
@@ -146,4 +148,28 @@ func (w *walker) field(base Image, m ref, path []string, field, name string, see
 	s.Field, s.Container = field, name
 	w.pullPolicy(&s, m, "imagePullPolicy")
 	w.sites = append(w.sites, s)
+}
+
+// elements follows path[1:] from each element of the list v; nested (a
+// key ending in [][]), from each element of each of its lists.
+func (w *walker) elements(base Image, v ref, nested bool, path []string, field string, seen map[[2]*yaml.Node]bool) {
+	if v.node.Kind != yaml.SequenceNode {
+		return
+	}
+	for _, e := range v.node.Content {
+		el := w.resolve(e, v.alias, v.pos)
+		switch {
+		case nested:
+			w.elements(base, el, false, path, field, seen)
+		case len(path) > 1:
+			w.field(base, el, path[1:], field, w.str(el, "name"), seen)
+		}
+	}
+}
+
+// markArgo marks the sites read since the from-th as an Argo object's.
+func (w *walker) markArgo(from int) {
+	for i := from; i < len(w.sites); i++ {
+		w.sites[i].argo = true
+	}
 }

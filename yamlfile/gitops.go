@@ -14,9 +14,10 @@ import (
 // GitOps object whose chart is not rendered, values from a cluster's
 // ConfigMaps not read. The images that could be read are still returned.
 type Notice struct {
-	File string
-	Line int
-	Msg  string
+	File   string
+	Line   int
+	Column int // when known
+	Msg    string
 }
 
 func (n *Notice) Error() string {

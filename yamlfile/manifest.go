@@ -74,6 +74,7 @@ type Site struct {
 	// Fixed, when not empty, says why tools must not edit Value (a
 	// reference set inside a string written in a style not edited).
 	Fixed string
+	argo  bool // read from an argoproj.io object
 }
 
 // Parse finds the images in one file's bytes; name is used in errors and
@@ -131,6 +132,9 @@ func read(name string, data []byte) (sites []Site, notes []error, charts []Chart
 	template := bytes.Contains(data, []byte("{{"))
 	docs, err := decode(data)
 	if err != nil {
+		if notObjects(data) {
+			return nil, nil, nil, &SkipError{File: name, Reason: "JSON that holds no Kubernetes object"}
+		}
 		if template {
 			return nil, nil, nil, &SkipError{File: name, Reason: "Helm template"}
 		}
@@ -153,7 +157,9 @@ func read(name string, data []byte) (sites []Site, notes []error, charts []Chart
 	}
 	if template {
 		for _, s := range w.sites {
-			if strings.Contains(s.Ref, "{{") {
+			// Argo Workflows write their own {{inputs.parameters.x}}:
+			// an argoproj.io object is no Helm template (see params.go).
+			if strings.Contains(s.Ref, "{{") && !s.argo {
 				return nil, nil, nil, &SkipError{File: name, Reason: "Helm template"}
 			}
 		}

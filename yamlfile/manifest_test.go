@@ -125,6 +125,14 @@ func TestParseErrors(t *testing.T) {
 		{"inline-tabs.yaml", "a:\n\t- b\n", false, "inline-tabs.yaml:2: "},
 		{"unknown-anchor.yaml", "kind: Pod\nspec: *nope\n", false, "unknown-anchor.yaml:"},
 		{"template-actions.yaml", "{{- if .Values.on }}\nkind: Pod\n{{- end }}\n", true, "template-actions.yaml: skipped"},
+		// JSON the YAML parser refuses ("\/", a surrogate pair): a dashboard
+		// is skipped, an object with a kind stays an error.
+		{"dashboard.json", "", true, "dashboard.json: skipped: JSON that holds no Kubernetes object"},
+		{"array.json", `[{"a": "x\/y"}, 1]`, true, "array.json: skipped: JSON that holds no"},
+		{"pod.json", `{"kind": "Pod", "spec": {"containers": [{"image": "a\/b"}]}}`, false, "pod.json:1:"},
+		{"list.json", `{"items": [{"apiVersion": "v1", "x": "\/"}]}`, false, "list.json:1:"},
+		{"compose.json", `{"services": {"a": {"image": "\/"}}}`, false, "compose.json:1:"},
+		{"not-json.json", `{"a": "\/"`, false, "not-json.json:"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

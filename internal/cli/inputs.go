@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/regcheck/regcheck/imageref"
 	"github.com/regcheck/regcheck/render"
 	"github.com/regcheck/regcheck/types"
 	"github.com/regcheck/regcheck/yamlfile"
@@ -62,18 +63,40 @@ func (in inputs) collect(stdin io.Reader) ([]types.Target, []types.InputError) {
 		for _, err := range errs {
 			problems = append(problems, inputError(path, err))
 		}
-		for _, img := range imgs {
-			u := types.Use{
-				Source: "file", File: img.File, Line: img.Line, Kind: img.Kind,
-				Namespace: img.Namespace, Name: img.Name, Container: img.Container, PullPolicy: img.PullPolicy,
-			}
-			if img.Field == yamlfile.FieldImageVolumes {
-				u.Container, u.Volume = "", img.Container
-			}
-			out = append(out, types.Target{Ref: img.Ref, Uses: []types.Use{u}})
-		}
+		t, notices := fileTargets(imgs)
+		out, problems = append(out, t...), append(problems, notices...)
 	}
 	return out, problems
+}
+
+// fileTargets turns the images read from files into targets, each with
+// its use. A string in an image field that does not parse as an image
+// reference (imageref.Parse: a placeholder such as <YOUR-IMAGE>, ${IMAGE},
+// $(params.x) or {{ .Values.x }} left unresolved, an empty string) is no
+// image a node could pull: it is a notice at its file:line:column, never
+// walked and counted in no verdict. This is the one place where a file's
+// image becomes a scan target.
+func fileTargets(imgs []yamlfile.Image) ([]types.Target, []types.InputError) {
+	var out []types.Target
+	var notices []types.InputError
+	for _, img := range imgs {
+		if _, err := imageref.Parse(img.Ref); err != nil {
+			notices = append(notices, types.InputError{
+				Source: img.File, Line: img.Line, Column: img.Column, Notice: true,
+				Message: types.Capped(fmt.Sprintf("not an image reference: %q", img.Ref)),
+			})
+			continue
+		}
+		u := types.Use{
+			Source: "file", File: img.File, Line: img.Line, Kind: img.Kind,
+			Namespace: img.Namespace, Name: img.Name, Container: img.Container, PullPolicy: img.PullPolicy,
+		}
+		if img.Field == yamlfile.FieldImageVolumes {
+			u.Container, u.Volume = "", img.Container
+		}
+		out = append(out, types.Target{Ref: img.Ref, Uses: []types.Use{u}})
+	}
+	return out, notices
 }
 
 // helmValues reads --helm-values: [CHART=]FILE each.
@@ -110,7 +133,9 @@ func readManifestStdin(stdin io.Reader) ([]yamlfile.Image, []error) {
 	if err != nil {
 		return nil, []error{err}
 	}
-	return yamlfile.Read("stdin", data)
+	imgs, errs := yamlfile.Read("stdin", data)
+	imgs, notes := yamlfile.ResolveParams(imgs, []yamlfile.Source{{Name: "stdin", Data: data}})
+	return imgs, append(errs, notes...)
 }
 
 // inputError turns a problem reading the input named source into a
@@ -132,7 +157,7 @@ func inputError(source string, err error) types.InputError {
 	case errors.As(err, &rerr):
 		ie.Source, ie.Line, ie.Message, ie.Notice = rerr.File, rerr.Line, rerr.Msg, rerr.Notice
 	case errors.As(err, &note):
-		ie.Source, ie.Line, ie.Message, ie.Notice = note.File, note.Line, note.Msg, true
+		ie.Source, ie.Line, ie.Column, ie.Message, ie.Notice = note.File, note.Line, note.Column, note.Msg, true
 	case errors.As(err, &parse):
 		ie.Source, ie.Line, ie.Column, ie.Message = parse.File, parse.Line, parse.Column, parse.Msg
 	case errors.As(err, &line):

@@ -1,0 +1,42 @@
+package render
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/regcheck/regcheck/yamlfile"
+)
+
+// Images fills Tekton parameters in across the files of the tree: the
+// Task's default, the Pipeline's (passed on), the PipelineRun's and the
+// TaskRun's values, each in its own file; a parameter with no value is a
+// notice, not an image.
+func TestImagesResolveParamsAcrossFiles(t *testing.T) {
+	t.Parallel()
+	root := filepath.Join("..", "yamlfile", "testdata", "params", "tekton")
+	imgs, errs := Images(root)
+	var got []string
+	for _, img := range imgs {
+		got = append(got, fmt.Sprintf("%s:%d %s", filepath.Base(img.File), img.Line, img.Ref))
+	}
+	slices.Sort(got)
+	want := []string{
+		"pipeline.yaml:17 docker.io/library/alpine:3.20",
+		"pipeline.yaml:21 docker.io/library/golang:1.23",
+		"pipeline.yaml:38 gcr.io/kaniko-project/executor:v1.21.0",
+		"pipeline.yaml:8 gcr.io/kaniko-project/executor:v1.22.0",
+		"task.yaml:20 docker.io/library/busybox:1.36",
+		"task.yaml:8 gcr.io/kaniko-project/executor:v1.23.0",
+		"taskrun.yaml:10 docker.io/library/alpine:3.19",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("images %q, want %q", got, want)
+	}
+	var n *yamlfile.Notice
+	if len(errs) != 1 || !errors.As(errs[0], &n) || n.Line != 18 || filepath.Base(n.File) != "task.yaml" {
+		t.Errorf("errors %v, want one notice at task.yaml:18", errs)
+	}
+}
