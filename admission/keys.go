@@ -114,12 +114,14 @@ func truncate(s string, n int) string {
 
 // authorityAttestors reads a ClusterImagePolicy authority's key as one
 // set of one entry. policy-controller checks a key authority against the
-// transparency log only when the authority names one (ctlog);
-// otherwise it ignores the log (pkg/webhook/validator.go,
-// ValidatePolicySignaturesForAuthority: IgnoreTlog when
-// authority.CTLog is nil).
+// transparency log only when the authority names one (ctlog.url);
+// otherwise it ignores the log (sigstore/policy-controller
+// pkg/webhook/validator.go, ValidatePolicySignaturesForAuthority: a
+// Rekor client only when authority.CTLog != nil && authority.CTLog.URL
+// != nil).
 func authorityAttestors(a map[string]any) []AttestorSet {
-	_, ctlog := a["ctlog"]
+	url, _, _ := unstructured.NestedString(a, "ctlog", "url")
+	ctlog := url != ""
 	if key, ok, _ := unstructured.NestedMap(a, "key"); ok {
 		if data, _, _ := unstructured.NestedString(key, "data"); data != "" {
 			return []AttestorSet{{Entries: pemEntries(data, ctlog, "key.data", "a KMS or Secret key")}}
