@@ -175,6 +175,9 @@ func kyvernoNeeds(vi map[string]any) Needs {
 	_, hasKey := vi["key"]
 	_, hasRoots := vi["roots"]
 	n.Signature = len(atts) > 0 || hasKey || hasRoots
+	if n.Signature {
+		n.Sets = kyvernoAttestors(vi)
+	}
 	as, _, _ := unstructured.NestedSlice(vi, "attestations")
 	for _, raw := range as {
 		a, _ := raw.(map[string]any)

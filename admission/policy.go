@@ -34,6 +34,11 @@ type Needs struct {
 	Predicates []string
 	// Format is the layout the engine looks in.
 	Format Format
+	// Sets are the attestor sets the signature is verified against,
+	// every one of which must pass (a Kyverno rule's attestors; a
+	// policy-controller authority's key, one set of one entry); none:
+	// presence alone is checked.
+	Sets []AttestorSet
 }
 
 // Rule is one image-verifying rule: a Kyverno verifyImages entry, or a

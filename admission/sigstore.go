@@ -132,5 +132,8 @@ func authorityNeeds(a map[string]any) (Needs, bool) {
 	_, key := a["key"]
 	_, keyless := a["keyless"]
 	n.Signature = (key || keyless) && len(n.Predicates) == 0
+	if n.Signature {
+		n.Sets = authorityAttestors(a)
+	}
 	return n, false
 }

@@ -26,6 +26,11 @@ type Checker struct {
 	// Parse gives an image's repository as the registry client reaches
 	// it (scan.Scanner.Parse: its insecure hosts included).
 	Parse func(ref string) (string, name.Reference, error)
+	// Verifier, when set, verifies a present signature against the
+	// rule's keys (verify.go); nil checks presence alone.
+	Verifier Verifier
+
+	verified verifyCache
 }
 
 // Apply adds to each resolved image of res what admission requires of
@@ -69,6 +74,9 @@ func (c *Checker) Findings(ctx context.Context, im *types.Image) []types.Finding
 	raised := map[artifacts.Kind]bool{}
 	for _, a := range applied {
 		fs := a.verdict(set, im.Digest)
+		if len(fs) == 0 {
+			fs = c.verifyFindings(ctx, a, im)
+		}
 		for _, f := range fs {
 			if f.Code == types.SignatureMissing {
 				raised[artifacts.Signature] = true

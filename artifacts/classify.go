@@ -3,10 +3,14 @@ package artifacts
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/regcheck/regcheck/types"
 )
 
 // Artifact types and annotations the classification reads.
@@ -77,29 +81,30 @@ func isSBOM(at string) bool {
 
 // describe fills a referrer's artifact type and annotations from its
 // manifest when the list that named it carried neither (one more GET,
-// only then). A manifest that cannot be read leaves d as it was: the
-// walk says why.
-func (l *look) describe(ctx context.Context, d ocispec.Descriptor) ocispec.Descriptor {
+// only then). A manifest that cannot be read leaves d as it was and
+// returns why: a fault hides what the referrer is, so the caller keeps
+// it as a fault (unknown), never as an absence.
+func (l *look) describe(ctx context.Context, d ocispec.Descriptor) (ocispec.Descriptor, error) {
 	if l.raw == nil {
-		return d
+		return d, nil
 	}
 	body, _, err := l.raw.RawManifest(ctx, l.repo, d.Digest.String())
 	if err != nil {
-		return d
+		return d, fmt.Errorf("reading referrer %s@%s to tell what it is: %w", l.repo.Name(), d.Digest, err)
 	}
 	var m struct {
 		ArtifactType string             `json:"artifactType"`
 		Config       ocispec.Descriptor `json:"config"`
 		Annotations  map[string]string  `json:"annotations"`
 	}
-	if json.Unmarshal(body, &m) != nil {
-		return d
+	if err := json.Unmarshal(body, &m); err != nil {
+		return d, fmt.Errorf("referrer %s@%s is not a manifest: %w", l.repo.Name(), d.Digest, errors.Join(types.ErrBadResponse, err))
 	}
 	d.ArtifactType, d.Annotations = m.ArtifactType, m.Annotations
 	if d.ArtifactType == "" && m.Config.MediaType != ocispec.MediaTypeEmptyJSON {
 		d.ArtifactType = m.Config.MediaType // OCI 1.1: the config's type stands for it
 	}
-	return d
+	return d, nil
 }
 
 // layerPredicateTypes reads the predicate types an attestation manifest's

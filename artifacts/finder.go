@@ -34,12 +34,14 @@ type Option func(*Finder)
 // requests in flight as it does for every walk.
 func WithConcurrency(n int) Option { return func(f *Finder) { f.concurrency = max(n, 1) } }
 
-// NewFinder returns a Finder that asks the registry through s: s.Reader()
-// for tags, manifests and blobs, s.RepositoryTags for the tag list, and
-// s.Referrers for the referrers API.
+// NewFinder returns a Finder that asks the registry through s:
+// s.RegistryReader() for tags, manifests and blobs (the registry itself,
+// as admission controllers ask it, never a node's mirror),
+// s.RepositoryTags for the tag list, and s.Referrers for the referrers
+// API.
 func NewFinder(s *scan.Scanner, opts ...Option) *Finder {
-	f := NewSourceFinder(scanner{Reader: s.Reader(), s: s}, opts...)
-	f.raw, _ = s.Reader().(walk.RawReader)
+	f := NewSourceFinder(scanner{Reader: s.RegistryReader(), s: s}, opts...)
+	f.raw, _ = s.RegistryReader().(walk.RawReader)
 	return f
 }
 
@@ -86,9 +88,9 @@ func (f *Finder) Find(ctx context.Context, repo name.Repository, subject string)
 type look struct {
 	*Finder
 	repo name.Repository
-	// listed holds the repository's tags; nil when the list could not be
-	// had (then every candidate tag is asked for, and a 404 proves only
-	// that the tag does not resolve).
+	// listed holds the repository's tags, to tell a dangling tag (listed,
+	// 404) from an absent one; nil when the list could not be had (then a
+	// 404 proves only that the tag does not resolve).
 	listed map[string]bool
 	// noAPI is set once the registry said it serves no referrers API:
 	// the other subjects go to the referrers tag at once.
@@ -163,17 +165,16 @@ func (l *look) fault(err error, digest, platform, format string, args ...any) {
 }
 
 // resolveTag resolves a candidate tag (cosign's or the referrers tag):
-// its digest, or ok false when there is nothing to walk. A tag that is
+// its digest, or ok false when there is nothing to walk. Every candidate
+// is asked for (a HEAD): only the registry's own 404 for the tag proves
+// it absent, the tag list may be stale or cut short. A tag that is
 // listed but does not resolve dangles: dangling is true, and the caller
 // keeps it as an artifact that is not whole.
 func (l *look) resolveTag(ctx context.Context, sub subject, tag string) (d string, dangling, ok bool) {
-	if l.listed != nil && !l.listed[tag] {
-		return "", false, false
-	}
 	desc, err := l.r.Resolve(ctx, l.repo, tag)
 	switch {
 	case errors.Is(err, types.ErrNotFound):
-		return "", l.listed != nil, false
+		return "", l.listed[tag], false
 	case err != nil:
 		l.fault(err, sub.Digest, sub.Platform, "resolving %s:%s", l.repo.Name(), tag)
 		return "", false, false

@@ -100,7 +100,12 @@ func (l *look) referrer(ctx context.Context, sub subject, d ocispec.Descriptor, 
 	if a.Kind == Other || unannotatedBundle(d) {
 		// The list did not say enough (cosign's referrers tag index
 		// carries no annotations): ask the manifest.
-		d = l.describe(ctx, d)
+		var err error
+		if d, err = l.describe(ctx, d); err != nil && types.FaultCode(err) != "" {
+			// What the referrer is could not be read: any requirement of
+			// the subject is unknown, with this cause.
+			l.fault(err, sub.Digest, sub.Platform, "classifying a referrer of %s", types.ShortDigest(sub.Digest))
+		}
 		a.ArtifactType = d.ArtifactType
 		a.Kind, a.PredicateTypes = classify(d)
 	}

@@ -54,6 +54,7 @@ spec:
             - entries:
                 - keys:
                     publicKeys: "PUB"
+                    rekor: {ignoreTlog: true} # signed with --tlog-upload=false
 ---
 apiVersion: kyverno.io/v1
 kind: ClusterPolicy
@@ -73,6 +74,7 @@ spec:
             - entries:
                 - keys:
                     publicKeys: "PUB"
+                    rekor: {ignoreTlog: true} # signed with --tlog-upload=false
 ---
 apiVersion: kyverno.io/v1
 kind: Policy
@@ -93,6 +95,7 @@ spec:
             - entries:
                 - keys:
                     publicKeys: "PUB"
+                    rekor: {ignoreTlog: true} # signed with --tlog-upload=false
 ---
 apiVersion: policy.sigstore.dev/v1alpha1
 kind: ClusterImagePolicy
@@ -124,6 +127,7 @@ spec:
             - entries:
                 - keys:
                     publicKeys: "PUB"
+                    rekor: {ignoreTlog: true} # signed with --tlog-upload=false
 ---
 apiVersion: kyverno.io/v1
 kind: ClusterPolicy
@@ -145,6 +149,7 @@ spec:
                 - entries:
                     - keys:
                         publicKeys: "PUB"
+                        rekor: {ignoreTlog: true} # signed with --tlog-upload=false
 `
 
 // admImage is one image of the test: pushed, signed with cosign, its
@@ -463,7 +468,7 @@ func TestAdmissionCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	applyPolicies(t, ctx, dyn, strings.NewReplacer("HOST", host, "PUB", "cosign.pub").Replace(admissionPolicies))
+	applyPolicies(t, ctx, dyn, strings.NewReplacer("HOST", host, "PUB", pubYAML(t, sig)).Replace(admissionPolicies))
 
 	t.Run("policies applied", func(t *testing.T) {
 		code, got, _, stderr := clusterScanErr(t, kubeconfig)
@@ -552,7 +557,7 @@ func TestAdmissionCluster(t *testing.T) {
 		files := map[string]string{
 			"web.yaml":    deployment("web", enforced.ref, ""),
 			"api.yaml":    deployment("api", whole.ref, ""),
-			"policy.yaml": strings.NewReplacer("HOST", host, "PUB", "cosign.pub").Replace(strings.Split(admissionPolicies, "---")[0]),
+			"policy.yaml": strings.NewReplacer("HOST", host, "PUB", pubYAML(t, sig)).Replace(strings.Split(admissionPolicies, "---")[0]),
 		}
 		for n, body := range files {
 			if err := os.WriteFile(filepath.Join(dir, n), []byte(body), 0o644); err != nil {
@@ -592,7 +597,7 @@ func TestAdmissionCluster(t *testing.T) {
 
 	t.Run("scan -f reads the policies among the files", func(t *testing.T) {
 		dir := t.TempDir()
-		body := deployment("web", enforced.ref, "") + "---\n" + strings.NewReplacer("HOST", host, "PUB", "cosign.pub").Replace(strings.Split(admissionPolicies, "---")[0])
+		body := deployment("web", enforced.ref, "") + "---\n" + strings.NewReplacer("HOST", host, "PUB", pubYAML(t, sig)).Replace(strings.Split(admissionPolicies, "---")[0])
 		if err := os.WriteFile(filepath.Join(dir, "all.yaml"), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -41,6 +41,7 @@ spec:
             - entries:
                 - keys:
                     publicKeys: "PUB"
+                    rekor: {ignoreTlog: true} # signed with --tlog-upload=false
     - name: legacy
       match:
         any:
@@ -53,6 +54,7 @@ spec:
             - entries:
                 - keys:
                     publicKeys: "PUB"
+                    rekor: {ignoreTlog: true} # signed with --tlog-upload=false
     - name: audit
       match:
         any:
@@ -66,6 +68,7 @@ spec:
             - entries:
                 - keys:
                     publicKeys: "PUB"
+                    rekor: {ignoreTlog: true} # signed with --tlog-upload=false
 `
 
 // gcCheckJSON runs gc-check -o json and decodes its report.
@@ -124,7 +127,7 @@ func TestGCCheckAdmission(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	applyPolicies(t, ctx, dyn, strings.NewReplacer("HOST", host, "PUB", "cosign.pub").Replace(gcAdmissionPolicies))
+	applyPolicies(t, ctx, dyn, strings.NewReplacer("HOST", host, "PUB", pubYAML(t, sig)).Replace(gcAdmissionPolicies))
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := kc.WriteKubeconfig(kubeconfig, "adm", adminToken(t, kc)); err != nil {
 		t.Fatal(err)

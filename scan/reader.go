@@ -8,3 +8,9 @@ import "github.com/regcheck/regcheck/walk"
 // A caller walks images over it, or over a view of it (gc-check walks the
 // registry as a predicted garbage collection would leave it).
 func (s *Scanner) Reader() walk.Reader { return s.r }
+
+// RegistryReader returns the registry itself as a walk.Reader, never
+// through the node's mirrors (WithPullPath): where admission controllers
+// look for signatures and attestations. Without WithPullPath it is
+// Reader.
+func (s *Scanner) RegistryReader() walk.Reader { return s.direct }

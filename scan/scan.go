@@ -25,6 +25,7 @@ type Scanner struct {
 	counter *counter
 	walker  *walk.Walker
 	path    *pathReader // the node's pull path (WithPullPath), or nil
+	direct  walk.Reader // the registry itself, never through a mirror: r without WithPullPath
 }
 
 // sleep waits d, or until ctx ends; tests need not wait.
@@ -48,16 +49,17 @@ func New(opts ...Option) (*Scanner, error) {
 	l := buildTransport(o)
 	c := newClient(o, l)
 	r := cached(o, remote{c})
-	var path *pathReader
-	switch {
-	case o.reader != nil:
+	if o.reader != nil {
 		r = o.reader
-	case o.pullPath != nil:
+	}
+	direct := r
+	var path *pathReader
+	if o.reader == nil && o.pullPath != nil {
 		path = newPathReader(o, l, c.sem)
 		r = path
 	}
 	w := walk.New(r, walk.WithPlatforms(o.platforms...), walk.WithConcurrency(o.concurrency))
-	return &Scanner{o: o, c: c, r: r, counter: l.counter, walker: w, path: path}, nil
+	return &Scanner{o: o, c: c, r: r, counter: l.counter, walker: w, path: path, direct: direct}, nil
 }
 
 // Run scans every target with a new Scanner. See Scanner.Run.

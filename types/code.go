@@ -64,6 +64,16 @@ const (
 	// ArtifactMissing: a signature, attestation or SBOM of the image is
 	// gone or not whole, and no policy requires it: worth knowing only.
 	ArtifactMissing Code = "artifact-missing"
+	// SignatureRefused: the signature an enforcing policy requires is
+	// there, and cosign refuses it with the policy's keys (another key, a
+	// rotated key, a tampered payload, a signature of another digest, no
+	// log proof where the engine requires one): the pod is refused. An
+	// audit or warn policy lowers it to a warning.
+	SignatureRefused Code = "signature-refused"
+	// SignatureUnverifiable: whether the signature verifies cannot be
+	// decided offline (a KMS key, keyless identities without a trust
+	// root, a log proof without a Rekor key): unknown, never ok.
+	SignatureUnverifiable Code = "signature-unverifiable"
 )
 
 // Findings about the node's pull path (scan --registries-config): where a
@@ -173,6 +183,10 @@ var codes = map[Code]codeInfo{
 		description: "a signature an enforcing admission policy requires is gone or not whole: the pod will be refused"},
 	SignedAttestationMissing: {severity: SeverityCritical, advice: says("attest the running digest again (cosign attest) and push the attestation; the image itself is whole"),
 		description: "an attestation an enforcing admission policy requires is gone or not whole: the pod will be refused"},
+	SignatureRefused: {severity: SeverityCritical, advice: says("sign the running digest again (cosign sign --key) with the key the policy names, or fix the policy's key if it was rotated; cosign verify --key with the policy's key shows the same refusal"),
+		description: "the signature an enforcing admission policy requires is there, and cosign refuses it with the policy's keys: the pod will be refused"},
+	SignatureUnverifiable: {severity: SeverityWarning, fault: true, advice: says("give the policy's public key inline (Kyverno keys.publicKeys, policy-controller key.data), or verify with cosign where the key or trust root is at hand"),
+		description: "whether the signature verifies with the policy's keys cannot be decided offline (a KMS or Secret key, keyless without a trust root, a log proof without a Rekor key)"},
 	ArtifactMissing: {severity: SeverityInfo, advice: says(""),
 		description: "a signature, attestation or SBOM of the image is gone or not whole; no policy requires it"},
 	MirrorOnly: {severity: SeverityWarning, advice: says("push the image to the registry again from the mirror (regcheck rescue), or pin the workload to a digest the registry holds: the mirror's copy is one eviction from gone"),

@@ -34,6 +34,8 @@ func TestCodes(t *testing.T) {
 		SignatureMissing:         {SeverityCritical, false, false},
 		SignedAttestationMissing: {SeverityCritical, false, false},
 		ArtifactMissing:          {SeverityInfo, false, false},
+		SignatureRefused:         {SeverityCritical, false, false},
+		SignatureUnverifiable:    {SeverityWarning, true, false},
 		MirrorOnly:               {SeverityWarning, false, false},
 		MirrorLacks:              {SeverityInfo, false, false},
 		MirrorStale:              {SeverityWarning, false, false},

@@ -134,7 +134,7 @@ func (r *scanRun) fileAdmission(ctx context.Context, res *types.Result) error {
 // applyPolicies adds what the policies say to each image of res, looking
 // for artifacts through s, and logs how many rules were applied.
 func applyPolicies(ctx context.Context, s *scan.Scanner, ps *admission.Policies, res *types.Result, logger *slog.Logger) error {
-	c := &admission.Checker{Policies: ps, Finder: artifacts.NewFinder(s), Parse: s.Parse}
+	c := &admission.Checker{Policies: ps, Finder: artifacts.NewFinder(s), Parse: s.Parse, Verifier: admission.CosignVerifier{}}
 	if err := c.Apply(ctx, res); err != nil {
 		return err
 	}
@@ -172,7 +172,7 @@ func pinAdmission(ctx context.Context, f *pinFlags, kt *kubeTarget, s *scan.Scan
 	if len(ps.Rules) == 0 {
 		return nil, unread, nil
 	}
-	c := &admission.Checker{Policies: ps, Finder: artifacts.NewFinder(s), Parse: s.Parse}
+	c := &admission.Checker{Policies: ps, Finder: artifacts.NewFinder(s), Parse: s.Parse, Verifier: admission.CosignVerifier{}}
 	return c.Apply, unread, nil
 }
 

@@ -123,6 +123,22 @@ func (c *Cosign) Verify(ctx context.Context, ref string, f Format) (bool, string
 	return c.verdict(c.run(ctx, append(append(args, registryFlags...), ref)...))
 }
 
+// VerifyKey runs cosign verify on ref with the public key file pub, in
+// format f, with the flags that match an engine: ignoreTlog adds
+// --insecure-ignore-tlog (policy-controller's key authority without
+// ctlog, Kyverno with rekor.ignoreTlog); without it the log proof is
+// required, and checked against rekorPub (a key the test makes: no
+// Rekor or TUF is ever asked; HTTPS_PROXY points at a closed loopback
+// port so that nothing leaves the machine).
+func (c *Cosign) VerifyKey(ctx context.Context, ref, pub string, f Format, ignoreTlog bool, rekorPub string) (bool, string, error) {
+	args := append([]string{"verify", "--key", pub, fmt.Sprintf("--insecure-ignore-tlog=%v", ignoreTlog)}, formatFlags(f)...)
+	env := []string{"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9"}
+	if rekorPub != "" {
+		env = append(env, "SIGSTORE_REKOR_PUBLIC_KEY="+rekorPub)
+	}
+	return c.verdict(c.runEnv(ctx, env, append(append(args, registryFlags...), ref)...))
+}
+
 // VerifyAttestation runs cosign verify-attestation for predicate type typ.
 func (c *Cosign) VerifyAttestation(ctx context.Context, ref, typ string, f Format) (bool, string, error) {
 	args := append([]string{"verify-attestation", "--key", c.Pub, "--type", typ, "--insecure-ignore-tlog=true"}, formatFlags(f)...)
@@ -146,12 +162,18 @@ func (c *Cosign) verdict(out string, err error) (bool, string, error) {
 // (no TUF cache of the machine's), the key's password from the
 // environment. It returns stdout and stderr together.
 func (c *Cosign) run(ctx context.Context, args ...string) (string, error) {
+	return c.runEnv(ctx, nil, args...)
+}
+
+// runEnv is run with more environment variables.
+func (c *Cosign) runEnv(ctx context.Context, env []string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, c.Bin, args...)
 	cmd.Dir = c.dir
 	cmd.Env = append(os.Environ(), "HOME="+filepath.Join(c.dir, "home"), "COSIGN_PASSWORD="+password,
 		"COSIGN_EXPERIMENTAL=0", "SIGSTORE_NO_CACHE=true", "TUF_ROOT="+filepath.Join(c.dir, "home", "tuf"))
+	cmd.Env = append(cmd.Env, env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()

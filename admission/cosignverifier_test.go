@@ -1,0 +1,130 @@
+package admission
+
+import (
+	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"encoding/base64"
+	"io"
+	"log"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/static"
+	"github.com/sigstore/sigstore/pkg/cryptoutils"
+	"github.com/sigstore/sigstore/pkg/signature"
+	"github.com/sigstore/sigstore/pkg/signature/payload"
+)
+
+// signLegacy signs digest in repo as cosign does without the log: the
+// simple-signing payload naming the digest, its ECDSA signature in the
+// layer's annotation, under the sha256-<hex>.sig tag.
+func signLegacy(t *testing.T, repo name.Repository, digest string, key *ecdsa.PrivateKey) {
+	t.Helper()
+	body, err := payload.Cosign{Image: repo.Digest(digest)}.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := signature.LoadECDSASignerVerifier(key, crypto.SHA256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, err := signer.SignMessage(strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := mutate.Append(empty.Image, mutate.Addendum{
+		Layer:       static.NewLayer(body, "application/vnd.dev.cosign.simplesigning.v1+json"),
+		Annotations: map[string]string{"dev.cosignproject.cosign/signature": base64.StdEncoding.EncodeToString(sig)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(repo.Tag(strings.Replace(digest, ":", "-", 1)+".sig"), img); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// pushRandom pushes a random image to repo:tag and returns its digest.
+func pushRandom(t *testing.T, repo name.Repository, tag string) string {
+	t.Helper()
+	img, err := random.Image(64, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(repo.Tag(tag), img); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := img.Digest()
+	return d.String()
+}
+
+// pemOf is key's public key as PEM.
+func pemOf(t *testing.T, key *ecdsa.PrivateKey) string {
+	t.Helper()
+	b, err := cryptoutils.MarshalPublicKeyToPEM(key.Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestCosignVerifier runs cosign's own verification (pkg/cosign) on
+// signatures made here as cosign makes them, on a loopback registry:
+// the key that signed verifies; another key, a signature copied from
+// another digest, and a log the engine requires but the signature does
+// not carry are refused, with cosign's text; a registry that is gone is
+// unverifiable (a fault), never refused.
+func TestCosignVerifier(t *testing.T) {
+	srv := httptest.NewServer(ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	repo, err := name.NewRepository(host+"/team/web", name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyA, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	keyB, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	signed := pushRandom(t, repo, "v1")
+	signLegacy(t, repo, signed, keyA)
+	other := pushRandom(t, repo, "v2")
+	src, err := remote.Get(repo.Tag(strings.Replace(signed, ":", "-", 1) + ".sig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Put(repo.Tag(strings.Replace(other, ":", "-", 1)+".sig"), src); err != nil {
+		t.Fatal(err)
+	}
+	gone, _ := name.NewRepository("127.0.0.1:1/team/web", name.Insecure)
+	for _, c := range []struct {
+		name   string
+		ref    name.Digest
+		entry  KeyEntry
+		want   Outcome
+		fault  bool
+		reason string
+	}{
+		{"the signing key", repo.Digest(signed), KeyEntry{PEM: pemOf(t, keyA)}, Verified, false, ""},
+		{"another key", repo.Digest(signed), KeyEntry{PEM: pemOf(t, keyB)}, Refused, false, "no matching signatures"},
+		{"copied from another digest", repo.Digest(other), KeyEntry{PEM: pemOf(t, keyA)}, Refused, false, "no matching signatures"},
+		{"the log required, none carried", repo.Digest(signed), KeyEntry{PEM: pemOf(t, keyA), Tlog: true}, Refused, false, "no transparency-log proof"},
+		{"a key that is no key", repo.Digest(signed), KeyEntry{PEM: "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n", Path: "key.data"}, Unverifiable, false, "key.data does not parse"},
+		{"the registry gone", gone.Digest(signed), KeyEntry{PEM: pemOf(t, keyA)}, Unverifiable, true, "reading the signatures"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			v := CosignVerifier{}.VerifyLegacy(context.Background(), c.ref, c.entry)
+			if v.Outcome != c.want || v.Fault != c.fault || !strings.Contains(v.Reason, c.reason) {
+				t.Errorf("got %+v; want outcome %d, fault %v, reason with %q", v, c.want, c.fault, c.reason)
+			}
+		})
+	}
+}

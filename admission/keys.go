@@ -1,0 +1,139 @@
+package admission
+
+import (
+	"encoding/pem"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// KeyEntry is one way a signature may be accepted: a public key the
+// policy names inline, or, with Unverifiable set, a way regcheck cannot
+// check offline (a KMS key, a Secret not read, keyless without a trust
+// root), and what to supply.
+type KeyEntry struct {
+	// PEM is the public key, PEM-encoded.
+	PEM string
+	// Tlog: the engine requires a transparency-log proof for this entry.
+	Tlog bool
+	// Unverifiable says why the entry cannot be checked offline.
+	Unverifiable string
+	// Path is where the entry is in the policy, for the findings.
+	Path string
+}
+
+// AttestorSet is a set of entries of which Count must accept the
+// signature (Kyverno attestors[].count; 0 is every entry).
+type AttestorSet struct {
+	Count   int
+	Entries []KeyEntry
+}
+
+// kyvernoAttestors reads a verifyImages entry's attestor sets for its
+// signature, as Kyverno 1.x reads them (pkg/engine/handlers/mutation,
+// pkg/imageverification/imageverifiers: every set must pass, count
+// entries within a set; a publicKeys holding several PEM keys is one
+// entry per key). A Kyverno key requires a transparency-log entry unless
+// keys.rekor.ignoreTlog is true (kyverno/kyverno pkg/cosign/cosign.go,
+// buildCosignOptions: cosignOpts.IgnoreTlog = opts.IgnoreTlog, which only
+// rekor.ignoreTlog sets).
+func kyvernoAttestors(vi map[string]any) []AttestorSet {
+	var sets []AttestorSet
+	atts, _, _ := unstructured.NestedSlice(vi, "attestors")
+	for i, raw := range atts {
+		a, _ := raw.(map[string]any)
+		set := AttestorSet{}
+		if c, ok, _ := unstructured.NestedInt64(a, "count"); ok {
+			set.Count = int(c)
+		}
+		entries, _, _ := unstructured.NestedSlice(a, "entries")
+		for j, rawE := range entries {
+			e, _ := rawE.(map[string]any)
+			set.Entries = append(set.Entries, kyvernoEntry(e, fmt.Sprintf("attestors[%d].entries[%d]", i, j))...)
+		}
+		sets = append(sets, set)
+	}
+	if key, ok, _ := unstructured.NestedString(vi, "key"); ok && len(atts) == 0 {
+		// The deprecated single key: one set of one entry, the log required.
+		sets = append(sets, AttestorSet{Entries: pemEntries(key, true, "key", "a KMS or Secret key")})
+	}
+	return sets
+}
+
+// kyvernoEntry reads one attestor entry.
+func kyvernoEntry(e map[string]any, path string) []KeyEntry {
+	keys, ok, _ := unstructured.NestedMap(e, "keys")
+	if !ok {
+		what := "keyless identities"
+		switch {
+		case e["certificates"] != nil:
+			what = "certificates"
+		case e["attestor"] != nil:
+			what = "a nested attestor"
+		}
+		return []KeyEntry{{Path: path, Unverifiable: what + " are not verified offline yet: give the signing key as keys.publicKeys"}}
+	}
+	ignore, _, _ := unstructured.NestedBool(keys, "rekor", "ignoreTlog")
+	if pub, _, _ := unstructured.NestedString(keys, "publicKeys"); pub != "" {
+		return pemEntries(pub, !ignore, path+".keys.publicKeys", "a KMS URI or a k8s:// Secret reference")
+	}
+	what := "a Secret key (keys.secret)"
+	if _, kms := keys["kms"]; kms {
+		what = "a KMS key (keys.kms)"
+	}
+	return []KeyEntry{{Path: path + ".keys", Unverifiable: what + " cannot be read offline: give the public key inline as keys.publicKeys"}}
+}
+
+// pemEntries splits keys into one entry per PEM public key; a value that
+// is not PEM (a KMS URI, a k8s:// Secret) is one unverifiable entry.
+func pemEntries(keys string, tlog bool, path, notPEM string) []KeyEntry {
+	var out []KeyEntry
+	rest := []byte(strings.TrimSpace(keys))
+	for {
+		var b *pem.Block
+		b, rest = pem.Decode(rest)
+		if b == nil {
+			break
+		}
+		out = append(out, KeyEntry{PEM: string(pem.EncodeToMemory(b)), Tlog: tlog, Path: path})
+	}
+	if len(out) == 0 {
+		return []KeyEntry{{Path: path, Unverifiable: fmt.Sprintf("%q is not a PEM public key (%s): it cannot be read offline; give the public key inline", truncate(keys, 40), notPEM)}}
+	}
+	return out
+}
+
+// truncate shortens s to n bytes for a message.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// authorityAttestors reads a ClusterImagePolicy authority's key as one
+// set of one entry. policy-controller checks a key authority against the
+// transparency log only when the authority names one (ctlog.url);
+// otherwise it ignores the log (sigstore/policy-controller
+// pkg/webhook/validator.go, ValidatePolicySignaturesForAuthority: a
+// Rekor client only when authority.CTLog != nil && authority.CTLog.URL
+// != nil).
+func authorityAttestors(a map[string]any) []AttestorSet {
+	url, _, _ := unstructured.NestedString(a, "ctlog", "url")
+	ctlog := url != ""
+	if key, ok, _ := unstructured.NestedMap(a, "key"); ok {
+		if data, _, _ := unstructured.NestedString(key, "data"); data != "" {
+			return []AttestorSet{{Entries: pemEntries(data, ctlog, "key.data", "a KMS or Secret key")}}
+		}
+		what := "a Secret key (key.secretRef)"
+		if _, kms := key["kms"]; kms {
+			what = "a KMS key (key.kms)"
+		}
+		return []AttestorSet{{Entries: []KeyEntry{{Path: "key", Unverifiable: what + " cannot be read offline: give the public key inline as key.data"}}}}
+	}
+	if _, ok := a["keyless"]; ok {
+		return []AttestorSet{{Entries: []KeyEntry{{Path: "keyless", Unverifiable: "keyless identities are not verified offline yet: no trust root is given"}}}}
+	}
+	return nil
+}

@@ -1,0 +1,125 @@
+package admission
+
+import (
+	"context"
+	"crypto"
+	"errors"
+	"fmt"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/sigstore/cosign/v3/pkg/cosign"
+	ociremote "github.com/sigstore/cosign/v3/pkg/oci/remote"
+	"github.com/sigstore/sigstore/pkg/cryptoutils"
+	"github.com/sigstore/sigstore/pkg/signature"
+)
+
+// Outcome is what verifying a signature against one key entry gave.
+type Outcome int
+
+// Outcomes of a verification.
+const (
+	// Verified: cosign accepted a signature with the key (and, where the
+	// engine requires one, its transparency-log proof).
+	Verified Outcome = iota
+	// Refused: the signatures are there, and cosign refused every one:
+	// the engine refuses the pod.
+	Refused
+	// Unverifiable: it cannot be decided offline (a KMS key, keyless
+	// with no trust root, a log proof with no Rekor key given), or a
+	// fault hid the signatures.
+	Unverifiable
+)
+
+// Verdict is one entry's verification: its outcome and why.
+type Verdict struct {
+	Outcome Outcome
+	// Reason is cosign's own error text for Refused, what to supply for
+	// Unverifiable.
+	Reason string
+	// Fault: Unverifiable because the registry could not be asked.
+	Fault bool
+}
+
+// Verifier verifies the legacy signatures of an image digest (repo@digest)
+// against one key entry, offline.
+type Verifier interface {
+	VerifyLegacy(ctx context.Context, ref name.Digest, e KeyEntry) Verdict
+}
+
+// CosignVerifier verifies with cosign's own verification calls
+// (pkg/cosign), reading the .sig tag at the registry itself with the
+// default keychain. No Rekor or TUF request is ever made: the log proof
+// is not checked online.
+type CosignVerifier struct {
+	// Keychain gives the registry credentials; nil is the default
+	// keychain (the docker config).
+	Keychain authn.Keychain
+}
+
+// VerifyLegacy verifies ref's .sig signatures with e's key, ignoring the
+// log first (the key decides), then, where the engine requires a log
+// proof, refusing a signature that carries none: without a Rekor key
+// given, a carried proof cannot be checked offline and is unverifiable.
+func (v CosignVerifier) VerifyLegacy(ctx context.Context, ref name.Digest, e KeyEntry) Verdict {
+	if e.Unverifiable != "" {
+		return Verdict{Outcome: Unverifiable, Reason: e.Unverifiable}
+	}
+	co, err := v.checkOpts(ctx, e)
+	if err != nil {
+		return Verdict{Outcome: Unverifiable, Reason: err.Error()}
+	}
+	sigs, _, err := cosign.VerifyImageSignatures(ctx, ref, co)
+	if err != nil {
+		return verdictOf(err)
+	}
+	if !e.Tlog {
+		return Verdict{Outcome: Verified}
+	}
+	for _, s := range sigs {
+		if b, err := s.Bundle(); err == nil && b != nil {
+			return Verdict{Outcome: Unverifiable, Reason: "the signature carries a transparency-log proof (dev.sigstore.cosign/bundle), which regcheck does not check offline yet: the key verifies, the log proof is not checked"}
+		}
+	}
+	return Verdict{Outcome: Refused, Reason: "the signature verifies with the key, but carries no transparency-log proof, which the policy requires (signed with --tlog-upload=false); set keys.rekor.ignoreTlog: true if the log is not used, or sign again with the log"}
+}
+
+// checkOpts are cosign's options for one key: the key as verifier, the
+// claim checked against the digest asked for, the log ignored.
+func (v CosignVerifier) checkOpts(ctx context.Context, e KeyEntry) (*cosign.CheckOpts, error) {
+	pub, err := cryptoutils.UnmarshalPEMToPublicKey([]byte(e.PEM))
+	if err != nil {
+		return nil, fmt.Errorf("the policy's key at %s does not parse: %w", e.Path, err)
+	}
+	sv, err := signature.LoadVerifier(pub, crypto.SHA256)
+	if err != nil {
+		return nil, fmt.Errorf("the policy's key at %s cannot verify: %w", e.Path, err)
+	}
+	kc := v.Keychain
+	if kc == nil {
+		kc = authn.DefaultKeychain
+	}
+	return &cosign.CheckOpts{
+		SigVerifier:        sv,
+		ClaimVerifier:      cosign.SimpleClaimVerifier,
+		IgnoreTlog:         true,
+		IgnoreSCT:          true,
+		Offline:            true,
+		RegistryClientOpts: []ociremote.Option{ociremote.WithRemoteOptions(remote.WithContext(ctx), remote.WithAuthFromKeychain(kc))},
+	}, nil
+}
+
+// verdictOf reads cosign's error: a verification failure is a refusal
+// (cosign's own text); anything else (a registry that failed, signatures
+// not found: absence is the finder's to prove) is unverifiable, a fault.
+func verdictOf(err error) Verdict {
+	var nomatch *cosign.ErrNoMatchingSignatures
+	var failure *cosign.VerificationFailure
+	if errors.As(err, &nomatch) || errors.As(err, &failure) {
+		return Verdict{Outcome: Refused, Reason: err.Error()}
+	}
+	// Anything else (a connection refused, signatures not found again
+	// after the finder found them) hides the answer: never a refusal.
+	return Verdict{Outcome: Unverifiable, Fault: true, Reason: "reading the signatures: " + err.Error()}
+}

@@ -1,0 +1,193 @@
+package admission
+
+import (
+	"context"
+	"encoding/pem"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+
+	"github.com/regcheck/regcheck/artifacts"
+	"github.com/regcheck/regcheck/scan"
+	"github.com/regcheck/regcheck/types"
+)
+
+// testPEM is a PEM block standing for a public key named n.
+func testPEM(n string) string {
+	return string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: []byte(n)}))
+}
+
+// indent indents s's lines by n spaces, for a YAML block scalar.
+func indent(s string, n int) string {
+	pad := strings.Repeat(" ", n)
+	return pad + strings.ReplaceAll(strings.TrimSpace(s), "\n", "\n"+pad)
+}
+
+// fakeVerifier answers by key: the outcome of each key's PEM, and counts
+// the verifications asked for.
+type fakeVerifier struct {
+	outcomes map[string]Outcome
+	tlogSeen []bool
+	calls    int
+}
+
+func (f *fakeVerifier) VerifyLegacy(_ context.Context, _ name.Digest, e KeyEntry) Verdict {
+	f.calls++
+	if e.Unverifiable != "" {
+		return Verdict{Outcome: Unverifiable, Reason: e.Unverifiable}
+	}
+	f.tlogSeen = append(f.tlogSeen, e.Tlog)
+	o, ok := f.outcomes[e.PEM]
+	if !ok {
+		o = Refused
+	}
+	return Verdict{Outcome: o, Reason: "error verifying bundle: invalid signature when validating ASN.1 encoded signature"}
+}
+
+// kyvernoPolicy is an Enforce (or Audit) ClusterPolicy on team images
+// with one attestor set of the given entries and count.
+func kyvernoPolicy(action string, count int, entries ...string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: signed
+spec:
+  validationFailureAction: %s
+  rules:
+    - name: verify
+      match:
+        any:
+          - resources:
+              kinds: [Pod]
+      verifyImages:
+        - imageReferences: ["registry.example.com/team/*"]
+          attestors:
+            - count: %d
+              entries:
+`, action, count)
+	for _, e := range entries {
+		b.WriteString(e)
+	}
+	return b.String()
+}
+
+// keyEntry is an attestor entry with inline keys and a rekor block.
+func keyEntry(pems, rekor string) string {
+	return "                - keys:\n                    publicKeys: |-\n" + indent(pems, 22) + "\n" + rekor
+}
+
+const ignoreTlog = "                    rekor:\n                      ignoreTlog: true\n"
+
+// cipPolicy is a ClusterImagePolicy on team images with key authorities.
+func cipPolicy(authorities ...string) string {
+	return `apiVersion: policy.sigstore.dev/v1beta1
+kind: ClusterImagePolicy
+metadata:
+  name: signed
+spec:
+  images:
+    - glob: "registry.example.com/team/**"
+  authorities:
+` + strings.Join(authorities, "")
+}
+
+// keyAuthority is a key.data authority; ctlog adds a log to it.
+func keyAuthority(p string, ctlog bool) string {
+	s := "    - key:\n        data: |-\n" + indent(p, 10) + "\n"
+	if ctlog {
+		s += "      ctlog:\n        url: https://rekor.example.com\n"
+	}
+	return s
+}
+
+// TestVerifyFindings: a present legacy signature verified against the
+// policy's keys, with the engines' combination rules: Kyverno's attestor
+// count (0: all), policy-controller's any authority; refused under
+// Enforce is broken, under Audit at-risk; what cannot be decided offline
+// is unknown, never ok. The log requirement follows the engine.
+func TestVerifyFindings(t *testing.T) {
+	a, b := testPEM("key A"), testPEM("key B")
+	good := map[string]Outcome{a: Verified}
+	for _, c := range []struct {
+		name     string
+		policy   string
+		want     types.Verdict
+		codes    string
+		mentions string
+		tlog     string // the Tlog of each entry verified, in order
+	}{
+		{"kyverno, the key verifies", kyvernoPolicy("Enforce", 0, keyEntry(a, ignoreTlog)), types.OK, "", "", "false"},
+		{"kyverno, another key: broken", kyvernoPolicy("Enforce", 0, keyEntry(b, ignoreTlog)), types.Broken, "signature-refused/critical",
+			"attestors[0].entries[0].keys.publicKeys for Deployment dev/web; the signature is there, and cosign refuses it: error verifying bundle", "false"},
+		{"kyverno, another key under Audit: at-risk", kyvernoPolicy("Audit", 0, keyEntry(b, ignoreTlog)), types.AtRisk, "signature-refused/warning", "the pod is admitted", "false"},
+		{"kyverno, no rekor block: the log is required", kyvernoPolicy("Enforce", 0, keyEntry(a, "")), types.OK, "", "", "true"},
+		{"kyverno, two keys in one publicKeys, count 1", kyvernoPolicy("Enforce", 1, keyEntry(b+a, ignoreTlog)), types.OK, "", "", "false false"},
+		{"kyverno, two keys in one publicKeys, all required", kyvernoPolicy("Enforce", 0, keyEntry(b+a, ignoreTlog)), types.Broken, "signature-refused/critical", "", "false false"},
+		{"kyverno, a KMS key: unknown", kyvernoPolicy("Enforce", 0, "                - keys:\n                    kms: gcpkms://projects/p/keys/k\n"), types.Unknown,
+			"signature-unverifiable/warning", "a KMS key (keys.kms) cannot be read offline", ""},
+		{"kyverno, a k8s:// Secret: unknown", kyvernoPolicy("Enforce", 0, keyEntry("k8s://ns/cosign", "")), types.Unknown, "signature-unverifiable/warning", "is not a PEM public key", ""},
+		{"kyverno, keyless: unknown", kyvernoPolicy("Enforce", 0, "                - keyless:\n                    subject: a@example.com\n"), types.Unknown, "signature-unverifiable/warning", "keyless", ""},
+		{"kyverno, count 1, a KMS key and a refused key: unknown", kyvernoPolicy("Enforce", 1, keyEntry(b, ignoreTlog), "                - keys:\n                    kms: awskms:///k\n"),
+			types.Unknown, "signature-unverifiable/warning", "", "false"},
+		{"policy-controller, the key verifies, no ctlog: log ignored", cipPolicy(keyAuthority(a, false)), types.OK, "", "", "false"},
+		{"policy-controller, ctlog: log required", cipPolicy(keyAuthority(a, true)), types.OK, "", "", "true"},
+		{"policy-controller, another key: broken", cipPolicy(keyAuthority(b, false)), types.Broken, "signature-refused/critical", "by key.data", "false"},
+		{"policy-controller, any authority: one refused, one verified", cipPolicy(keyAuthority(b, false), keyAuthority(a, false)), types.OK, "", "", "false false"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "policy.yaml")
+			if err := os.WriteFile(p, []byte(c.policy), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			ps, problems := ReadFiles([]string{p})
+			if len(ps.Rules) != 1 {
+				t.Fatalf("%d rules read, want 1: %+v\n%s", len(ps.Rules), problems, c.policy)
+			}
+			ps.LabelsKnown = true
+			ps.Labels = map[string]map[string]string{"dev": {includeLabel: "true"}}
+			v := &fakeVerifier{outcomes: good}
+			chk := &Checker{Policies: ps, Finder: &fakeFinder{set: artifacts.Set{Artifacts: []artifacts.Artifact{sig(artifacts.CosignTag, true)}}},
+				Parse: scan.ParseReference, Verifier: v}
+			im := &types.Image{Reference: "registry.example.com/team/web:v1", Digest: imgDigest, Verdict: types.OK,
+				Uses: []types.Use{{Source: "cluster", Kind: "Deployment", Namespace: "dev", Name: "web"}}}
+			if err := chk.Apply(context.Background(), &types.Result{Images: []*types.Image{im}}); err != nil {
+				t.Fatal(err)
+			}
+			var codes []string
+			for _, fd := range im.Findings {
+				codes = append(codes, fmt.Sprintf("%s/%s", fd.Code, fd.Severity))
+			}
+			if got := strings.Join(codes, " "); got != c.codes || im.Verdict != c.want {
+				t.Errorf("verdict %s, findings %q; want %s, %q: %+v", im.Verdict, got, c.want, c.codes, im.Findings)
+			}
+			if c.mentions != "" && !strings.Contains(fmt.Sprint(im.Findings), c.mentions) {
+				t.Errorf("no finding says %q: %+v", c.mentions, im.Findings)
+			}
+			if got := strings.Trim(fmt.Sprint(v.tlogSeen), "[]"); got != c.tlog {
+				t.Errorf("entries verified with tlog %q, want %q", got, c.tlog)
+			}
+		})
+	}
+}
+
+// shownNeeds is Needs without its attestor sets, as the tables of what
+// each rule requires state them (TestVerifyFindings checks the sets).
+type shownNeeds struct {
+	Signature  bool
+	Predicates []string
+	Format     Format
+}
+
+// presenceOnly shows alts without their attestor sets.
+func presenceOnly(alts []Needs) []shownNeeds {
+	out := make([]shownNeeds, len(alts))
+	for i, n := range alts {
+		out[i] = shownNeeds{n.Signature, n.Predicates, n.Format}
+	}
+	return out
+}

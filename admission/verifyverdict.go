@@ -1,0 +1,164 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/google/go-containerregistry/pkg/name"
+
+	"github.com/regcheck/regcheck/types"
+)
+
+// verifyCache remembers each (digest, key entry) verification of one
+// Checker: rules naming the same key verify once.
+type verifyCache struct {
+	mu   sync.Mutex
+	seen map[verifyKey]Verdict
+}
+
+// verifyKey is one verification: an image digest and a key entry.
+type verifyKey struct {
+	ref, pem string
+	tlog     bool
+}
+
+// verifyEntry verifies ref against e, once per Checker.
+func (c *Checker) verifyEntry(ctx context.Context, ref name.Digest, e KeyEntry) Verdict {
+	k := verifyKey{ref.String(), e.PEM, e.Tlog}
+	if e.Unverifiable == "" {
+		c.verified.mu.Lock()
+		v, ok := c.verified.seen[k]
+		c.verified.mu.Unlock()
+		if ok {
+			return v
+		}
+	}
+	v := c.Verifier.VerifyLegacy(ctx, ref, e)
+	c.verified.mu.Lock()
+	if c.verified.seen == nil {
+		c.verified.seen = map[verifyKey]Verdict{}
+	}
+	c.verified.seen[k] = v
+	c.verified.mu.Unlock()
+	return v
+}
+
+// verifyFindings verifies, where the rule names keys, the legacy
+// signature its presence check found: none when an alternative verifies
+// (policy-controller: any authority), else SignatureRefused when cosign
+// refused every entry that could be checked, else SignatureUnverifiable
+// (or the fault) when what is left cannot be decided offline. A bundle
+// rule is checked for presence alone (not verified yet, said in
+// docs/admission.md).
+func (c *Checker) verifyFindings(ctx context.Context, ru *ruleUses, im *types.Image) []types.Finding {
+	if c.Verifier == nil {
+		return nil
+	}
+	ref, ok := c.digestRef(im)
+	if !ok {
+		return nil
+	}
+	var worst *altResult
+	for _, n := range ru.rule.Alternatives {
+		if !n.Signature || len(n.Sets) == 0 || n.Format == Bundle {
+			return nil // an alternative met by presence alone
+		}
+		r := c.alternative(ctx, ref, n)
+		if r.outcome == Verified {
+			return nil
+		}
+		if worst == nil || r.outcome == Unverifiable && worst.outcome == Refused {
+			worst = &r
+		}
+	}
+	if worst == nil {
+		return nil
+	}
+	return []types.Finding{ru.verifyFinding(*worst, im.Digest)}
+}
+
+// digestRef is im's digest in its repository as the registry client
+// reaches it.
+func (c *Checker) digestRef(im *types.Image) (name.Digest, bool) {
+	_, r, err := c.Parse(im.Reference)
+	if err != nil {
+		return name.Digest{}, false
+	}
+	return r.Context().Digest(im.Digest), true
+}
+
+// altResult is one alternative's verification and the entry that says
+// why it did not pass.
+type altResult struct {
+	outcome Outcome
+	entry   KeyEntry
+	verdict Verdict
+}
+
+// alternative verifies one alternative: every set must pass; a set
+// passes when Count of its entries (all, when 0) verify. A set that
+// fails is unverifiable when its undecided entries could still make the
+// count, refused otherwise.
+func (c *Checker) alternative(ctx context.Context, ref name.Digest, n Needs) altResult {
+	out := altResult{outcome: Verified}
+	for _, set := range n.Sets {
+		need := set.Count
+		if need <= 0 || need > len(set.Entries) {
+			need = len(set.Entries)
+		}
+		var verified, open int
+		var refused, undecided *altResult
+		for _, e := range set.Entries {
+			v := c.verifyEntry(ctx, ref, e)
+			switch v.Outcome {
+			case Verified:
+				verified++
+			case Unverifiable:
+				open++
+				undecided = &altResult{outcome: Unverifiable, entry: e, verdict: v}
+			default:
+				refused = &altResult{outcome: Refused, entry: e, verdict: v}
+			}
+		}
+		switch {
+		case verified >= need:
+			continue
+		case verified+open >= need && undecided != nil:
+			out = *undecided
+		case refused != nil && out.outcome != Unverifiable:
+			out = *refused
+		}
+	}
+	return out
+}
+
+// verifyFinding says what verification gave: a refusal (broken under an
+// enforcing rule, at-risk under an auditing or unsure one), or what
+// could not be decided (unknown).
+func (ru *ruleUses) verifyFinding(r altResult, digest string) types.Finding {
+	if r.outcome == Unverifiable {
+		code := types.SignatureUnverifiable
+		if r.verdict.Fault {
+			code = types.RegistryFault
+		}
+		return types.NewAdvisedFinding(code, digest, "",
+			fmt.Sprintf("%s requires a signature of %s by %s for %s; whether it verifies could not be decided offline: %s",
+				ru.rule.named(), types.ShortDigest(digest), r.entry.Path, usesText(ru.uses), r.verdict.Reason),
+			code.Advice("", digest))
+	}
+	msg := fmt.Sprintf("%s%s requires a signature of %s by %s for %s; the signature is there, and cosign refuses it: %s",
+		ru.rule.named(), ru.overridden(), types.ShortDigest(digest), r.entry.Path, usesText(ru.uses), r.verdict.Reason)
+	f := types.NewFinding(types.SignatureRefused, digest, "", "%s", msg)
+	switch {
+	case !ru.enforce:
+		f.Severity = types.SeverityWarning
+		f.Message += ": the pod is admitted, the policy reports it"
+	case ru.unsure:
+		f.Severity = types.SeverityWarning
+		f.Message += ": if the policy selects the pod, the pod will be refused"
+	default:
+		f.Message += ": the pod will be refused"
+	}
+	return f
+}
