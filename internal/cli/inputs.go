@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/regcheck/regcheck/imageref"
+	"github.com/regcheck/regcheck/internal/redact"
 	"github.com/regcheck/regcheck/render"
 	"github.com/regcheck/regcheck/types"
 	"github.com/regcheck/regcheck/yamlfile"
@@ -83,7 +84,7 @@ func fileTargets(imgs []yamlfile.Image) ([]types.Target, []types.InputError) {
 		if _, err := imageref.Parse(img.Ref); err != nil {
 			notices = append(notices, types.InputError{
 				Source: img.File, Line: img.Line, Column: img.Column, Notice: true,
-				Message: types.Capped(fmt.Sprintf("not an image reference: %q", img.Ref)),
+				Message: types.Capped(fmt.Sprintf("not an image reference: %q", redact.String(img.Ref))),
 			})
 			continue
 		}
