@@ -53,9 +53,10 @@ ${IMAGE}, a parameter nothing in the tree fills): such a string is never
 scanned. Tekton $(params.x) and Argo Workflows {{inputs.parameters.x}} are
 filled in from their defaults and the values passed in the tree. A path
 given to -f or --images-from that does not exist is a usage error. When
-the inputs hold no image reference, the report is still written, with what was skipped or not read, and the scan exits 2 (nothing
-to check) or, when an input could not be read, 3. An input's error is cut
-to 1 KiB in every format, with how much was left out.
+the inputs hold no image reference, the report is still written, with what
+was skipped or not read, and the scan exits 2 (nothing to check) or, when
+an input could not be read, 3. An input's error is cut to 1 KiB in every
+format, with how much was left out.
 
 A folder with a kustomization is read as kustomize builds it: each
 kustomization no other one in the tree includes is rendered (in memory;
