@@ -18,10 +18,12 @@ import (
 // TaskRun (spec.params), or the Pipeline task (tasks[].params) running the
 // Task passes, else the param's default: in the Task. A Pipeline task's
 // value may itself be $(params.p), a parameter of the Pipeline, filled by
-// the PipelineRun (spec.params) or the Pipeline's default.
+// the PipelineRun (spec.params) or the Pipeline's default; a taskSpec
+// embedded in a Pipeline reads the Pipeline's parameters without
+// declaring them (.../pipelineruns/#propagated-parameters).
 //
 // Argo Workflows (https://argo-workflows.readthedocs.io/en/latest/walk-through/parameters/
-// and .../variables/): a template reads {{inputs.parameters.name}}, filled
+// and https://argo-workflows.readthedocs.io/en/latest/workflow-inputs/): a template reads {{inputs.parameters.name}}, filled
 // by the arguments.parameters of the dag task or step calling it
 // (template: its name), else the input's value or default; the
 // entrypoint's inputs by the workflow's spec.arguments.parameters, which
@@ -81,12 +83,29 @@ type scope struct {
 	owner    string // "Task build", for notices
 	defaults map[string]value
 	passes   []pass
+	// pipeline, for a taskSpec embedded in a Pipeline, names it: its
+	// parameters propagate to the taskSpec's steps, those the taskSpec
+	// does not declare (https://tekton.dev/docs/pipelines/pipelineruns/#propagated-parameters).
+	pipeline string
 }
 
 // pipelineValues are a Pipeline's parameters: defaults, then each run's.
 type pipelineValues struct {
 	defaults map[string]value
 	runs     []map[string]value
+}
+
+// has reports whether the Pipeline's default or a run gives key.
+func (pv *pipelineValues) has(key string) bool {
+	if _, ok := pv.defaults[key]; ok {
+		return true
+	}
+	for _, run := range pv.runs {
+		if _, ok := run[key]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // params is what the sources say about parameters.
@@ -141,7 +160,7 @@ func (p *params) resolve(img Image, sc *scope) ([]Image, string) {
 	keys, exprs := paramKeys(img.Ref)
 	var sets []map[string]value
 	sets = append(sets, sc.defaults)
-	for _, ps := range sc.passes {
+	for _, ps := range append(sc.passes, p.propagated(img, sc, keys, exprs)...) {
 		sets = append(sets, p.expand(ps)...)
 	}
 	var out []Image
@@ -179,6 +198,25 @@ func (p *params) resolve(img Image, sc *scope) ([]Image, string) {
 		}
 	}
 	return out, missing
+}
+
+// propagated is the pass of the parameters of its Pipeline an embedded
+// taskSpec reads and gives no default, or none.
+func (p *params) propagated(img Image, sc *scope, keys, exprs []string) []pass {
+	pv := p.pipelines[sc.pipeline]
+	if sc.pipeline == "" || pv == nil {
+		return nil
+	}
+	ps := pass{values: map[string]value{}, pipeline: sc.pipeline}
+	for i, k := range keys {
+		if _, given := sc.defaults[k]; !given && pv.has(k) {
+			ps.values[k] = value{text: exprs[i], at: at{img.File, img.Line, img.Column}}
+		}
+	}
+	if len(ps.values) == 0 {
+		return nil
+	}
+	return []pass{ps}
 }
 
 // expand is a pass's values with each $(params.p) of its Pipeline filled
@@ -306,7 +344,7 @@ func (p *params) pipeline(file, name string, spec *yaml.Node) {
 				p.task(ref).passes = append(p.task(ref).passes, ps)
 			}
 			if ts := child(t, "taskSpec"); ts != nil {
-				sc := &scope{owner: fmt.Sprintf("task %s of %s", scalar(t, "name"), name), passes: []pass{ps}}
+				sc := &scope{owner: fmt.Sprintf("task %s of %s", scalar(t, "name"), name), passes: []pass{ps}, pipeline: name}
 				p.taskSpec(file, sc, ts)
 			}
 		}

@@ -39,6 +39,13 @@ func TestResolveParams(t *testing.T) {
 			[]string{"tekton/task.yaml"},
 			[]string{"tekton/task.yaml:8:16 gcr.io/kaniko-project/executor:v1.23.0", "tekton/task.yaml:20:14 docker.io/library/busybox:1.36"},
 			[]string{"tekton/task.yaml:16: tag", "tekton/task.yaml:18: nodefault"}},
+		{"Tekton: a PipelineRun's params propagate to an embedded taskSpec that does not declare them",
+			[]string{"propagated/run.yaml"},
+			[]string{
+				"propagated/run.yaml:12:18 docker.io/library/ubuntu:22.04", // the embedded Pipeline's default
+				"propagated/run.yaml:8:14 docker.io/library/ubuntu:24.04",  // the PipelineRun's value
+			},
+			nil},
 		{"Argo Workflow: defaults, dag and steps arguments, inline templates, workflow parameters",
 			[]string{"argo/workflow.yaml"},
 			[]string{

@@ -100,3 +100,41 @@ func checkNotImageJSON(t *testing.T, out, ref string, want []types.InputError) {
 		t.Errorf("input errors\n%s\nwant\n%s", got, w)
 	}
 }
+
+// A Tekton Task's $(params.x) is scanned as the image its default and the
+// values passed to it name (here one served by a loopback registry, passed
+// by a TaskRun in another file): ok, exit 0, each use at the value's
+// line; a parameter given no value is a notice naming it, not broken.
+func TestScanTektonParams(t *testing.T) {
+	t.Parallel()
+	ref := testRegistry(t)
+	dir := t.TempDir()
+	files := map[string]string{
+		"task.yaml": "apiVersion: tekton.dev/v1\nkind: Task\nmetadata: {name: build}\nspec:\n  params:\n    - name: builder\n    - name: other\n  steps:\n" +
+			"    - name: build\n      image: $(params.builder)\n" + // line 10
+			"    - name: other\n      image: $(params.other)\n", // line 12
+		"run.yaml": "apiVersion: tekton.dev/v1\nkind: TaskRun\nmetadata: {name: run}\nspec:\n  taskRef: {name: build}\n  params:\n    - name: builder\n" +
+			"      value: " + ref + "\n", // line 8
+	}
+	for name, c := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errs := runCmd(t, "scan", "-o", "json", "-f", dir)
+	if code != ExitClean {
+		t.Fatalf("exit %d, want %d\n%s%s", code, ExitClean, out, errs)
+	}
+	var doc report.Document
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Images) != 1 || doc.Images[0].Reference != ref || doc.Images[0].Verdict != types.OK ||
+		len(doc.Images[0].Uses) != 1 || doc.Images[0].Uses[0].File != filepath.Join(dir, "run.yaml") || doc.Images[0].Uses[0].Line != 8 {
+		t.Errorf("images %+v, want %s ok, used at run.yaml:8", doc.Images, ref)
+	}
+	if len(doc.InputErrors) != 1 || !doc.InputErrors[0].Notice || doc.InputErrors[0].Line != 12 ||
+		!strings.Contains(doc.InputErrors[0].Message, "parameter other has no default") {
+		t.Errorf("input errors %+v, want one notice at task.yaml:12 naming parameter other", doc.InputErrors)
+	}
+}

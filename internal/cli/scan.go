@@ -47,11 +47,16 @@ cannot be opened) is in the report, in every format, and makes the scan
 incomplete. Only regular files (or symlinks to one) of at most 16 MiB are
 read: a named pipe, a device or a symlink to nothing is skipped with a
 notice that does not (pipe manifests to -f - instead), as is a Helm
-template. A path given to -f or --images-from that does not exist is a
-usage error. When the inputs hold no image reference, the report is still
-written, with what was skipped or not read, and the scan exits 2 (nothing
-to check) or, when an input could not be read, 3. An input's error is cut
-to 1 KiB in every format, with how much was left out.
+template, a JSON file that holds no Kubernetes object (a dashboard), and a
+string in an image field that is no image reference (a placeholder,
+${IMAGE}, a parameter nothing in the tree fills): such a string is never
+scanned. Tekton $(params.x) and Argo Workflows {{inputs.parameters.x}} are
+filled in from their defaults and the values passed in the tree. A path
+given to -f or --images-from that does not exist is a usage error. When
+the inputs hold no image reference, the report is still written, with what
+was skipped or not read, and the scan exits 2 (nothing to check) or, when
+an input could not be read, 3. An input's error is cut to 1 KiB in every
+format, with how much was left out.
 
 A folder with a kustomization is read as kustomize builds it: each
 kustomization no other one in the tree includes is rendered (in memory;
