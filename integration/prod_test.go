@@ -298,7 +298,7 @@ func TestProdRegistry(t *testing.T) {
 	})
 
 	t.Run("every format", func(t *testing.T) {
-		for _, format := range report.Formats() {
+		for _, format := range append(report.Formats(), "prom") {
 			r := c.run(t, append([]string{"scan", "-o", format, "-f", inUse}, ca...)...)
 			if r.code != cli.ExitFindings {
 				t.Errorf("%s: exit %d, want %d (three images are broken)\n%s", r, r.code, cli.ExitFindings, lastLines(r.err, 20))

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"io"
 	"regexp"
 	"strings"
 	"time"
@@ -11,6 +12,15 @@ import (
 	"github.com/regcheck/regcheck/results/recordresult"
 	"github.com/regcheck/regcheck/types"
 )
+
+// WriteScan writes the result's series (ScanSeries) in the Prometheus text
+// exposition format 0.0.4, for node_exporter's textfile collector or a
+// Pushgateway: every metric a gauge, families and series sorted, no
+// timestamps (the textfile collector rejects them; the metrics say when).
+// It is scan's -o prom.
+func WriteScan(w io.Writer, r *types.Result) error {
+	return Write(w, ScanSeries(r))
+}
 
 // ScanSeries returns a registry holding the result's metrics, every one a
 // gauge: a result is a snapshot, replaced by the next run's. Besides the

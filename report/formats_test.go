@@ -13,13 +13,14 @@ import (
 	"unicode/utf8"
 
 	"github.com/regcheck/regcheck/internal/printable"
+	"github.com/regcheck/regcheck/metrics"
 	"github.com/regcheck/regcheck/types"
 )
 
 // The metrics parse as exposition format 0.0.4 and say what the scan found.
 func TestPrometheus(t *testing.T) {
 	var buf bytes.Buffer
-	if err := Prometheus(&buf, result()); err != nil {
+	if err := metrics.WriteScan(&buf, result()); err != nil {
 		t.Fatal(err)
 	}
 	series, err := parseExposition(buf.String())
@@ -352,13 +353,13 @@ func TestRenderersEscape(t *testing.T) {
 			}
 		},
 	}
-	for _, format := range Formats() {
+	for _, format := range scanFormats() {
 		t.Run(format, func(t *testing.T) {
 			check, ok := checks[format]
 			if !ok {
 				t.Fatalf("no escaping check for %s", format)
 			}
-			r, _ := For(format)
+			r, _ := renderer(format)
 			var buf bytes.Buffer
 			if err := r.Render(&buf, hostile()); err != nil {
 				t.Fatal(err)
@@ -503,13 +504,13 @@ func TestInputErrorsEveryFormat(t *testing.T) {
 			}
 		},
 	}
-	for _, format := range Formats() {
+	for _, format := range scanFormats() {
 		t.Run(format, func(t *testing.T) {
 			check, ok := checks[format]
 			if !ok {
 				t.Fatalf("no input-error check for %s", format)
 			}
-			r, _ := For(format)
+			r, _ := renderer(format)
 			var buf bytes.Buffer
 			if err := r.Render(&buf, inputResult()); err != nil {
 				t.Fatal(err)

@@ -35,7 +35,7 @@ func TestInputErrorColumnEveryFormat(t *testing.T) {
 		{"json", []string{`"line": 1,`, `"column": 2,`}},
 	} {
 		t.Run(tc.format, func(t *testing.T) {
-			r, _ := For(tc.format)
+			r, _ := renderer(tc.format)
 			var buf bytes.Buffer
 			if err := r.Render(&buf, columnResult()); err != nil {
 				t.Fatal(err)
@@ -51,7 +51,7 @@ func TestInputErrorColumnEveryFormat(t *testing.T) {
 
 // SARIF's input-error result has the column as its region's startColumn.
 func TestInputErrorColumnSARIF(t *testing.T) {
-	r, _ := For("sarif")
+	r, _ := renderer("sarif")
 	var buf bytes.Buffer
 	if err := r.Render(&buf, columnResult()); err != nil {
 		t.Fatal(err)
@@ -78,7 +78,7 @@ func TestInputErrorColumnSARIF(t *testing.T) {
 // column anywhere.
 func TestInputErrorNoColumn(t *testing.T) {
 	for _, format := range []string{"json", "sarif", "github"} {
-		r, _ := For(format)
+		r, _ := renderer(format)
 		var buf bytes.Buffer
 		if err := r.Render(&buf, inputResult()); err != nil {
 			t.Fatal(err)

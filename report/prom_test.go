@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/regcheck/regcheck/metrics"
 	"github.com/regcheck/regcheck/types"
 )
 
@@ -18,7 +19,7 @@ func TestPrometheusDropsUserinfo(t *testing.T) {
 		Uses:     []types.Use{{Source: "file", File: "a.yaml", Kind: "Deployment", Namespace: "web", Name: "app", Container: "app"}},
 	}}, Requests: []types.RequestCount{{Host: "registry.example", Kind: "ping", Status: "401", Count: 1}}}
 	var buf bytes.Buffer
-	if err := Prometheus(&buf, r); err != nil {
+	if err := metrics.WriteScan(&buf, r); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(buf.String(), "s3cret") || strings.Contains(buf.String(), "robot") {
@@ -41,7 +42,7 @@ func TestPrometheusUses(t *testing.T) {
 		Uses: []types.Use{pod1, pod2},
 	}}}
 	var buf bytes.Buffer
-	if err := Prometheus(&buf, r); err != nil {
+	if err := metrics.WriteScan(&buf, r); err != nil {
 		t.Fatal(err)
 	}
 	series, err := parseExposition(buf.String())
@@ -67,7 +68,7 @@ func TestPrometheusUses(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer
-			if err := Prometheus(&buf, tc.r); err != nil {
+			if err := metrics.WriteScan(&buf, tc.r); err != nil {
 				t.Fatal(err)
 			}
 			if got := strings.Contains(buf.String(), "regcheck_last_success_timestamp_seconds{"); got != tc.success {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/regcheck/regcheck/metrics"
 	"github.com/regcheck/regcheck/types"
 )
 
@@ -58,7 +59,7 @@ func TestRateLimitsRendered(t *testing.T) {
 	})
 	t.Run("prom", func(t *testing.T) {
 		var buf bytes.Buffer
-		if err := Prometheus(&buf, rateLimited()); err != nil {
+		if err := metrics.WriteScan(&buf, rateLimited()); err != nil {
 			t.Fatal(err)
 		}
 		series, err := parseExposition(buf.String())

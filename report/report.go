@@ -23,7 +23,6 @@ func (f RendererFunc) Render(w io.Writer, r *types.Result) error { return f(w, r
 var formats = map[string]Renderer{
 	"table":    RendererFunc(Table),
 	"json":     RendererFunc(JSON),
-	"prom":     RendererFunc(Prometheus),
 	"html":     RendererFunc(HTML),
 	"sarif":    RendererFunc(SARIF),
 	"github":   RendererFunc(GitHub),

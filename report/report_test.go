@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/regcheck/regcheck/metrics"
 	"github.com/regcheck/regcheck/types"
 )
 
@@ -74,9 +75,9 @@ func result() *types.Result {
 }
 
 func TestRenderers(t *testing.T) {
-	for _, format := range Formats() {
+	for _, format := range scanFormats() {
 		t.Run(format, func(t *testing.T) {
-			r, err := For(format)
+			r, err := renderer(format)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -155,6 +156,21 @@ func TestFor(t *testing.T) {
 	if _, err := For("yaml"); err == nil {
 		t.Error("For(yaml) should fail")
 	}
+	if _, err := For("prom"); err == nil {
+		t.Error("For(prom): the textfile is metrics.WriteScan's")
+	}
+}
+
+// scanFormats are scan's -o formats: report's, and the Prometheus
+// textfile, which metrics writes.
+func scanFormats() []string { return append(Formats(), "prom") }
+
+// renderer is For, and metrics.WriteScan for prom: every -o format of scan.
+func renderer(format string) (Renderer, error) {
+	if format == "prom" {
+		return RendererFunc(metrics.WriteScan), nil
+	}
+	return For(format)
 }
 
 // A result with no input errors still has "inputErrors": [], never null.
@@ -192,7 +208,7 @@ func TestImageVolumeUses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.format, func(t *testing.T) {
-			rd, err := For(tt.format)
+			rd, err := renderer(tt.format)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -137,7 +137,7 @@ func TestScanInputErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	for _, format := range report.Formats() {
+	for _, format := range outputFormats() {
 		t.Run("unparseable in "+format, func(t *testing.T) {
 			t.Parallel()
 			code, out, errs := runCmd(t, "scan", "-o", format, "-f", good, "-f", bad)
@@ -472,7 +472,7 @@ func TestReportWithoutImages(t *testing.T) {
 	if err := os.WriteFile(broken, []byte("kind: Pod\nspec: [\n"+strings.Repeat("# a long comment line\n", 10)+"\n: "+strings.Repeat("x", 4000)+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, format := range report.Formats() {
+	for _, format := range outputFormats() {
 		for _, tc := range []struct {
 			name, input, names string
 			code               int

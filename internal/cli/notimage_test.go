@@ -49,7 +49,7 @@ func TestScanNotAnImage(t *testing.T) {
 		{Source: deploy, Line: 17, Column: 16, Message: `not an image reference: ""`, Notice: true},
 		{Source: deploy, Line: 19, Column: 16, Message: `not an image reference: "REPLACE_ME"`, Notice: true},
 	}
-	for _, format := range report.Formats() {
+	for _, format := range outputFormats() {
 		t.Run(format, func(t *testing.T) {
 			t.Parallel()
 			code, out, errs := runCmd(t, "scan", "-o", format, "-f", dir)

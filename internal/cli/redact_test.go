@@ -12,7 +12,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/registry"
 
 	"github.com/regcheck/regcheck/internal/testing/fixture"
-	"github.com/regcheck/regcheck/report"
 )
 
 // marker is the secret planted in every input kind; no output may hold it,
@@ -67,7 +66,7 @@ func TestNoSecretInAnyOutput(t *testing.T) {
 		{"provider stderr", []string{"--image-credential-provider-config", write("cpc.yaml", provider("kind: CredentialProviderConfig\n")), "--image-credential-provider-bin-dir", filepath.Join(dir, "bin")}},
 		{"image volume", []string{"-f", write("pod.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c, image: \""+image+"\"}]\n  volumes:\n  - name: v\n    image: {reference: \"user:"+marker+"@"+host+"/vol:1\"}\n")}},
 	} {
-		for _, format := range report.Formats() {
+		for _, format := range outputFormats() {
 			t.Run(tc.name+"/"+format, func(t *testing.T) {
 				textfile := filepath.Join(t.TempDir(), "regcheck.prom")
 				args := append([]string{"scan", "-v", "-o", format, "--metrics-file", textfile, "--insecure-registry", host}, tc.args...)

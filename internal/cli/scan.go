@@ -99,7 +99,7 @@ nothing at or above --fail-on found).`,
 	fl.StringArrayVarP(&f.filenames, "filename", "f", nil, "Kubernetes YAML file or folder to read image references from (repeatable; folders are read recursively)")
 	fl.StringVar(&f.imagesFrom, "images-from", "", "file with one image reference per line (# comments; - for stdin)")
 	addHelmValues(fl, &f.helmValues)
-	fl.StringVarP(&f.output, "output", "o", "table", "output format: "+strings.Join(report.Formats(), ", "))
+	fl.StringVarP(&f.output, "output", "o", "table", "output format: "+strings.Join(outputFormats(), ", "))
 	fl.StringVar(&f.failOn, "fail-on", "broken", "exit 1 when a finding is at least this bad: broken, high, at-risk, info or never")
 	f.registry.addTo(fl, true)
 	fl.BoolVar(&f.cluster, "cluster", false, "scan what a live cluster runs and will run: pods and the templates of their workloads, with drift against the running digests")
@@ -169,7 +169,7 @@ func newScanRun(ctx context.Context, s Streams, g *globals, f *scanFlags) (*scan
 	if r.threshold, err = parseFailOn(f.failOn); err != nil {
 		return nil, err
 	}
-	if r.renderer, err = report.For(f.output); err != nil {
+	if r.renderer, err = outputRenderer(f.output); err != nil {
 		return nil, err
 	}
 	pub, err := f.metrics.publisher("scan")
