@@ -222,6 +222,7 @@ func TestVerifyMatchesCosign(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			t.Logf("regcheck %s; cosign verify passed=%v: %s", got.Verdict, ok, lastLines(out, 1))
 			if ok != tt.cosignOK {
 				t.Fatalf("cosign verify passed=%v, want %v (the fixture is not what the case says):\n%s", ok, tt.cosignOK, lastLines(out, 5))
 			}

@@ -127,11 +127,14 @@ func (c *Cosign) Verify(ctx context.Context, ref string, f Format) (bool, string
 // format f, with the flags that match an engine: ignoreTlog adds
 // --insecure-ignore-tlog (policy-controller's key authority without
 // ctlog, Kyverno with rekor.ignoreTlog); without it the log proof is
-// required, and checked against rekorPub (a key the test makes: no
-// Rekor or TUF is ever asked; HTTPS_PROXY points at a closed loopback
-// port so that nothing leaves the machine).
+// required, carried by the signature (--offline) and checked against
+// rekorPub (a key the test makes: no Rekor or TUF is ever asked;
+// HTTPS_PROXY points at a closed loopback port so that nothing leaves
+// the machine).
 func (c *Cosign) VerifyKey(ctx context.Context, ref, pub string, f Format, ignoreTlog bool, rekorPub string) (bool, string, error) {
-	args := append([]string{"verify", "--key", pub, fmt.Sprintf("--insecure-ignore-tlog=%v", ignoreTlog)}, formatFlags(f)...)
+	// --offline: the log proof must be carried by the signature; cosign
+	// does not search Rekor for it (nor could it here).
+	args := append([]string{"verify", "--key", pub, fmt.Sprintf("--insecure-ignore-tlog=%v", ignoreTlog), "--offline=true"}, formatFlags(f)...)
 	env := []string{"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9"}
 	if rekorPub != "" {
 		env = append(env, "SIGSTORE_REKOR_PUBLIC_KEY="+rekorPub)
