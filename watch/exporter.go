@@ -81,14 +81,15 @@ var _ prometheus.Gatherer = (*Metrics)(nil)
 
 // Handler serves /metrics (client_golang's exposition), /healthz (200 while
 // the process runs) and /readyz (200 once the informers synced and the
-// history was reconciled, on every replica).
+// history was reconciled, on every replica; 503 saying why otherwise, a
+// LIST or WATCH the API server denies named).
 func (m *Metrics) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(m, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(rw http.ResponseWriter, _ *http.Request) { rw.Write([]byte("ok\n")) })
 	mux.HandleFunc("/readyz", func(rw http.ResponseWriter, _ *http.Request) {
-		if !m.w.Ready() {
-			http.Error(rw, "informers not synced", http.StatusServiceUnavailable)
+		if why := m.w.unready(); why != "" {
+			http.Error(rw, why, http.StatusServiceUnavailable)
 			return
 		}
 		rw.Write([]byte("ok\n"))
