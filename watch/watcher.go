@@ -117,6 +117,7 @@ func New(cfg Config) (*Watcher, error) {
 	w.metrics = newMetrics(w)
 	w.caches = newCaches(cfg.Client, cfg.Namespace, 0)
 	w.walks = newWalker(w)
+	w.st.siblings = w.walks.plat.siblings
 	w.faults = faults{by: map[string]fault{}}
 	w.campaignDone = make(chan struct{})
 	w.pending = make(chan struct{}, 1)
@@ -282,7 +283,7 @@ func (w *Watcher) observeLocked(p *corev1.Pod) {
 	}
 	for _, t := range ts {
 		w.metrics.transition(t)
-		w.noteTransition(t)
+		w.noteTransition(t, w.st.nodeCache(t))
 	}
 	for _, c := range cs {
 		w.walks.seen(c)
@@ -290,8 +291,9 @@ func (w *Watcher) observeLocked(p *corev1.Pod) {
 }
 
 // noteTransition logs a transition, and starts the walk of an unplanned
-// upgrade's previous digest.
-func (w *Watcher) noteTransition(t record.Transition) {
+// upgrade's previous digest; a pod started from its node's older cached
+// digest (cached) is said as that, at info.
+func (w *Watcher) noteTransition(t record.Transition, cached bool) {
 	attrs := []any{"namespace", t.Namespace, "owner", t.OwnerKind + "/" + t.OwnerName, "container", t.Container + t.Volume,
 		"from", t.From, "to", t.To, "image", t.Image, "pod", t.Pod}
 	switch {
@@ -299,6 +301,8 @@ func (w *Watcher) noteTransition(t record.Transition) {
 		w.log.Debug("first seen", attrs...)
 	case t.TemplateChanged:
 		w.log.Info("running digest changed with the template", attrs...)
+	case cached:
+		w.log.Info("a new pod runs an older digest its node still holds (pull policy IfNotPresent or Never): the node's cache, not a moved tag", attrs...)
 	default:
 		// Logged once, here; the periodic walk's summary counts those that stand.
 		attrs = append(attrs, "advice", upgradeAdvice(Upgrade{Transition: t}, w.cfg.HistoryHint))
