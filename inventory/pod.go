@@ -103,3 +103,11 @@ func FromObjects(o Objects) *Inventory {
 	slices.SortStableFunc(containers, compareContainers)
 	return &Inventory{Containers: containers, NodeImages: nodeImages(o.Nodes), Nodes: newNodes(o.Nodes)}
 }
+
+// Lifted reports whether a kind (ReplicaSet, Job) controlled as refs say
+// is lifted to its controller, whose own template then covers it: a
+// ReplicaSet of a Deployment or Rollout, a Job of a CronJob or ScaledJob.
+// Its pod template is read by no one (the watcher drops it).
+func Lifted(kind string, refs []metav1.OwnerReference) bool {
+	return lifts(kind, controllerOf(refs).kind)
+}

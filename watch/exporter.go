@@ -81,14 +81,15 @@ var _ prometheus.Gatherer = (*Metrics)(nil)
 
 // Handler serves /metrics (client_golang's exposition), /healthz (200 while
 // the process runs) and /readyz (200 once the informers synced and the
-// history was reconciled, on every replica).
+// history was reconciled, on every replica; 503 saying why otherwise, a
+// LIST or WATCH the API server denies named).
 func (m *Metrics) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(m, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(rw http.ResponseWriter, _ *http.Request) { rw.Write([]byte("ok\n")) })
 	mux.HandleFunc("/readyz", func(rw http.ResponseWriter, _ *http.Request) {
-		if !m.w.Ready() {
-			http.Error(rw, "informers not synced", http.StatusServiceUnavailable)
+		if why := m.w.unready(); why != "" {
+			http.Error(rw, why, http.StatusServiceUnavailable)
 			return
 		}
 		rw.Write([]byte("ok\n"))
@@ -137,14 +138,15 @@ func newUpgradeSeries(w *Watcher) *upgradeSeries {
 // Describe sends the family's one description.
 func (u *upgradeSeries) Describe(ch chan<- *prometheus.Desc) { ch <- u.desc }
 
-// Collect sends one series, valued 1, per upgrade that stands; label sets
+// Collect sends one series, valued 1, per upgrade that stands (not those
+// said as a node's cache: nobody must act on them); label sets
 // that two slots share (container and volume names alike) are sent once.
 func (u *upgradeSeries) Collect(ch chan<- prometheus.Metric) {
 	type labels [6]string
 	u.w.mu.Lock()
 	seen := map[labels]bool{}
 	for k, st := range u.w.st.slots {
-		if up := st.upgrade; up != nil {
+		if up := st.upgrade; up != nil && !up.NodeCache {
 			seen[labels{metrics.LabelValue(k.ns), metrics.LabelValue(k.kind), metrics.LabelValue(k.name),
 				metrics.LabelValue(k.container + k.volume), up.From, up.To}] = true
 		}

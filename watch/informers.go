@@ -157,7 +157,8 @@ func copied[T any](items []*T, _ error) []T {
 }
 
 // slim strips an object to what the inventory reads before the informer
-// caches it: no managed fields, annotations or labels, and of each pod
+// caches it: no managed fields, annotations or labels, no template for a
+// ReplicaSet or Job whose controller's template covers it, and of each pod
 // spec only the containers' names, images and pull policies, the image
 // volumes and what placement and pull secrets need. It keeps the watcher's
 // memory to a few hundred bytes a pod.
@@ -173,7 +174,7 @@ func slim(obj any) (any, error) {
 		o.Status = appsv1.DeploymentStatus{}
 	case *appsv1.ReplicaSet:
 		slimMeta(&o.ObjectMeta)
-		slimTemplate(&o.Spec.Template)
+		slimOwnedTemplate(inventory.KindReplicaSet, o.OwnerReferences, &o.Spec.Template)
 		o.Status = appsv1.ReplicaSetStatus{}
 	case *appsv1.StatefulSet:
 		slimMeta(&o.ObjectMeta)
@@ -186,7 +187,7 @@ func slim(obj any) (any, error) {
 		o.Status = appsv1.DaemonSetStatus{}
 	case *batchv1.Job:
 		slimMeta(&o.ObjectMeta)
-		slimTemplate(&o.Spec.Template)
+		slimOwnedTemplate(inventory.KindJob, o.OwnerReferences, &o.Spec.Template)
 		o.Status = batchv1.JobStatus{Conditions: o.Status.Conditions} // a finished Job gets no template entry
 		for i := range o.Status.Conditions {
 			o.Status.Conditions[i].Message = ""
@@ -201,6 +202,18 @@ func slim(obj any) (any, error) {
 
 func slimMeta(m *metav1.ObjectMeta) {
 	m.ManagedFields, m.Annotations, m.Labels, m.Finalizers = nil, nil, nil, nil
+}
+
+// slimOwnedTemplate drops the whole template of a ReplicaSet or Job its
+// controller's template covers (a Deployment's or Rollout's ReplicaSet, a
+// CronJob's Job): neither the inventory nor the watcher reads it. Others
+// are slimmed.
+func slimOwnedTemplate(kind string, refs []metav1.OwnerReference, t *corev1.PodTemplateSpec) {
+	if inventory.Lifted(kind, refs) {
+		*t = corev1.PodTemplateSpec{}
+		return
+	}
+	slimTemplate(t)
 }
 
 func slimTemplate(t *corev1.PodTemplateSpec) {

@@ -43,7 +43,13 @@ type slotState struct {
 	// upgrade is the unplanned upgrade that stands: the last transition,
 	// unplanned, while a pod still runs its To.
 	upgrade *Upgrade
+	// older are the digests the slot ran before its last (newest last, at
+	// most maxOlder): what a node may still hold in its cache.
+	older []string
 }
+
+// maxOlder bounds a slot's older digests.
+const maxOlder = 4
 
 // Upgrade is an unplanned upgrade that stands: the transition, and
 // whether the container has crash-looped since.
@@ -55,7 +61,18 @@ type Upgrade struct {
 	CrashLoop bool
 	// Restarts is the container's restart count when last seen.
 	Restarts int32
+	// NodeCache is true when no tag moved: a pod new to the owner, with
+	// pull policy IfNotPresent or Never, started on a node that still
+	// holds a digest the owner ran before. Nobody needs to pin anything
+	// back; the node's cache is behind.
+	NodeCache bool
 }
+
+// siblings reports whether two digests are manifests of one index (the
+// same image for two platforms: on CRI-O a container's imageID is its
+// platform manifest's digest). It answers from what walks learned; false
+// when it does not know.
+type siblings func(a, b string) bool
 
 // sighting is one container (or image volume) of one pod as an event
 // showed it, with what the inventory does not keep.
@@ -73,7 +90,10 @@ type sighting struct {
 // the watcher holds its lock around every call.
 type state struct {
 	cluster string
-	slots   map[slot]*slotState
+	// siblings tells two platforms of one index apart from a moved tag;
+	// nil knows none.
+	siblings siblings
+	slots    map[slot]*slotState
 	// podSlots are the slots each pod ("ns/name") runs in.
 	podSlots map[string][]slot
 	// hist indexes the history loaded at the last reconcile, by slot: what
@@ -201,6 +221,9 @@ func (s *state) transition(now time.Time, k slot, st *slotState, x sighting, pre
 	if had {
 		from, fromImage = prev.digest, prev.image
 	}
+	if from != "" && s.siblings != nil && s.siblings(from, d) {
+		return record.Transition{}, false // another platform of the same index: no change of bits
+	}
 	t := record.Transition{Cluster: s.cluster, Namespace: k.ns, OwnerKind: k.kind, OwnerName: k.name,
 		Container: k.container, Volume: k.volume, Pod: x.c.Pod, Node: x.c.Node,
 		Image: x.c.Image, From: from, To: d, Time: now.UTC(),
@@ -213,6 +236,15 @@ func (s *state) transition(now time.Time, k slot, st *slotState, x sighting, pre
 		t = seen // seen before a reconcile: keep when it was first seen
 	}
 	s.seen[k] = t
+	if !had && !t.TemplateChanged && cachedPolicy(x.c.PullPolicy) && s.ranBefore(k, st, d) {
+		// A node's cache is behind: the slot's last digest stays what the
+		// tag gave last, and an upgrade that stands stays.
+		if st.upgrade == nil || !st.runs(st.upgrade.To) {
+			st.upgrade = &Upgrade{Transition: t, Restarts: t.RestartCount, NodeCache: true}
+		}
+		return t, true
+	}
+	st.remember(from)
 	st.last, st.lastImage = d, x.c.Image
 	st.recent = map[string]bool{}
 	st.upgrade = nil
@@ -220,6 +252,56 @@ func (s *state) transition(now time.Time, k slot, st *slotState, x sighting, pre
 		st.upgrade = &Upgrade{Transition: t, Restarts: t.RestartCount}
 	}
 	return t, true
+}
+
+// nodeCache reports whether t, just returned by observe, is a pod started
+// from its node's older cached digest: the only unplanned transition
+// after which the slot's last digest is not t's To.
+func (s *state) nodeCache(t record.Transition) bool {
+	st, ok := s.slots[slot{t.Namespace, t.OwnerKind, t.OwnerName, t.Container, t.Volume}]
+	return ok && !t.TemplateChanged && !t.FirstSeen() && st.last != t.To
+}
+
+// cachedPolicy reports whether a pull policy lets the kubelet start a
+// container from the node's cache without asking the registry.
+func cachedPolicy(p string) bool { return p == "IfNotPresent" || p == "Never" }
+
+// ranBefore reports whether slot k ran d before its last digest: in this
+// process, or in the history it started from.
+func (s *state) ranBefore(k slot, st *slotState, d string) bool {
+	if slices.Contains(st.older, d) {
+		return true
+	}
+	for _, r := range s.hist[k].records {
+		if r.Digest == d && r.Digest != st.last {
+			return true
+		}
+	}
+	return false
+}
+
+// remember keeps d as one of the slot's older digests.
+func (st *slotState) remember(d string) {
+	if d == "" {
+		return
+	}
+	st.older = append(slices.DeleteFunc(st.older, func(o string) bool { return o == d }), d)
+	if len(st.older) > maxOlder {
+		st.older = st.older[len(st.older)-maxOlder:]
+	}
+}
+
+// dropSiblings ends the standing upgrades whose from and to a walk has
+// since shown to be two platforms of one index, and returns them.
+func (s *state) dropSiblings() []Upgrade {
+	var out []Upgrade
+	for _, st := range s.slots {
+		if u := st.upgrade; u != nil && s.siblings != nil && s.siblings(u.From, u.To) {
+			out = append(out, *u)
+			st.upgrade = nil
+		}
+	}
+	return out
 }
 
 // runs reports whether a pod of the slot runs d.

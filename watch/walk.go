@@ -34,6 +34,8 @@ type walker struct {
 	// walk found: "whole", "not whole" (broken) or "unknown".
 	whole  map[string]string
 	result *types.Result // every image walked, the last walk's answer for each
+	// plat are the indexes of the images walked, by platform manifest.
+	plat platforms
 }
 
 func newWalker(w *Watcher) *walker {
@@ -359,9 +361,15 @@ func (k *walker) publish(res *types.Result, all bool) {
 	if res == nil {
 		return
 	}
+	k.plat.learn(res, all)
 	k.w.mu.Lock()
+	dropped := k.w.st.dropSiblings()
 	ups := k.w.st.upgrades()
 	k.w.mu.Unlock()
+	for _, u := range dropped {
+		k.w.log.Info("not an upgrade: the two digests are two platforms of one index", "namespace", u.Namespace,
+			"owner", u.OwnerKind+"/"+u.OwnerName, "container", u.Container+u.Volume, "from", u.From, "to", u.To)
+	}
 	k.mu.Lock()
 	whole := make(map[string]string, len(k.whole))
 	for r, v := range k.whole {
@@ -393,8 +401,12 @@ func withUpgrades(res *types.Result, ups map[slot]Upgrade, whole map[string]stri
 		cp.Findings = append([]types.Finding(nil), im.Findings...)
 		for k, u := range ups {
 			if usedBy(&cp, k) && cp.Reference != "" {
-				cp.Findings = append(cp.Findings, types.NewAdvisedFinding(types.UnplannedUpgrade, u.To, "",
-					upgradeMessage(u, whole[imageref.RunningOf(u.Image, u.From)]), upgradeAdvice(u, hint)))
+				f := types.NewAdvisedFinding(types.UnplannedUpgrade, u.To, "",
+					upgradeMessage(u, whole[imageref.RunningOf(u.Image, u.From)]), upgradeAdvice(u, hint))
+				if u.NodeCache {
+					f.Severity = types.SeverityWarning // nothing to pin back: a node's cache is behind
+				}
+				cp.Findings = append(cp.Findings, f)
 			}
 		}
 		cp.UpdateVerdict()

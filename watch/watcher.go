@@ -3,7 +3,6 @@ package watch
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -55,6 +54,10 @@ type Config struct {
 	// caches yet waits for it before it is attributed to that controller
 	// itself; default 30s.
 	OwnerWait time.Duration
+	// SyncTimeout bounds the informers' first sync: Run fails naming the
+	// informers that did not sync (and what the API server denied them)
+	// rather than wait unready forever; default 2m.
+	SyncTimeout time.Duration
 }
 
 // Watcher records every running digest of a cluster into a history as
@@ -75,6 +78,8 @@ type Watcher struct {
 	term term
 
 	walks *walker
+	// faults are the LISTs and WATCHes the API server denies now.
+	faults faults
 	// campaignDone is closed when the leader election has given up the lease.
 	campaignDone chan struct{}
 	// pending is poked when the batch gains something.
@@ -98,6 +103,9 @@ func New(cfg Config) (*Watcher, error) {
 	if cfg.OwnerWait <= 0 {
 		cfg.OwnerWait = 30 * time.Second
 	}
+	if cfg.SyncTimeout <= 0 {
+		cfg.SyncTimeout = 2 * time.Minute
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -109,6 +117,8 @@ func New(cfg Config) (*Watcher, error) {
 	w.metrics = newMetrics(w)
 	w.caches = newCaches(cfg.Client, cfg.Namespace, 0)
 	w.walks = newWalker(w)
+	w.st.siblings = w.walks.plat.siblings
+	w.faults = faults{by: map[string]fault{}}
 	w.campaignDone = make(chan struct{})
 	w.pending = make(chan struct{}, 1)
 	if cfg.Leader == nil {
@@ -131,28 +141,39 @@ func (w *Watcher) Leader() bool {
 	return ok
 }
 
-// Ready reports whether the informers have synced and the history was
-// reconciled with what runs.
-func (w *Watcher) Ready() bool {
+// Ready reports whether the informers have synced, the history was
+// reconciled with what runs, and the API server denies no informer its
+// LIST or WATCH.
+func (w *Watcher) Ready() bool { return w.unready() == "" }
+
+// unready says why the watcher is not ready; "" when it is.
+func (w *Watcher) unready() string {
+	if why := w.standing(); why != "" {
+		return why
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.synced
+	if !w.synced {
+		return "informers not synced"
+	}
+	return ""
 }
 
 // Run watches until ctx ends, then writes what is pending and returns nil;
 // it returns an error only when it cannot start (the history cannot be
-// read, the informers never sync before ctx ends).
+// read, the informers do not sync within SyncTimeout).
 func (w *Watcher) Run(ctx context.Context) error {
 	w.handle()
-	w.caches.factory.Start(ctx.Done())
+	w.watchErrors()
+	ictx, stopInformers := context.WithCancel(ctx) // stopped before Shutdown waits for them, on every return
+	w.caches.factory.Start(ictx.Done())
 	defer w.caches.factory.Shutdown()
-	for res, ok := range w.caches.factory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("watch: the %v informer did not sync", res)
-		}
+	defer stopInformers()
+	if err := w.waitSynced(ctx, w.cfg.SyncTimeout); err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return nil
 	}
 	if err := w.reconcile(ctx); err != nil {
 		if ctx.Err() != nil {
@@ -262,7 +283,7 @@ func (w *Watcher) observeLocked(p *corev1.Pod) {
 	}
 	for _, t := range ts {
 		w.metrics.transition(t)
-		w.noteTransition(t)
+		w.noteTransition(t, w.st.nodeCache(t))
 	}
 	for _, c := range cs {
 		w.walks.seen(c)
@@ -270,8 +291,9 @@ func (w *Watcher) observeLocked(p *corev1.Pod) {
 }
 
 // noteTransition logs a transition, and starts the walk of an unplanned
-// upgrade's previous digest.
-func (w *Watcher) noteTransition(t record.Transition) {
+// upgrade's previous digest; a pod started from its node's older cached
+// digest (cached) is said as that, at info.
+func (w *Watcher) noteTransition(t record.Transition, cached bool) {
 	attrs := []any{"namespace", t.Namespace, "owner", t.OwnerKind + "/" + t.OwnerName, "container", t.Container + t.Volume,
 		"from", t.From, "to", t.To, "image", t.Image, "pod", t.Pod}
 	switch {
@@ -279,6 +301,8 @@ func (w *Watcher) noteTransition(t record.Transition) {
 		w.log.Debug("first seen", attrs...)
 	case t.TemplateChanged:
 		w.log.Info("running digest changed with the template", attrs...)
+	case cached:
+		w.log.Info("a new pod runs an older digest its node still holds (pull policy IfNotPresent or Never): the node's cache, not a moved tag", attrs...)
 	default:
 		// Logged once, here; the periodic walk's summary counts those that stand.
 		attrs = append(attrs, "advice", upgradeAdvice(Upgrade{Transition: t}, w.cfg.HistoryHint))

@@ -28,6 +28,7 @@ type watchFlags struct {
 	configMap     string
 	metricsAddr   string
 	interval      time.Duration
+	syncTimeout   time.Duration
 	flushInterval time.Duration
 	walkDebounce  time.Duration
 	leaderElect   bool
@@ -83,6 +84,7 @@ configuration error; 3 the cluster or the history could not be read at start.`,
 	fl.StringVar(&f.out, "out", "", "history file (default $XDG_STATE_HOME/regcheck/history.json)")
 	fl.StringVar(&f.configMap, "configmap", "", "keep the history in this ConfigMap (NAMESPACE/NAME) instead of a file")
 	fl.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "serve /metrics, /healthz and /readyz on this address; 0 serves nothing")
+	fl.DurationVar(&f.syncTimeout, "sync-timeout", 2*time.Minute, "give up (exit 3) when the informers have not synced within this; a denied LIST or WATCH fails /readyz and is logged at once")
 	fl.DurationVar(&f.interval, "interval", time.Hour, "walk every image in use down to its blobs this often")
 	fl.DurationVar(&f.flushInterval, "flush-interval", 2*time.Second, "write the history at most this often (changes wait at most this long)")
 	fl.DurationVar(&f.walkDebounce, "walk-debounce", 10*time.Second, "walk a new image reference this long after it appears (more appearing meanwhile join the walk)")
@@ -128,7 +130,7 @@ func runWatch(cmd *cobra.Command, g *globals, f *watchFlags) error {
 		return err
 	}
 	cfg := watch.Config{Client: kt.client, Cluster: kt.name, Namespace: kt.namespace, Store: st,
-		FlushInterval: f.flushInterval, Interval: f.interval, Debounce: f.walkDebounce,
+		FlushInterval: f.flushInterval, Interval: f.interval, Debounce: f.walkDebounce, SyncTimeout: f.syncTimeout,
 		ScanOptions: f.registry.options(g), Logger: g.logger, HistoryHint: f.historyHint(where)}
 	if f.leaderElect {
 		if cfg.Leader, err = f.leader(kt); err != nil {
