@@ -247,3 +247,12 @@ func parseLocation(in string) (string, error) {
 	}
 	return trimmed, nil
 }
+
+// ParseRegistriesConf reads a registries.conf (v2) held in memory, such as
+// one rendered from a cluster's objects (package mirrorsets), with the
+// rules Load applies to a registries.conf file; name stands for the path
+// in Source and in errors.
+func ParseRegistriesConf(name string, data []byte) (*Config, error) {
+	c, err := loadRegistriesConf(name, data)
+	return c, redacted(err)
+}
