@@ -35,6 +35,7 @@ type regRegistry struct {
 	Blocked            bool          `toml:"blocked"`
 	MirrorByDigestOnly bool          `toml:"mirror-by-digest-only"`
 	capped             capped        // mirrors past MaxMirrors
+	file               string        // the file it was read from (a drop-in's own)
 }
 
 // regFile holds every key containers/image decodes with a type, so that a
@@ -73,6 +74,9 @@ func loadRegistriesConf(path string, data []byte) (*Config, error) {
 	regs, err := postProcess(f, data)
 	if err != nil {
 		return nil, &ParseError{Path: path, Line: err.line, Err: err.err}
+	}
+	for i := range regs {
+		regs[i].file = path
 	}
 	return &Config{format: FormatRegistriesConf, path: path, regs: &regConfig{path: path, registries: regs}}, nil
 }
