@@ -4,6 +4,8 @@ package integration
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -91,6 +93,17 @@ func TestClusterScanMirrorSets(t *testing.T) {
 		} else if slices.ContainsFunc(im.Findings, func(f types.Finding) bool { return f.Code == types.MirrorOnly }) {
 			t.Errorf("%s: a mirror-only finding, but the tag never goes to the mirror", tagged)
 		}
+	})
+
+	// --registries-config is the nodes' own file: the objects are not read.
+	t.Run("--registries-config wins", func(t *testing.T) {
+		conf := filepath.Join(t.TempDir(), "registries.conf")
+		body := fmt.Sprintf("[[registry]]\nlocation = %q\ninsecure = true\n", src.Host())
+		if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, got := clusterScan(t, kubeconfig, "--registries-config", conf)
+		verdictIs(t, got, pinned, types.Broken, "")
 	})
 }
 
