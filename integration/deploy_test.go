@@ -71,6 +71,14 @@ func TestDeploy(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The cluster serves OpenShift's mirror set kinds, one IDMS created:
+	// the base's RBAC must let scan --cluster read them (no "forbidden").
+	if err := kubeapi.ApplyCRDs(ctx, kc.Config, filepath.Join("testdata", "openshift", "crds.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	createObject(t, ctx, dynamicFor(t, kc.Config), idmsResource, "ImageDigestMirrorSet", "shop",
+		map[string]any{"imageDigestMirrors": []any{map[string]any{"source": "mirrored.example/shop", "mirrors": []any{"mirror.example/shop"}}}})
+
 	// kubectl apply -k of an overlay on deploy/, with the image pinned.
 	overlay := fmt.Sprintf("resources: [../base]\nimages:\n  - name: registry.example.com/tools/regcheck\n    newName: %s\n    digest: %s\n", regcheckImage, regcheckDigest)
 	rendered, err := deploy.Render(overlay)
@@ -215,14 +223,16 @@ func TestDeploy(t *testing.T) {
 		// Everything the ServiceAccount may do, as the API server sums it up,
 		// is what every authenticated user may (shop's default ServiceAccount,
 		// bound to nothing) plus the inventory's get/list (the workload kinds,
-		// the workload custom resources, the image policies and the
-		// namespaces whose labels they select by) and the history's
+		// the workload custom resources, the image policies, the
+		// namespaces whose labels they select by, OpenShift's mirror sets)
+		// and the history's
 		// get/update.
 		inventory := map[string][]string{"": {"pods", "nodes", "namespaces"}, "apps": {"deployments", "statefulsets", "daemonsets", "replicasets"}, "batch": {"jobs", "cronjobs"},
 			"kyverno.io": {"clusterpolicies", "policies"}, "policy.sigstore.dev": {"clusterimagepolicies"},
 			"argoproj.io": {"rollouts", "workflowtemplates", "cronworkflows"}, "tekton.dev": {"tasks", "pipelines"},
 			"serving.knative.dev": {"services"}, "keda.sh": {"scaledjobs"}, "apps.kruise.io": {"clonesets"},
-			"postgresql.cnpg.io": {"clusters"}, "monitoring.coreos.com": {"prometheuses", "alertmanagers"}}
+			"postgresql.cnpg.io": {"clusters"}, "monitoring.coreos.com": {"prometheuses", "alertmanagers"},
+			"config.openshift.io": {"imagedigestmirrorsets", "imagetagmirrorsets", "images"}, "operator.openshift.io": {"imagecontentsourcepolicies"}}
 		regcheck := func(r right) bool {
 			return (r.verb == "get" || r.verb == "list") && slices.Contains(inventory[r.group], r.resource) && r.name == "" ||
 				(r.verb == "get" || r.verb == "update") && r.group == "" && r.resource == "configmaps" && r.name == "regcheck-history" && r.namespace == "regcheck"

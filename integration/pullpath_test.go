@@ -296,3 +296,45 @@ func TestPullPathRegistriesConf(t *testing.T) {
 		})
 	}
 }
+
+// TestPullPathDropIns: CRI-O's /etc/containers/registries.conf.d given as
+// --registries-config. The registry lost the image (its tag moved, then
+// its GC ran); the mirror a drop-in names still holds it. Read as a
+// containerd hosts directory (before), the mirror was dropped and the pin
+// was broken; read as drop-ins it is served by the mirror: at-risk,
+// mirror-only. A later drop-in that replaces the mirror's registry with
+// one without it makes the pin broken again (the later file wins, whole).
+func TestPullPathDropIns(t *testing.T) {
+	src := startEmpty(t, registry.V2)
+	mirror := startEmpty(t, registry.V3)
+	old := pushSingle(t, src.Host()+"/team/app:v1", "app v1, first build")
+	pushSingle(t, mirror.Host()+"/team/app:v1", "app v1, first build")
+	pushSingle(t, src.Host()+"/team/app:v1", "app v1, rebuilt")
+	collect(t, src)
+	pinned := src.Host() + "/team/app@" + old
+	withMirror := fmt.Sprintf("[[registry]]\nprefix = %q\nlocation = %q\ninsecure = true\n\n[[registry.mirror]]\nlocation = %q\ninsecure = true\n", src.Host(), src.Host(), mirror.Host())
+	without := fmt.Sprintf("[[registry]]\nprefix = %q\nlocation = %q\ninsecure = true\n", src.Host(), src.Host())
+	for _, tc := range []struct {
+		name  string
+		files map[string]string
+		want  types.Verdict
+		code  types.Code
+	}{
+		{"one drop-in names the mirror", map[string]string{"50-mirror.conf": withMirror}, types.AtRisk, types.MirrorOnly},
+		{"a later drop-in replaces it", map[string]string{"50-mirror.conf": withMirror, "99-direct.conf": without}, types.Broken, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "registries.conf.d")
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for name, content := range tc.files {
+				if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			doc, _, _ := scanCLI(t, "--platform", "linux/amd64", "--registries-config", dir, "--no-cache", pinned)
+			verdictIs(t, byReference(doc), pinned, tc.want, tc.code)
+		})
+	}
+}

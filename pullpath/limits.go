@@ -60,7 +60,11 @@ func (c *Config) Notices() []Notice {
 	}
 	if c.regs != nil {
 		for _, r := range c.regs.registries {
-			if n, ok := r.capped.notice(c.regs.path, "[[registry]] "+r.Prefix); ok {
+			file := r.file
+			if file == "" {
+				file = c.regs.path
+			}
+			if n, ok := r.capped.notice(file, "[[registry]] "+r.Prefix); ok {
 				out = append(out, n)
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path"
+	"path/filepath"
 
 	"github.com/google/go-containerregistry/pkg/name"
 
@@ -170,11 +171,14 @@ func (c *Config) Format() string { return c.format }
 func (c *Config) Path() string { return c.path }
 
 // Load reads the configuration at path, a file or a directory, and tells its
-// format by content, not by name: a directory is a containerd hosts
-// directory (or one host's directory when it holds hosts.toml itself); a
-// file is YAML with mirrors/configs (k3s), TOML with server/host keys
-// (hosts.toml) or TOML with registry tables (registries.conf). A file the
-// runtime would reject gives a *ParseError naming the file and line.
+// format by content, not by name: a directory is a CRI-O registries.conf.d
+// drop-in folder when it holds *.conf files and no hosts.toml (directly or
+// in a host folder), else a containerd hosts directory (or one host's
+// directory when it holds hosts.toml itself); a file is YAML with
+// mirrors/configs (k3s), TOML with server/host keys (hosts.toml) or TOML
+// with registry tables (registries.conf, whose sibling registries.conf.d
+// folder, if any, is merged over it as CRI-O merges its drop-ins). A file
+// the runtime would reject gives a *ParseError naming the file and line.
 func Load(path string, opts ...Option) (*Config, error) {
 	o, err := makeOptions(opts)
 	if err != nil {
@@ -186,7 +190,7 @@ func Load(path string, opts ...Option) (*Config, error) {
 	}
 	var c *Config
 	if info.IsDir() {
-		c, err = loadHostsPath(path, o)
+		c, err = loadDir(path, o)
 	} else {
 		c, err = loadFile(path, o)
 	}
@@ -214,8 +218,26 @@ func loadFile(path string, o options) (*Config, error) {
 	case FormatContainerd:
 		return loadHostsFile(path, data, o)
 	default:
-		return loadRegistriesConf(path, data)
+		c, err := loadRegistriesConf(path, data)
+		if err != nil {
+			return nil, err
+		}
+		return loadDropIns(c, path, filepath.Join(filepath.Dir(path), dropInDirName))
 	}
+}
+
+// loadDir reads a folder: a CRI-O registries.conf.d drop-in folder (its
+// *.conf files over an empty registries.conf) when it holds *.conf files
+// and no hosts.toml, else a containerd hosts directory.
+func loadDir(path string, o options) (*Config, error) {
+	dropIns, err := isDropInDir(path)
+	if err != nil {
+		return nil, err
+	}
+	if dropIns {
+		return loadDropIns(nil, path, path)
+	}
+	return loadHostsPath(path, o)
 }
 
 // Endpoints lists, in the runtime's order, the endpoints the node would try

@@ -35,6 +35,7 @@ type regRegistry struct {
 	Blocked            bool          `toml:"blocked"`
 	MirrorByDigestOnly bool          `toml:"mirror-by-digest-only"`
 	capped             capped        // mirrors past MaxMirrors
+	file               string        // the file it was read from (a drop-in's own)
 }
 
 // regFile holds every key containers/image decodes with a type, so that a
@@ -73,6 +74,9 @@ func loadRegistriesConf(path string, data []byte) (*Config, error) {
 	regs, err := postProcess(f, data)
 	if err != nil {
 		return nil, &ParseError{Path: path, Line: err.line, Err: err.err}
+	}
+	for i := range regs {
+		regs[i].file = path
 	}
 	return &Config{format: FormatRegistriesConf, path: path, regs: &regConfig{path: path, registries: regs}}, nil
 }
@@ -246,4 +250,13 @@ func parseLocation(in string) (string, error) {
 		return "", fmt.Errorf("invalid location '%s': URI schemes are not supported", in)
 	}
 	return trimmed, nil
+}
+
+// ParseRegistriesConf reads a registries.conf (v2) held in memory, such as
+// one rendered from a cluster's objects (package mirrorsets), with the
+// rules Load applies to a registries.conf file; name stands for the path
+// in Source and in errors.
+func ParseRegistriesConf(name string, data []byte) (*Config, error) {
+	c, err := loadRegistriesConf(name, data)
+	return c, redacted(err)
 }

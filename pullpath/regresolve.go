@@ -119,7 +119,7 @@ func (c *regConfig) endpointOf(img image, reg *regRegistry, src regEndpoint) (En
 		Repository:   reference.Path(named),
 		SkipVerify:   src.Insecure,
 		HTTPFallback: src.Insecure,
-		Source:       c.sourceOf(src),
+		Source:       c.sourceOf(reg, src),
 	}
 	if r := c.find(named.Name()); r != nil && r.Blocked {
 		ep.Blocked = true
@@ -130,13 +130,17 @@ func (c *regConfig) endpointOf(img image, reg *regRegistry, src regEndpoint) (En
 	return ep, nil
 }
 
-func (c *regConfig) sourceOf(src regEndpoint) string {
+func (c *regConfig) sourceOf(reg *regRegistry, src regEndpoint) string {
+	file := reg.file
+	if file == "" {
+		file = c.path
+	}
 	switch {
 	case src.line < 0:
 		return c.path + ": no [[registry]] matches; the reference itself"
 	case src.line == 0:
-		return c.path
+		return file
 	default:
-		return c.path + ":" + strconv.Itoa(src.line)
+		return file + ":" + strconv.Itoa(src.line)
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/regcheck/regcheck/inventory"
+	"github.com/regcheck/regcheck/mirrorsets"
+	"github.com/regcheck/regcheck/pullpath"
 )
 
 // kubeFlags are kubectl's flags for reaching a cluster.
@@ -119,4 +121,37 @@ func (k *kubeFlags) connect() (*kubeTarget, error) {
 		t.namespace = ns
 	}
 	return t, nil
+}
+
+// mirrorSets is the pull path an OpenShift cluster's nodes follow: the
+// registries.conf the Machine Config Operator renders from the cluster's
+// ImageDigestMirrorSets, ImageTagMirrorSets and ImageContentSourcePolicies
+// (package mirrorsets). Nil when the cluster serves none of those kinds
+// (said once in the log) or holds no mirror.
+func (t *kubeTarget) mirrorSets(ctx context.Context, logger *slog.Logger) (*pullpath.Config, error) {
+	if t.dynamic == nil {
+		return nil, nil
+	}
+	res := mirrorsets.List(ctx, t.dynamic, t.client.Discovery())
+	for _, w := range res.Warnings {
+		logger.Warn(w, "cluster", t.name)
+	}
+	if len(res.NotServed) > 0 {
+		logger.Info("mirror set kinds not served: no mirrors from them", "cluster", t.name, "resources", res.NotServed)
+	}
+	if res.Sets.Empty() {
+		return nil, nil
+	}
+	data, err := mirrorsets.Render(res.Sets)
+	if err != nil {
+		return nil, fmt.Errorf("rendering the mirror sets of cluster %s: %w", t.name, err)
+	}
+	name := "registries.conf rendered from the mirror sets of cluster " + t.name
+	cfg, err := pullpath.ParseRegistriesConf(name, data)
+	if err != nil {
+		return nil, fmt.Errorf("reading the mirror sets of cluster %s: %w", t.name, err)
+	}
+	logger.Info("walking as CRI-O through the cluster's mirror sets", "cluster", t.name, "objects", len(res.Sets.Objects))
+	logger.Debug("registries.conf rendered from the mirror sets", "cluster", t.name, "registries.conf", string(data))
+	return cfg, nil
 }

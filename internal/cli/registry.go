@@ -43,7 +43,7 @@ func (r *registryFlags) addTo(fs *pflag.FlagSet, withPlatform bool) {
 	if withPlatform {
 		// The commands that walk images as nodes pull them (scan, pin):
 		// gc-check and rescue ask the registry itself.
-		fs.StringVar(&r.pullPath, "registries-config", "", "walk each image as a node reading this registry configuration pulls it: its mirrors in order, with their rewrites, then the registry unless disabled (a k3s/RKE2 registries.yaml, a containerd hosts directory such as /etc/containerd/certs.d, or a CRI-O registries.conf; told apart by content). The manifest cache is not used with it")
+		fs.StringVar(&r.pullPath, "registries-config", "", "walk each image as a node reading this registry configuration pulls it: its mirrors in order, with their rewrites, then the registry unless disabled (a k3s/RKE2 registries.yaml, a containerd hosts directory such as /etc/containerd/certs.d, a CRI-O registries.conf with its sibling registries.conf.d drop-ins, or a registries.conf.d folder alone; told apart by content). The manifest cache is not used with it")
 		fs.StringArrayVar(&r.platforms, "platform", nil, "only require index children for this os/arch[/variant] (repeatable; default: every child)")
 	}
 	fs.StringArrayVar(&r.insecure, "insecure-registry", nil, "allow plain HTTP and unverified TLS for this host[:port] only (repeatable)")

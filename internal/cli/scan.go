@@ -200,6 +200,9 @@ func (r *scanRun) cluster(ctx context.Context) error {
 		return err
 	}
 	inv = shardInventory(r.shard, inv)
+	if err := r.clusterPullPath(ctx, kt); err != nil {
+		return &exitError{code: ExitIncomplete, err: err}
+	}
 	var res *types.Result
 	if r.f.pullSecrets {
 		res, err = cluster.CheckWithPullSecrets(ctx, kt.client, inv, r.opts...)
@@ -213,6 +216,26 @@ func (r *scanRun) cluster(ctx context.Context) error {
 		return &exitError{code: ExitIncomplete, err: err}
 	}
 	return r.finish(res)
+}
+
+// clusterPullPath walks the images through the cluster's OpenShift mirror
+// sets, as its CRI-O nodes pull them, unless --registries-config names
+// the nodes' configuration (on OpenShift, the file the MCO rendered from
+// the same objects).
+func (r *scanRun) clusterPullPath(ctx context.Context, kt *kubeTarget) error {
+	if r.f.registry.pullPath != "" {
+		r.g.logger.Debug("mirror sets not read: --registries-config is the nodes' configuration")
+		return nil
+	}
+	cfg, err := kt.mirrorSets(ctx, r.g.logger)
+	if err != nil || cfg == nil {
+		return err
+	}
+	r.opts = append(r.opts, scan.WithPullPath(cfg))
+	if r.scanner, err = scan.New(r.opts...); err != nil {
+		return fmt.Errorf("walking through the mirror sets: %w", err)
+	}
+	return nil
 }
 
 // inputs scans the references of the arguments, --images-from and -f,

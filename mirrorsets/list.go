@@ -1,0 +1,181 @@
+package mirrorsets
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+)
+
+// resource is one kind the MCO renders from, and where its rules are.
+type resource struct {
+	kind  string
+	gvr   schema.GroupVersionResource
+	field string // the spec list of rules
+}
+
+// resources are the mirror set kinds the MCO reads.
+var resources = []resource{
+	{KindIDMS, schema.GroupVersionResource{Group: "config.openshift.io", Version: "v1", Resource: "imagedigestmirrorsets"}, "imageDigestMirrors"},
+	{KindITMS, schema.GroupVersionResource{Group: "config.openshift.io", Version: "v1", Resource: "imagetagmirrorsets"}, "imageTagMirrors"},
+	{KindICSP, schema.GroupVersionResource{Group: "operator.openshift.io", Version: "v1alpha1", Resource: "imagecontentsourcepolicies"}, "repositoryDigestMirrors"},
+}
+
+// imageConfig is images.config.openshift.io, whose object "cluster" holds
+// the insecure registries the MCO marks.
+var imageConfig = schema.GroupVersionResource{Group: "config.openshift.io", Version: "v1", Resource: "images"}
+
+// Result is what List read.
+type Result struct {
+	Sets Sets
+	// NotServed are the resources the API server does not serve: no
+	// mirrors from them.
+	NotServed []string
+	// Warnings say what could not be read: the walk goes on without it.
+	Warnings []string
+}
+
+// List reads the cluster's mirror sets. Discovery first: a kind the server
+// does not serve (not OpenShift, or an older one without IDMS) is not
+// listed, so a ServiceAccount without RBAC on it gets no 403; it is in
+// NotServed. A list that fails is a warning.
+func List(ctx context.Context, dyn dynamic.Interface, disc discovery.DiscoveryInterface) *Result {
+	res := &Result{}
+	served := servedBy(disc)
+	for _, r := range resources {
+		if !served(r.gvr) {
+			res.NotServed = append(res.NotServed, r.gvr.Resource+"."+r.gvr.Group)
+			continue
+		}
+		objs, err := listAll(ctx, dyn.Resource(r.gvr))
+		if err != nil {
+			res.warn(r.gvr, err)
+			continue
+		}
+		for i := range objs {
+			o, err := objectOf(r, &objs[i])
+			if err != nil {
+				res.Warnings = append(res.Warnings, fmt.Sprintf("%s %s: %v: its mirrors are not used", r.kind, objs[i].GetName(), err))
+				continue
+			}
+			res.Sets.Objects = append(res.Sets.Objects, o)
+		}
+	}
+	if served(imageConfig) {
+		res.Sets.Insecure = res.insecure(ctx, dyn)
+	}
+	sort.SliceStable(res.Sets.Objects, func(i, j int) bool { return res.Sets.Objects[i].Name < res.Sets.Objects[j].Name })
+	return res
+}
+
+func (res *Result) warn(gvr schema.GroupVersionResource, err error) {
+	switch {
+	case apierrors.IsNotFound(err):
+		res.NotServed = append(res.NotServed, gvr.Resource+"."+gvr.Group)
+	case apierrors.IsForbidden(err):
+		res.Warnings = append(res.Warnings, fmt.Sprintf("listing %s.%s is forbidden: the nodes' mirrors from it are not used", gvr.Resource, gvr.Group))
+	default:
+		res.Warnings = append(res.Warnings, fmt.Sprintf("listing %s.%s: %v: the nodes' mirrors from it are not used", gvr.Resource, gvr.Group, err))
+	}
+}
+
+// insecure reads images.config.openshift.io/cluster's insecure registries;
+// no such object is none.
+func (res *Result) insecure(ctx context.Context, dyn dynamic.Interface) []string {
+	u, err := dyn.Resource(imageConfig).Get(ctx, "cluster", metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		res.warn(imageConfig, err)
+		return nil
+	}
+	scopes, _, err := unstructured.NestedStringSlice(u.Object, "spec", "registrySources", "insecureRegistries")
+	if err != nil {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("images.config.openshift.io cluster: %v: its insecure registries are not used", err))
+	}
+	return scopes
+}
+
+// objectOf reads one object's rules.
+func objectOf(r resource, u *unstructured.Unstructured) (Object, error) {
+	o := Object{Kind: r.kind, Name: u.GetName()}
+	items, _, err := unstructured.NestedSlice(u.Object, "spec", r.field)
+	if err != nil {
+		return o, err
+	}
+	for i, item := range items {
+		m, ok := item.(map[string]any)
+		if !ok {
+			return o, fmt.Errorf("spec.%s[%d] is not an object", r.field, i)
+		}
+		var rule Rule
+		rule.Source, _, err = unstructured.NestedString(m, "source")
+		if err != nil {
+			return o, fmt.Errorf("spec.%s[%d]: %w", r.field, i, err)
+		}
+		if rule.Mirrors, _, err = unstructured.NestedStringSlice(m, "mirrors"); err != nil {
+			return o, fmt.Errorf("spec.%s[%d]: %w", r.field, i, err)
+		}
+		policy, _, _ := unstructured.NestedString(m, "mirrorSourcePolicy")
+		rule.NeverContactSource = r.kind != KindICSP && policy == "NeverContactSource"
+		o.Rules = append(o.Rules, rule)
+	}
+	return o, nil
+}
+
+// servedBy asks discovery once per group version which resources it
+// serves. A group version discovery does not know (404) serves none; one
+// whose discovery fails otherwise is taken as served, so that its list
+// tells. With disc nil every resource is taken as served.
+func servedBy(disc discovery.DiscoveryInterface) func(schema.GroupVersionResource) bool {
+	if disc == nil {
+		return func(schema.GroupVersionResource) bool { return true }
+	}
+	type answer struct {
+		names map[string]bool
+		known bool
+	}
+	answers := map[string]answer{}
+	return func(gvr schema.GroupVersionResource) bool {
+		gv := gvr.GroupVersion().String()
+		a, ok := answers[gv]
+		if !ok {
+			list, err := disc.ServerResourcesForGroupVersion(gv)
+			switch {
+			case apierrors.IsNotFound(err):
+				a = answer{known: true}
+			case err != nil || list == nil:
+			default:
+				a = answer{names: map[string]bool{}, known: true}
+				for _, r := range list.APIResources {
+					a.names[r.Name] = true
+				}
+			}
+			answers[gv] = a
+		}
+		return !a.known || a.names[gvr.Resource]
+	}
+}
+
+// listAll follows the continue tokens of a list.
+func listAll(ctx context.Context, r dynamic.ResourceInterface) ([]unstructured.Unstructured, error) {
+	var out []unstructured.Unstructured
+	opts := metav1.ListOptions{Limit: 500}
+	for {
+		l, err := r.List(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, l.Items...)
+		if opts.Continue = l.GetContinue(); opts.Continue == "" {
+			return out, nil
+		}
+	}
+}
