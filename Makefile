@@ -8,7 +8,7 @@
 GO          ?= go
 REGCHECK_BIN ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/regcheck/bin
 export REGCHECK_BIN
-TEST_FLAGS  ?= -count=1 -timeout 30m
+TEST_FLAGS  ?= -count=1 -timeout 50m
 PKGS        := ./...
 
 .PHONY: all build image test unit integration demo bench lint bins bins-registry bins-bench clean docs fuzz
