@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -16,6 +15,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/regcheck/regcheck/imageref"
+	"github.com/regcheck/regcheck/internal/kubelist"
 	"github.com/regcheck/regcheck/yamlfile"
 )
 
@@ -79,13 +79,13 @@ type CustomResult struct {
 // nil every kind is listed and a 404 tells which are not served.
 func Custom(ctx context.Context, dyn dynamic.Interface, disc discovery.DiscoveryInterface, namespace string) *CustomResult {
 	res := &CustomResult{}
-	served := servedWorkloads(disc)
+	served := kubelist.Served(disc)
 	for _, w := range Workloads {
-		if !served(w) {
+		if !served(w.GroupVersionResource) {
 			res.NotServed = append(res.NotServed, w.Resource+"."+w.Group)
 			continue
 		}
-		items, err := listAll(ctx, dyn.Resource(w.GroupVersionResource).Namespace(namespace))
+		items, err := kubelist.All(ctx, dyn.Resource(w.GroupVersionResource).Namespace(namespace))
 		switch {
 		case apierrors.IsNotFound(err):
 			res.NotServed = append(res.NotServed, w.Resource+"."+w.Group)
@@ -106,58 +106,6 @@ func Custom(ctx context.Context, dyn dynamic.Interface, disc discovery.Discovery
 		}
 	}
 	return res
-}
-
-// servedWorkloads asks discovery once per group version which of
-// Workloads the server serves. A group version discovery does not know
-// (404) serves none of them; one whose discovery fails otherwise (a
-// partial discovery error: an aggregated API down, say) is taken as
-// served, so its list tells. With disc nil every kind is taken as served.
-func servedWorkloads(disc discovery.DiscoveryInterface) func(Workload) bool {
-	if disc == nil {
-		return func(Workload) bool { return true }
-	}
-	type answer struct {
-		names map[string]bool
-		known bool // discovery answered, so names is the whole truth
-	}
-	answers := map[string]answer{}
-	return func(w Workload) bool {
-		gv := w.GroupVersion().String()
-		a, ok := answers[gv]
-		if !ok {
-			list, err := disc.ServerResourcesForGroupVersion(gv)
-			switch {
-			case apierrors.IsNotFound(err):
-				a = answer{known: true}
-			case err != nil || list == nil:
-				a = answer{}
-			default:
-				a = answer{names: map[string]bool{}, known: true}
-				for _, r := range list.APIResources {
-					a.names[r.Name] = true
-				}
-			}
-			answers[gv] = a
-		}
-		return !a.known || a.names[w.Resource]
-	}
-}
-
-// listAll follows the continue tokens of a list.
-func listAll(ctx context.Context, r dynamic.ResourceInterface) ([]unstructured.Unstructured, error) {
-	var out []unstructured.Unstructured
-	opts := metav1.ListOptions{Limit: pageSize}
-	for {
-		l, err := r.List(ctx, opts)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, l.Items...)
-		if opts.Continue = l.GetContinue(); opts.Continue == "" {
-			return out, nil
-		}
-	}
 }
 
 // containers are the template entries of one object.

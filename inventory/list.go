@@ -10,10 +10,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/regcheck/regcheck/internal/kubelist"
 )
 
-// pageSize is the Limit of every list call; List follows continue tokens.
-const pageSize = 500
+// pageSize is the Limit of every typed list call, as kubelist.PageSize
+// is of the dynamic ones; List follows continue tokens.
+const pageSize = kubelist.PageSize
 
 // workloads are the objects List reads in one namespace, or in all.
 type workloads struct {

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/regcheck/regcheck/internal/kubelist"
 )
 
 // resource is one kind the MCO renders from, and where its rules are.
@@ -47,13 +49,13 @@ type Result struct {
 // NotServed. A list that fails is a warning.
 func List(ctx context.Context, dyn dynamic.Interface, disc discovery.DiscoveryInterface) *Result {
 	res := &Result{}
-	served := servedBy(disc)
+	served := kubelist.Served(disc)
 	for _, r := range resources {
 		if !served(r.gvr) {
 			res.NotServed = append(res.NotServed, r.gvr.Resource+"."+r.gvr.Group)
 			continue
 		}
-		objs, err := listAll(ctx, dyn.Resource(r.gvr))
+		objs, err := kubelist.All(ctx, dyn.Resource(r.gvr))
 		if err != nil {
 			res.warn(r.gvr, err)
 			continue
@@ -128,54 +130,4 @@ func objectOf(r resource, u *unstructured.Unstructured) (Object, error) {
 		o.Rules = append(o.Rules, rule)
 	}
 	return o, nil
-}
-
-// servedBy asks discovery once per group version which resources it
-// serves. A group version discovery does not know (404) serves none; one
-// whose discovery fails otherwise is taken as served, so that its list
-// tells. With disc nil every resource is taken as served.
-func servedBy(disc discovery.DiscoveryInterface) func(schema.GroupVersionResource) bool {
-	if disc == nil {
-		return func(schema.GroupVersionResource) bool { return true }
-	}
-	type answer struct {
-		names map[string]bool
-		known bool
-	}
-	answers := map[string]answer{}
-	return func(gvr schema.GroupVersionResource) bool {
-		gv := gvr.GroupVersion().String()
-		a, ok := answers[gv]
-		if !ok {
-			list, err := disc.ServerResourcesForGroupVersion(gv)
-			switch {
-			case apierrors.IsNotFound(err):
-				a = answer{known: true}
-			case err != nil || list == nil:
-			default:
-				a = answer{names: map[string]bool{}, known: true}
-				for _, r := range list.APIResources {
-					a.names[r.Name] = true
-				}
-			}
-			answers[gv] = a
-		}
-		return !a.known || a.names[gvr.Resource]
-	}
-}
-
-// listAll follows the continue tokens of a list.
-func listAll(ctx context.Context, r dynamic.ResourceInterface) ([]unstructured.Unstructured, error) {
-	var out []unstructured.Unstructured
-	opts := metav1.ListOptions{Limit: 500}
-	for {
-		l, err := r.List(ctx, opts)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, l.Items...)
-		if opts.Continue = l.GetContinue(); opts.Continue == "" {
-			return out, nil
-		}
-	}
 }
