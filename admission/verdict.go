@@ -258,7 +258,15 @@ func (ru *ruleUses) missingFinding(l lack, digest string) types.Finding {
 		}
 	}
 	msg := fmt.Sprintf("%s%s requires %s of %s for %s; %s", ru.rule.named(), ru.overridden(), what, types.ShortDigest(digest), usesText(ru.uses), seenText(l.seen))
-	f := types.NewFinding(code, digest, "", "%s", msg)
+	return ru.act(types.NewFinding(code, digest, "", "%s", msg))
+}
+
+// act finishes a finding about what the rule requires with what the
+// engine does about it: under audit or warn the pod is admitted (a
+// warning); where it is not known whether the rule selects the pod, a
+// warning too; under enforce the pod is refused (the code's own
+// severity).
+func (ru *ruleUses) act(f types.Finding) types.Finding {
 	switch {
 	case !ru.enforce:
 		f.Severity = types.SeverityWarning

@@ -149,16 +149,5 @@ func (ru *ruleUses) verifyFinding(r altResult, digest string) types.Finding {
 	}
 	msg := fmt.Sprintf("%s%s requires a signature of %s by %s for %s; the signature is there, and cosign refuses it: %s",
 		ru.rule.named(), ru.overridden(), types.ShortDigest(digest), r.entry.Path, usesText(ru.uses), r.verdict.Reason)
-	f := types.NewFinding(types.SignatureRefused, digest, "", "%s", msg)
-	switch {
-	case !ru.enforce:
-		f.Severity = types.SeverityWarning
-		f.Message += ": the pod is admitted, the policy reports it"
-	case ru.unsure:
-		f.Severity = types.SeverityWarning
-		f.Message += ": if the policy selects the pod, the pod will be refused"
-	default:
-		f.Message += ": the pod will be refused"
-	}
-	return f
+	return ru.act(types.NewFinding(types.SignatureRefused, digest, "", "%s", msg))
 }
