@@ -3,12 +3,10 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,27 +15,10 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/regcheck/regcheck/internal/testing/heldstore"
+	"github.com/regcheck/regcheck/internal/testing/logbuf"
 	"github.com/regcheck/regcheck/record"
 	"github.com/regcheck/regcheck/watch"
 )
-
-// lockedLog is a log read while it is written.
-type lockedLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestWatchLeaseLostMidReconcile: on the real apiserver, another holder
 // takes the Lease while the new leader's reconcile (its history read) or
@@ -62,7 +43,7 @@ func TestWatchLeaseLostMidReconcile(t *testing.T) {
 			workload(t, t.Context(), cs, ns, "api", "127.0.0.1:5000/watch/api:latest", "Always", "node-a",
 				"127.0.0.1:5000/watch/api@sha256:"+strings.Repeat("a", 64))
 			st := heldstore.New(&record.File{Path: filepath.Join(t.TempDir(), "history.json")}, tc.method, tc.after)
-			logs := &lockedLog{}
+			logs := &logbuf.Buffer{}
 			w, err := watch.New(watch.Config{Client: cs, Namespace: ns, Cluster: "prod", Store: st, Interval: -1,
 				FlushInterval: 50 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(logs, nil)),
 				Leader: &watch.LeaderConfig{Namespace: ns, Name: "regcheck-watch", Identity: "a",

@@ -10,6 +10,7 @@ import (
 	"github.com/regcheck/regcheck/admission"
 	"github.com/regcheck/regcheck/artifacts"
 	"github.com/regcheck/regcheck/results/pinresult"
+	"github.com/regcheck/regcheck/scan"
 	"github.com/regcheck/regcheck/yamlfile"
 )
 
@@ -50,11 +51,27 @@ func TestRunRefusesUnsigned(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "policy.yaml"), []byte(strings.ReplaceAll(enforcedPolicy, "HOST", host)), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	m := refusal(t, s, dir, d, nil).Message
+	for _, want := range []string{"the image is whole", "require-signed", "cosign sign", d} {
+		if !strings.Contains(m, want) {
+			t.Errorf("refusal %q does not say %q", m, want)
+		}
+	}
+	if strings.Contains(m, "tree is broken") {
+		t.Errorf("refusal %q says the tree is broken; it is whole", m)
+	}
+}
+
+// refusal pins the files under dir to d with the image policies they hold
+// (one rule) read by admission, verifying signatures with v (nil: presence
+// only), and returns the one broken finding: the file left as it was.
+func refusal(t *testing.T, s *scan.Scanner, dir, d string, v admission.Verifier) pinresult.Finding {
+	t.Helper()
 	ps, problems := admission.ReadFiles([]string{dir})
 	if len(ps.Rules) != 1 || len(problems) > 0 {
 		t.Fatalf("policies: %d rules, problems %+v", len(ps.Rules), problems)
 	}
-	c := &admission.Checker{Policies: ps, Finder: artifacts.NewFinder(s), Parse: s.Parse}
+	c := &admission.Checker{Policies: ps, Finder: artifacts.NewFinder(s), Parse: s.Parse, Verifier: v}
 	r, err := Run(stdctx.Background(), []string{dir}, Config{Scanner: s, Admission: c.Apply,
 		Running: func(yamlfile.Image) (string, error) { return d, nil }})
 	if err != nil {
@@ -67,13 +84,5 @@ func TestRunRefusesUnsigned(t *testing.T) {
 	if len(b) != 1 {
 		t.Fatalf("broken findings %+v, want one", r.Findings)
 	}
-	m := b[0].Message
-	for _, want := range []string{"the image is whole", "require-signed", "cosign sign", d} {
-		if !strings.Contains(m, want) {
-			t.Errorf("refusal %q does not say %q", m, want)
-		}
-	}
-	if strings.Contains(m, "tree is broken") {
-		t.Errorf("refusal %q says the tree is broken; it is whole", m)
-	}
+	return b[0]
 }

@@ -1,7 +1,6 @@
 package pin
 
 import (
-	stdctx "context"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -23,9 +22,6 @@ import (
 	"github.com/sigstore/sigstore/pkg/signature/payload"
 
 	"github.com/regcheck/regcheck/admission"
-	"github.com/regcheck/regcheck/artifacts"
-	"github.com/regcheck/regcheck/results/pinresult"
-	"github.com/regcheck/regcheck/yamlfile"
 )
 
 // signWith signs repo@digest as cosign does without the log (the
@@ -83,26 +79,10 @@ func TestRunRefusesWrongKey(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "policy.yaml"), []byte(policy), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ps, problems := admission.ReadFiles([]string{dir})
-	if len(ps.Rules) != 1 || len(problems) > 0 {
-		t.Fatalf("policies: %d rules, problems %+v", len(ps.Rules), problems)
-	}
-	c := &admission.Checker{Policies: ps, Finder: artifacts.NewFinder(s), Parse: s.Parse, Verifier: admission.CosignVerifier{}}
-	r, err := Run(stdctx.Background(), []string{dir}, Config{Scanner: s, Admission: c.Apply,
-		Running: func(yamlfile.Image) (string, error) { return d, nil }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(r.Files[0].New) != string(r.Files[0].Old) {
-		t.Errorf("pinned a digest admission refuses:\n%s", r.Files[0].New)
-	}
-	b := findingsOf(r, pinresult.KindBroken)
-	if len(b) != 1 {
-		t.Fatalf("broken findings %+v, want one", r.Findings)
-	}
+	m := refusal(t, s, dir, d, admission.CosignVerifier{}).Message
 	for _, want := range []string{"the image is whole", "signature-refused", "require-signed", "no matching signatures"} {
-		if !strings.Contains(b[0].Message, want) {
-			t.Errorf("refusal %q does not say %q", b[0].Message, want)
+		if !strings.Contains(m, want) {
+			t.Errorf("refusal %q does not say %q", m, want)
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/regcheck/regcheck/internal/testing/logbuf"
 	"github.com/regcheck/regcheck/record"
 )
 
@@ -47,7 +48,7 @@ func TestForbiddenListFailsReadiness(t *testing.T) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "batch", Resource: "cronjobs"}, "",
 			errors.New(`User "system:serviceaccount:regcheck:regcheck" cannot list resource "cronjobs" in API group "batch"`))
 	})
-	logged := &syncBuffer{}
+	logged := &logbuf.Buffer{}
 	w, err := New(Config{Client: c, Cluster: "prod", Store: &record.File{Path: filepath.Join(t.TempDir(), "h.json")},
 		Interval: -1, SyncTimeout: 2 * time.Second, Logger: slog.New(slog.NewTextHandler(logged, nil))})
 	if err != nil {

@@ -1,13 +1,11 @@
 package watch
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +17,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/regcheck/regcheck/internal/testing/heldstore"
+	"github.com/regcheck/regcheck/internal/testing/logbuf"
 	"github.com/regcheck/regcheck/record"
 )
 
@@ -70,24 +69,6 @@ func TestLeaderElection(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log that tests read while the watcher writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // A replica that loses its Lease in the middle of the new leader's
 // reconcile (its history Load answered late) or of its first write
 // (the Update under way) is not the leader afterwards: it commits no
@@ -107,7 +88,7 @@ func TestLeaseLostMidReconcile(t *testing.T) {
 			d, rs := deployment("reg.example/app:latest")
 			c := fake.NewClientset(d, rs, pod("app-1-x", "reg.example/app:latest", dA, 0, ""))
 			st := heldstore.New(&record.File{Path: filepath.Join(t.TempDir(), "history.json")}, tc.method, tc.after)
-			logs := &syncBuffer{}
+			logs := &logbuf.Buffer{}
 			w, err := New(Config{Client: c, Cluster: "prod", Store: st, FlushInterval: 20 * time.Millisecond, Interval: -1,
 				Logger: slog.New(slog.NewTextHandler(logs, nil)),
 				Leader: &LeaderConfig{Namespace: "regcheck", Name: "regcheck-watch", Identity: "a",

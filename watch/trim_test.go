@@ -1,39 +1,20 @@
 package watch
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/regcheck/regcheck/internal/testing/logbuf"
 	"github.com/regcheck/regcheck/metrics"
 	"github.com/regcheck/regcheck/record"
 )
-
-// lockedBuffer is a log sink safe for the watcher's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // A history that outgrows its ConfigMap is trimmed oldest first: the
 // watcher says so in its log and in regcheck_record_trimmed, and the
@@ -43,7 +24,7 @@ func TestWatcherExportsTrim(t *testing.T) {
 	d, rs := deployment("reg.example/app:latest")
 	c := fake.NewClientset(d, rs)
 	st := &record.ConfigMap{Client: c, Namespace: "regcheck", Name: "history", MaxBytes: 4 << 10}
-	var logs lockedBuffer
+	var logs logbuf.Buffer
 	w, err := New(Config{Client: c, Cluster: "prod", Store: st, FlushInterval: 20 * time.Millisecond, Interval: -1,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/regcheck/regcheck/internal/testing/fixture"
+	"github.com/regcheck/regcheck/internal/testing/logbuf"
 	"github.com/regcheck/regcheck/metrics"
 	"github.com/regcheck/regcheck/record"
 	"github.com/regcheck/regcheck/scan"
@@ -63,9 +64,7 @@ func value(m *dto.Metric) float64 {
 // says the image pulls.
 func TestWalkReportsUnplannedUpgrade(t *testing.T) {
 	ctx := context.Background()
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	defer srv.Close()
-	host := strings.TrimPrefix(srv.URL, "http://")
+	host := memRegistry(t)
 	image := host + "/voip/coturn:latest"
 	d1, err := fixture.PushSingle(ctx, image, "coturn 4.6")
 	if err != nil {
@@ -74,7 +73,7 @@ func TestWalkReportsUnplannedUpgrade(t *testing.T) {
 	d, rs := deployment(image)
 	c := fake.NewClientset(d, rs, pod("app-1-x", image, d1, 0, ""))
 	st := &record.File{Path: filepath.Join(t.TempDir(), "history.json")}
-	logs := &syncBuffer{}
+	logs := &logbuf.Buffer{}
 	w, err := New(Config{Client: c, Cluster: "prod", Store: st, FlushInterval: 20 * time.Millisecond,
 		Interval: time.Hour, Debounce: 50 * time.Millisecond, HistoryHint: "history.json", Logger: slog.New(slog.NewTextHandler(logs, nil)),
 		ScanOptions: []scan.Option{scan.WithInsecureRegistries(host), scan.WithTransport(http.DefaultTransport)}})
@@ -183,9 +182,7 @@ func seriesOfPods(t *testing.T, w *Watcher, name metrics.Name, pods ...string) m
 // their availability and use-findings series.
 func TestPartialWalkKeepsOtherUses(t *testing.T) {
 	ctx := context.Background()
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	defer srv.Close()
-	host := strings.TrimPrefix(srv.URL, "http://")
+	host := memRegistry(t)
 	image := host + "/edge/relay:latest"
 	d1, err := fixture.PushSingle(ctx, image, "relay 1")
 	if err != nil {
@@ -277,9 +274,7 @@ func TestFailedWalkPutsWorkBack(t *testing.T) {
 // container="".
 func TestImageVolumesNamedInSeries(t *testing.T) {
 	ctx := context.Background()
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	defer srv.Close()
-	host := strings.TrimPrefix(srv.URL, "http://")
+	host := memRegistry(t)
 	app, models := host+"/ml/app:1", host+"/ml/models:1"
 	for _, ref := range []string{app, models} {
 		if _, err := fixture.PushSingle(ctx, ref, ref); err != nil {
@@ -319,4 +314,13 @@ func TestImageVolumesNamedInSeries(t *testing.T) {
 			t.Errorf("%s: the image volumes' series are named %v, want weights and tokenizer", fam, names)
 		}
 	}
+}
+
+// memRegistry starts go-containerregistry's in-memory registry on
+// loopback for the test and returns its host.
+func memRegistry(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://")
 }
