@@ -304,3 +304,46 @@ func TestReadECRImages(t *testing.T) {
 		t.Error("two repositories in one export were accepted")
 	}
 }
+
+// TestECRFromExports reads the policy as get-lifecycle-policy prints it
+// and the times as describe-images prints them, merges them into the
+// repository a walk sees, and runs the policy until it stops: the old
+// release index goes in run 1 with an orphan, its children in run 2.
+func TestECRFromExports(t *testing.T) {
+	text, err := os.ReadFile(filepath.Join("testdata", "ecr", "get-lifecycle-policy.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := mustECR(t, string(text))
+	images := `{"imageDetails":[
+	 {"repositoryName":"org/app","imageDigest":"sha256:idx","imageTags":["v1"],"imagePushedAt":"2026-11-01T00:00:00+00:00"},
+	 {"repositoryName":"org/app","imageDigest":"sha256:amd","imagePushedAt":1793491200},
+	 {"repositoryName":"org/app","imageDigest":"sha256:arm","imagePushedAt":1793491200},
+	 {"repositoryName":"org/app","imageDigest":"sha256:v2","imageTags":["v2"],"imagePushedAt":"2026-11-10T00:00:00+00:00"},
+	 {"repositoryName":"org/app","imageDigest":"sha256:v3","imageTags":["v3"],"imagePushedAt":"2026-11-20T00:00:00+00:00"},
+	 {"repositoryName":"org/app","imageDigest":"sha256:orphan","imagePushedAt":"2026-10-01T00:00:00+00:00"}]}`
+	s, err := ReadState("images.json", []byte(images))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The walk knows the index's children; the export knows the times.
+	r := vendorRepo("org/app", img{d: "sha256:idx", tags: []string{"v1"}, children: []string{"sha256:amd", "sha256:arm"}},
+		img{d: "sha256:amd"}, img{d: "sha256:arm"}, img{d: "sha256:v2", tags: []string{"v2"}}, img{d: "sha256:v3", tags: []string{"v3"}})
+	s.Merge(r)
+	if !p.Applies(s.Repository) {
+		t.Fatalf("policy of %s does not apply to the export's repository %q", p.Name(), s.Repository)
+	}
+	steps, _, err := Runs(p, r, vendorAt, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got [][]string
+	for _, st := range steps {
+		d, _, _ := planDigests(st.Plan)
+		got = append(got, d)
+	}
+	want := [][]string{{"sha256:idx", "sha256:orphan"}, {"sha256:amd", "sha256:arm"}}
+	if len(got) != len(want) || !slices.Equal(got[0], want[0]) || !slices.Equal(got[1], want[1]) {
+		t.Errorf("runs deleted %v, want %v", got, want)
+	}
+}

@@ -284,3 +284,43 @@ func TestReadHarborArtifacts(t *testing.T) {
 		t.Errorf("candidates %+v: want the index pulled when its tag v1 was", cands)
 	}
 }
+
+// TestHarborFromExports reads the retention policy and the artifacts
+// export, merges them into a repository, and runs the policy on two days:
+// the untagged never-pulled artifact goes at once; the index, pulled by
+// its tag v1 on 20 November, stays until the 7-day pull rule lets it go,
+// and takes its children with it.
+func TestHarborFromExports(t *testing.T) {
+	pdata, err := os.ReadFile(filepath.Join("testdata", "harbor", "retention.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	adata, err := os.ReadFile(filepath.Join("testdata", "harbor", "artifacts.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := mustHarbor(t, string(pdata))
+	s, err := ReadState("artifacts.json", adata)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const idx, untagged = "sha256:1111111111111111111111111111111111111111111111111111111111111111", "sha256:2222222222222222222222222222222222222222222222222222222222222222"
+	const amd, arm = "sha256:aaaa111111111111111111111111111111111111111111111111111111111111", "sha256:bbbb111111111111111111111111111111111111111111111111111111111111"
+	for _, tc := range []struct {
+		at   time.Time
+		want []string
+	}{
+		{time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC), []string{untagged}},
+		{time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC), []string{idx, untagged, amd, arm}},
+	} {
+		// The walk sees the children; the export lists top-level artifacts.
+		r := vendorRepo("proj/app", img{d: amd}, img{d: arm})
+		s.Merge(r)
+		got, _, _ := planDigests(p.Run(r, tc.at))
+		want := slices.Clone(tc.want)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("at %s: deleted %v, want %v", tc.at.Format(time.DateOnly), got, want)
+		}
+	}
+}
