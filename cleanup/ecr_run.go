@@ -41,7 +41,8 @@ package cleanup
 // Not modelled: the 24-hour delay before ECR acts, the 90-day minimum
 // archive duration (a policy cannot expire sooner; the model does not
 // check it), OCI referrers' own lifecycle (a referrer is an image like any
-// other here), replication and pull-through cache rules.
+// other here, as aws/containers-roadmap#2613 reports count rules counting
+// signatures and indexes), replication and pull-through cache rules.
 
 import (
 	"fmt"

@@ -28,8 +28,9 @@ package cleanup
 //     has no tag deletions. With it go its children no remaining index
 //     lists, and its accessories.
 //   - An empty pull time ("0001-01-01T00:00:00Z": never pulled, or a
-//     proxy-cache artifact whose pull Harbor did not record,
-//     goharbor/harbor#13152, #20844, and the issue's #22390) is year 1 to
+//     proxy-cache artifact whose pull Harbor did not record:
+//     goharbor/harbor#13152, #18708, #20844 (an index's pull time stays
+//     zero in a proxy cache); #22390 as issue 26 cites it) is year 1 to
 //     nDaysSinceLastPull, so the rule never retains it, and the last place
 //     to latestPulledN.
 //
