@@ -5,5 +5,3 @@ package cleanup
 // NOT DONE: a stub the GHCR model replaces.
 
 func readWorkflow(file string, data []byte) ([]Policy, error) { return nil, errNotModelled }
-
-func readGHCRVersions(file string, data []byte) (*State, error) { return nil, errNotModelled }
