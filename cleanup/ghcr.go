@@ -77,7 +77,8 @@ type ghcrVer struct {
 }
 
 // ghcrVersions lists r's manifests as GitHub lists package versions:
-// newest first (created_at, then id, descending).
+// newest first (created_at, then id, descending). A manifest without a
+// created_at (the export lacks it) counts as the newest.
 func ghcrVersions(r *Repository) []ghcrVer {
 	vs := make([]ghcrVer, 0, len(r.Manifests))
 	for _, d := range r.SortedManifests() {
@@ -85,8 +86,12 @@ func ghcrVersions(r *Repository) []ghcrVer {
 		vs = append(vs, ghcrVer{digest: d, id: m.ID, tags: r.TagsOf(d), created: m.Pushed, updated: m.Updated, m: m})
 	}
 	sort.SliceStable(vs, func(i, j int) bool {
-		if !vs[i].created.Equal(vs[j].created) {
-			return vs[i].created.After(vs[j].created)
+		ci, cj := vs[i].created, vs[j].created
+		if ci.IsZero() != cj.IsZero() {
+			return ci.IsZero() // not in the export: pushed after it was taken
+		}
+		if !ci.Equal(cj) {
+			return ci.After(cj)
 		}
 		return versionID(vs[i].id) > versionID(vs[j].id)
 	})

@@ -85,6 +85,12 @@ func TestDeletePackageVersions(t *testing.T) {
 		uses: "actions/delete-package-versions@v5", with: with("delete-only-pre-release-versions", "true", "min-versions-to-keep", "1"),
 		repo: five, deleted: []string{"a", "b", "c", "d"},
 	}, {
+		// A version the export lacks (no created_at) was pushed after the
+		// export: it counts as the newest, not the oldest.
+		name: "a version without times counts as newest",
+		uses: "actions/delete-package-versions@v5", with: with("min-versions-to-keep", "1"),
+		repo: append([]ver{{name: "z", noTimes: true}}, five[1:]...), deleted: []string{"b", "c", "d", "e"},
+	}, {
 		// delete.test.ts "supplied package version id".
 		name: "package-version-ids",
 		uses: "actions/delete-package-versions@v5", with: with("package-version-ids", "2,4"),

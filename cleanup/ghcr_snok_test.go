@@ -72,6 +72,20 @@ func TestSnokV3(t *testing.T) {
 		uses: "snok/container-retention-policy@v3.1.0", with: v3("cut-off", "5w", "tag-selection", "untagged"),
 		repo: multiArch, deleted: []string{"old"},
 	}, {
+		// select_package_versions.rs: an OCI 1.1 referrer (a signature or
+		// attestation pushed with a subject) is an untagged version; v3.1.0
+		// protects index children only, not referrers.
+		name: "v3.1.0 deletes the referrers of a kept image",
+		uses: "snok/container-retention-policy@v3.1.0", with: v3("tag-selection", "untagged"),
+		repo:    []ver{{name: "img", tags: []string{"v1"}, days: 30}, {name: "ref", days: 30, subject: "img"}},
+		deleted: []string{"ref"},
+	}, {
+		// get_relevant_timestamp: timestamp-to-use created_at; updated_at
+		// (the default) falls back to created_at.
+		name: "timestamp-to-use created_at",
+		uses: "snok/container-retention-policy@v3.1.0", with: v3("tag-selection", "untagged", "timestamp-to-use", "created_at", "cut-off", "35d"),
+		repo: multiArch, deleted: []string{"old"},
+	}, {
 		name: "dry-run deletes nothing",
 		uses: "snok/container-retention-policy@v3.1.0", with: v3("dry-run", "true"),
 		repo: multiArch, nameHas: []string{"dry-run"},

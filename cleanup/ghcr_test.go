@@ -34,6 +34,8 @@ type ver struct {
 	days     float64
 	children []string
 	subject  string
+	// noTimes leaves the times zero, as for a manifest the export lacks.
+	noTimes bool
 }
 
 // ghcrRepo builds org/app from versions, their ids counting from 1 in
@@ -43,6 +45,9 @@ func ghcrRepo(vs ...ver) *Repository {
 	for i, v := range vs {
 		ts := ghcrAt.Add(-time.Duration(v.days * float64(24*time.Hour)))
 		m := &Manifest{Digest: dg(v.name), Pushed: ts, Updated: ts, ID: strconv.Itoa(i + 1)}
+		if v.noTimes {
+			m.Pushed, m.Updated = time.Time{}, time.Time{}
+		}
 		for _, c := range v.children {
 			m.Children = append(m.Children, dg(c))
 		}
