@@ -24,6 +24,7 @@ type ghcrBase struct {
 	dryRun   bool
 }
 
+// newGHCRBase is the base of a policy read from st.
 func newGHCRBase(st ghcrStep) ghcrBase {
 	return ghcrBase{action: st.action, ref: st.ref, source: fmt.Sprintf("%s:%d", st.file, st.line)}
 }

@@ -34,6 +34,7 @@ type ghcrCleanup struct {
 	matchDelete, matchExclude  func(string) bool
 }
 
+// newGHCRCleanup reads a step using dataaxiom/ghcr-cleanup-action.
 func newGHCRCleanup(st ghcrStep) Policy {
 	in := &inputs{with: st.with}
 	p := &ghcrCleanup{ghcrBase: newGHCRBase(st)}
@@ -158,15 +159,20 @@ func (p *ghcrCleanup) matcher(v, name string) func(string) bool {
 	return func(s string) bool { return anyGlob(pats, s) }
 }
 
-// humanInterval reads older-than as the human-interval package does
-// ("15 days", "6 months": a month is 30 days, a year 365).
+// humanIntervalPart is one number and unit of an older-than interval.
 var humanIntervalPart = regexp.MustCompile(`(\d+(?:\.\d+)?)?\s*(second|minute|hour|day|week|month|year)s?`)
 
+// humanIntervalUnits are human-interval's units: a month is 30 days, a
+// year 365.
 var humanIntervalUnits = map[string]time.Duration{
 	"second": time.Second, "minute": time.Minute, "hour": time.Hour, "day": 24 * time.Hour,
 	"week": 7 * 24 * time.Hour, "month": 30 * 24 * time.Hour, "year": 365 * 24 * time.Hour,
 }
 
+// humanIntervalUnits are the human-interval package's units: a month is
+// 30 days, a year 365.
+// readOlderThan reads older-than as the human-interval package does
+// ("15 days", "6 months", "1 year 2 weeks").
 func (p *ghcrCleanup) readOlderThan(in *inputs) {
 	v, ok := in.raw("older-than")
 	if !ok {

@@ -14,6 +14,7 @@ type daRun struct {
 	tags  []TagDeletion
 }
 
+// add chooses digest for deletion by r, unless already chosen.
 func (d *daRun) add(digest string, r Rule) {
 	if _, ok := d.why[digest]; ok {
 		return
@@ -148,6 +149,7 @@ func (p *ghcrCleanup) runValidation(run *daRun, s *daRepo, set []string) {
 	}
 }
 
+// sortNewest sorts digests by updated_at, newest first (stable).
 func sortNewest(s *daRepo, ds []string) {
 	for i := 1; i < len(ds); i++ {
 		for j := i; j > 0 && s.updated(ds[j]).After(s.updated(ds[j-1])); j-- {

@@ -19,6 +19,8 @@ type daRepo struct {
 	subjects map[string][]string
 }
 
+// loadDARepo loads r as the action does (PackageRepo.loadPackages and
+// ManifestAnalyzer.loadDigestUsedByMap).
 func loadDARepo(r *Repository) *daRepo {
 	s := &daRepo{r: r, tag: map[string]string{}, refTags: map[string][]string{}, usedBy: map[string]map[string]bool{}, subjects: map[string][]string{}}
 	for _, v := range ghcrVersions(r) {

@@ -46,6 +46,8 @@ type deletePackageVersions struct {
 	invalid string
 }
 
+// newDeletePackageVersions reads a step using
+// actions/delete-package-versions.
 func newDeletePackageVersions(st ghcrStep) Policy {
 	in := &inputs{with: st.with}
 	p := &deletePackageVersions{ghcrBase: newGHCRBase(st)}

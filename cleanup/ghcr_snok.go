@@ -74,6 +74,7 @@ type snok struct {
 	invalid          string
 }
 
+// newSnok reads a step using snok/container-retention-policy.
 func newSnok(st ghcrStep) Policy {
 	in := &inputs{with: st.with}
 	p := &snok{ghcrBase: newGHCRBase(st), shas: map[string]bool{}}
@@ -99,6 +100,7 @@ func newSnok(st ghcrStep) Policy {
 	return p
 }
 
+// v3 says whether the model is a v3 (Rust) release.
 func (p *snok) v3() bool { return p.model == snokV30 || p.model == snokV31 }
 
 // readV3 reads v3's inputs: account, image-names, cut-off, image-tags,

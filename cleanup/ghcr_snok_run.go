@@ -56,6 +56,7 @@ func (p *snok) runV2(r *Repository, at time.Time) Plan {
 	return plan
 }
 
+// ruleV2 is a v1/v2 deletion's rule in the action's words.
 func (p *snok) ruleV2(v ghcrVer) string {
 	s := fmt.Sprintf("cut-off %q (%s)", p.cut.text, p.tsName())
 	if p.untaggedOnly {
@@ -72,6 +73,7 @@ func (p *snok) ruleV2(v ghcrVer) string {
 	return s
 }
 
+// keepV2 says how a v1/v2 step would keep v.
 func (p *snok) keepV2(r *Repository, v ghcrVer) string {
 	if len(v.tags) > 0 {
 		return fmt.Sprintf("add %s to skip-tags", v.tags[0])
@@ -162,6 +164,7 @@ func (p *snok) keptChildren(r *Repository, deleted []ghcrVer) map[string]string 
 	return out
 }
 
+// ruleV3 is a v3 deletion's rule in the action's words.
 func (p *snok) ruleV3(v ghcrVer) string {
 	s := fmt.Sprintf("cut-off %s (%s), tag-selection %s", p.cut.text, p.tsName(), p.selection)
 	if len(v.tags) == 0 {
@@ -173,6 +176,7 @@ func (p *snok) ruleV3(v ghcrVer) string {
 	return s + fmt.Sprintf(": version tagged %s, beyond keep-n-most-recent %d", strings.Join(v.tags, ", "), p.keepN)
 }
 
+// keepV3 says how a v3 step would keep v.
 func (p *snok) keepV3(r *Repository, v ghcrVer) string {
 	if len(v.tags) > 0 {
 		return fmt.Sprintf("add !%s to image-tags, or %s to skip-shas", v.tags[0], v.digest)

@@ -166,6 +166,7 @@ func (in *inputs) integer(name string, def int) int {
 	return n
 }
 
+// note records what the model assumed.
 func (in *inputs) note(s string) { in.notes = append(in.notes, s) }
 
 // list splits a comma (and, where sep says, whitespace) separated input.
