@@ -44,6 +44,7 @@ func newGHCRCleanup(st ghcrStep) Policy {
 	} else {
 		p.model = p.version(ghcrCleanupRefs, "v1.2.1")
 	}
+	in.unknown(p.model, "token owner repository package packages expand-packages delete-tags tags exclude-tags keep-n-untagged keep-n-tagged delete-untagged delete-ghost-images delete-partial-images delete-orphaned-images older-than use-regex validate dry-run log-level registry-url github-api-url")
 	p.useRegex = in.boolean("use-regex", false)
 	p.readPackages(in)
 	p.readSelection(in)

@@ -57,6 +57,8 @@ func newDeletePackageVersions(st ghcrStep) Policy {
 	} else {
 		p.model = p.version(dpvRefs, "v5")
 	}
+	declared := "package-version-ids owner package-name package-type num-old-versions-to-delete min-versions-to-keep ignore-versions delete-only-pre-release-versions delete-only-untagged-versions token"
+	in.unknown(p.model, declared) // v4.0.0's missing delete-only-untagged-versions is noted below
 	p.readPackage(in)
 	p.ids = list(in.known("package-version-ids", ""), false)
 	p.numOld = in.integer("num-old-versions-to-delete", 1)

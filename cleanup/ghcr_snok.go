@@ -87,6 +87,7 @@ func newSnok(st ghcrStep) Policy {
 		p.notes = append(p.notes, "version unknown: modelled as "+gen)
 	}
 	p.model = gen
+	in.unknown(gen, snokInputs(gen))
 	p.useCreated = in.known("timestamp-to-use", "updated_at") == "created_at"
 	if p.v3() {
 		p.readV3(in)
@@ -98,6 +99,18 @@ func newSnok(st ghcrStep) Policy {
 		p.notes = append(p.notes, "the action rejects its inputs and deletes nothing: "+p.invalid)
 	}
 	return p
+}
+
+// snokInputs are the inputs a generation's action.yml declares (dry-run
+// for v1 and v2.0 too: their missing dry-run is noted apart).
+func snokInputs(gen string) string {
+	switch gen {
+	case snokV30, snokV31:
+		return "account token cut-off image-names image-tags skip-shas tag-selection keep-n-most-recent timestamp-to-use dry-run rust-log"
+	case snokV1:
+		return "account-type org-name image-names timestamp-to-use cut-off token untagged-only skip-tags keep-at-least filter-tags filter-include-untagged dry-run"
+	}
+	return "account-type org-name image-names timestamp-to-use cut-off token untagged-only skip-tags keep-at-least filter-tags filter-include-untagged dry-run token-type"
 }
 
 // v3 says whether the model is a v3 (Rust) release.

@@ -86,6 +86,12 @@ func TestSnokV3(t *testing.T) {
 		uses: "snok/container-retention-policy@v3.1.0", with: v3("tag-selection", "untagged", "timestamp-to-use", "created_at", "cut-off", "35d"),
 		repo: multiArch, deleted: []string{"old"},
 	}, {
+		// action.yaml v3.1.0 declares skip-shas; shas-to-skip is the CLI
+		// flag's name, not an input: the action never sees it.
+		name: "shas-to-skip is not an input",
+		uses: "snok/container-retention-policy@v3.1.0", with: v3("tag-selection", "untagged", "shas-to-skip", dg("old")),
+		repo: multiArch, deleted: []string{"old", "oldidx", "oldamd"}, nameHas: []string{"shas-to-skip is not an input of v3.1.0: ignored"},
+	}, {
 		name: "dry-run deletes nothing",
 		uses: "snok/container-retention-policy@v3.1.0", with: v3("dry-run", "true"),
 		repo: multiArch, nameHas: []string{"dry-run"},

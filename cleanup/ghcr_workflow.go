@@ -166,6 +166,20 @@ func (in *inputs) integer(name string, def int) int {
 	return n
 }
 
+// unknown notes each input the action's version does not declare: the
+// runner warns and the action never reads it.
+func (in *inputs) unknown(version string, declared string) {
+	known := map[string]bool{}
+	for _, k := range strings.Fields(declared) {
+		known[k] = true
+	}
+	for _, k := range sortedKeys(in.with) {
+		if !known[k] {
+			in.note(fmt.Sprintf("%s is not an input of %s: ignored", k, version))
+		}
+	}
+}
+
 // note records what the model assumed.
 func (in *inputs) note(s string) { in.notes = append(in.notes, s) }
 
