@@ -19,6 +19,8 @@ import (
 	credentialproviderv1alpha1 "k8s.io/kubelet/pkg/apis/credentialprovider/v1alpha1"
 	credentialproviderv1beta1 "k8s.io/kubelet/pkg/apis/credentialprovider/v1beta1"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/regcheck/regcheck/internal/redact"
 )
 
@@ -53,7 +55,39 @@ var pluginAPIVersions = map[string]schema.GroupVersion{
 // source is one provider of the configuration and the file it came from.
 type source struct {
 	file string
+	line int // of its entry in providers; 0 when not known
 	kubeletconfigv1.CredentialProvider
+}
+
+// where is the source's file:line, or its file when the line is not known,
+// as its errors name it.
+func (s source) where() string {
+	if s.line > 0 {
+		return fmt.Sprintf("%s:%d", s.file, s.line)
+	}
+	return s.file
+}
+
+// providerLines returns the line of each entry of a config file's
+// providers list, in order (JSON is YAML), or nil when the file does not
+// read so.
+func providerLines(data []byte) []int {
+	var doc yaml.Node
+	if yaml.Unmarshal(data, &doc) != nil || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+		return nil
+	}
+	m := doc.Content[0]
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value != "providers" || m.Content[i+1].Kind != yaml.SequenceNode {
+			continue
+		}
+		var out []int
+		for _, it := range m.Content[i+1].Content {
+			out = append(out, it.Line)
+		}
+		return out
+	}
+	return nil
 }
 
 // Load reads the kubelet's credential provider configuration, the file (or
@@ -129,12 +163,17 @@ func readConfig(path string) ([]source, error) {
 		if err != nil {
 			return nil, err
 		}
-		for _, p := range cfg.Providers {
-			if first, ok := seen[p.Name]; ok {
-				return nil, fmt.Errorf("credential provider config %s: provider %q: duplicate name (first in %s)", f, p.Name, first)
+		lines := providerLines(data)
+		for i, p := range cfg.Providers {
+			s := source{file: f, CredentialProvider: p}
+			if i < len(lines) {
+				s.line = lines[i]
 			}
-			seen[p.Name] = f
-			out = append(out, source{file: f, CredentialProvider: p})
+			if first, ok := seen[p.Name]; ok {
+				return nil, fmt.Errorf("credential provider config %s: provider %q: duplicate name (first in %s)", s.where(), p.Name, first)
+			}
+			seen[p.Name] = s.where()
+			out = append(out, s)
 		}
 	}
 	return out, nil
@@ -219,7 +258,7 @@ func validate(configFile string, sources []source) error {
 	var errs []error
 	for _, s := range sources {
 		for _, msg := range validateProvider(s.CredentialProvider) {
-			errs = append(errs, fmt.Errorf("%s: provider %q: %s", s.file, s.Name, msg))
+			errs = append(errs, fmt.Errorf("%s: provider %q: %s", s.where(), s.Name, msg))
 		}
 	}
 	return errors.Join(errs...)
@@ -325,7 +364,7 @@ func supportedAPIVersions() []string {
 func lookPlugin(binDir string, s source) (string, error) {
 	bin, err := exec.LookPath(filepath.Join(binDir, s.Name))
 	if err != nil {
-		return "", fmt.Errorf("%s: provider %q: plugin executable: %w", s.file, s.Name, err)
+		return "", fmt.Errorf("%s: provider %q: plugin executable: %w", s.where(), s.Name, err)
 	}
 	return bin, nil
 }

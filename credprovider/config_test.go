@@ -50,7 +50,7 @@ func TestLoadValidation(t *testing.T) {
 		{name: "token attributes incomplete", config: header + good + "  tokenAttributes:\n    cacheType: Forever\n    requiredServiceAccountAnnotationKeys: [a, a, \"b c\"]\n",
 			want: []string{"serviceAccountTokenAudience: required", "requireServiceAccount: required", `cacheType: "Forever" not supported`, `"a": duplicate`, `"b c"`}},
 		{name: "token attributes in v1beta1", config: strings.Replace(header, "/v1\n", "/v1beta1\n", 1) + good + "  tokenAttributes:\n    serviceAccountTokenAudience: x\n", want: []string{"tokenAttributes: unknown field in kubelet.config.k8s.io/v1beta1"}},
-		{name: "no executable", config: header + strings.Replace(good, "name: ecr", "name: gcr", 1), want: []string{`config.yaml: provider "gcr": plugin executable: `, "gcr: no such file"}},
+		{name: "no executable", config: header + strings.Replace(good, "name: ecr", "name: gcr", 1), want: []string{`config.yaml:4: provider "gcr": plugin executable: `, "gcr: no such file"}},
 		{name: "not executable", config: header + strings.Replace(good, "name: ecr", "name: noexec", 1), want: []string{`provider "noexec": plugin executable: `, "permission denied"}},
 	}
 	binDir := t.TempDir()
@@ -107,7 +107,8 @@ func TestLoadEveryProviderNamed(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := Load(path, binDir)
-	checkErr(t, err, []string{path, `provider "one": apiVersion: required`, `provider "two": matchImages: at least 1 item is required`})
+	// Each problem names the line of its provider's entry.
+	checkErr(t, err, []string{path + `:4: provider "one": apiVersion: required`, path + `:7: provider "two": matchImages: at least 1 item is required`})
 }
 
 func TestLoadDirectory(t *testing.T) {
@@ -126,7 +127,7 @@ func TestLoadDirectory(t *testing.T) {
 	}{
 		{name: "merged in lexical order", files: map[string]string{"20-ecr.yaml": header + good, "10-gcr.json": header + gcr, "README.md": "not config"},
 			order: "credential providers: gcr (*.dkr.ecr.*.amazonaws.com, registry.example.com:5000/team); ecr (*.dkr.ecr.*.amazonaws.com, registry.example.com:5000/team)"},
-		{name: "duplicate across files", files: map[string]string{"a.yaml": header + good, "b.yml": header + good}, want: []string{"b.yml", `provider "ecr": duplicate name (first in`, "a.yaml"}},
+		{name: "duplicate across files", files: map[string]string{"a.yaml": header + good, "b.yml": header + good}, want: []string{`b.yml:4: provider "ecr": duplicate name (first in`, "a.yaml:4)"}},
 		{name: "no config files", files: map[string]string{"notes.txt": header + good}, want: []string{"no *.json, *.yaml or *.yml file"}},
 	}
 	for _, tt := range tests {

@@ -2,13 +2,13 @@ package metrics
 
 import (
 	"io"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/regcheck/regcheck/internal/printable"
+	"github.com/regcheck/regcheck/internal/redact"
 	"github.com/regcheck/regcheck/results/recordresult"
 	"github.com/regcheck/regcheck/types"
 )
@@ -216,43 +216,21 @@ func unixSeconds(t time.Time) float64 {
 // LabelValue makes s fit to be a Prometheus label value that a person may
 // read in a terminal: control characters other than line feed written as
 // visible escapes (Printable; the format escapes line feeds itself), and
-// the user and password of a URL left out.
+// the user and password of a URL left out by the project's one redaction
+// rule (redact.DropUserinfo).
 func LabelValue(s string) string {
 	s = printable.Lines(s)
-	if scheme, rest, ok := strings.Cut(s, "://"); ok {
-		return scheme + "://" + dropUserinfo(rest)
+	if strings.Contains(s, "://") {
+		return redact.DropUserinfo(s)
 	}
 	return s
 }
 
 // ImageLabel is LabelValue for an image reference, which may be the text
 // as written when it did not parse: a credential in front of its host
-// ("user:token@registry/app") is left out too, a digest ("app@sha256:…")
+// ("user:token@registry/app") is left out, a digest ("app@sha256:…")
 // kept.
-func ImageLabel(ref string) string {
-	s := LabelValue(ref)
-	if strings.Contains(s, "://") {
-		return s
-	}
-	host, _, _ := strings.Cut(s, "/")
-	if at := strings.LastIndexByte(host, '@'); at >= 0 && !digestAfter.MatchString(s[at+1:]) {
-		return s[at+1:]
-	}
-	return s
-}
-
-// digestAfter matches what follows the @ of a digest reference.
-var digestAfter = regexp.MustCompile(`^[a-z0-9]+(?:[.+_-][a-z0-9]+)*:[0-9a-fA-F]{32,}$`)
-
-// dropUserinfo removes "user:password@" from the front of a URL's
-// authority (what follows its "scheme://").
-func dropUserinfo(rest string) string {
-	host, _, _ := strings.Cut(rest, "/")
-	if at := strings.LastIndexByte(host, '@'); at >= 0 {
-		return rest[at+1:]
-	}
-	return rest
-}
+func ImageLabel(ref string) string { return redact.DropUserinfo(LabelValue(ref)) }
 
 // WalkSeries returns a registry holding the series of the watcher's deep
 // walk: a scan's (ScanSeries), and regcheck_container_image_available per

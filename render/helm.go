@@ -52,6 +52,7 @@ func (t *Tree) helm(dir string, o *options) { t.chart(dir, o, &t.Apps, nil) }
 func (t *Tree) chart(dir string, o *options, apps *[]*App, extra []source) {
 	h := &chartDir{t: t, dir: dir, disp: display(t.Root, dir), apps: apps}
 	chartFile := filepath.Join(h.disp, "Chart.yaml")
+	defer t.recoverInput(chartFile)
 	c, err := loader.LoadDir(dir)
 	if err != nil {
 		t.Errs = append(t.Errs, &Error{File: chartFile, Msg: "helm: " + err.Error()})

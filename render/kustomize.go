@@ -627,6 +627,7 @@ func (t *Tree) renderRoot(g *kgraph, dir string, plain, marked filesys.FileSyste
 		return // nothing to render, or a kustomization kustomize cannot read: said once, by its read
 	}
 	kfile := display(g.root, n.file)
+	defer t.recoverInput(kfile)
 	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
 	res, err := k.Run(plain, dir)
 	var out []byte

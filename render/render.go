@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/regcheck/regcheck/internal/redact"
 	"github.com/regcheck/regcheck/yamlfile"
 )
 
@@ -211,6 +212,21 @@ type Error struct {
 	Line   int
 	Msg    string
 	Notice bool
+}
+
+// recoverInput is deferred at each input boundary (a chart, a
+// kustomization root): a panic while reading or rendering it becomes an
+// input error naming file, redacted as every message built from input is,
+// and the run goes on with the other inputs.
+//
+// Values and templates are decoded by Helm's and kustomize's own code, not
+// yamlfile.Object.Map: a key that is not a string ("1: x") is what helm
+// template and kustomize build make of it ("1"), so regcheck renders what
+// they render.
+func (t *Tree) recoverInput(file string) {
+	if r := recover(); r != nil {
+		t.Errs = append(t.Errs, &Error{File: file, Msg: redact.String(fmt.Sprintf("could not be rendered (a panic in the renderer: %v)", r))})
+	}
 }
 
 func (e *Error) Error() string {

@@ -376,3 +376,25 @@ func TestFindRemoteBase(t *testing.T) {
 		"notice D/prod/kustomization.yaml:3: remote github.com/org/api//deploy?ref=v1 not fetched: what it holds is not rendered",
 	})
 }
+
+// TestRecoverInput holds the input boundary to its promise: a panic while
+// rendering one input is an error naming it, its text redacted, and the
+// inputs after it are still rendered.
+func TestRecoverInput(t *testing.T) {
+	tr := &Tree{}
+	for _, f := range []string{"a/Chart.yaml", "b/kustomization.yaml"} {
+		func() {
+			defer tr.recoverInput(f)
+			panic("cannot deep copy map[interface {}]interface {} at https://user:s3cr3t@registry.example/x")
+		}()
+	}
+	if len(tr.Errs) != 2 {
+		t.Fatalf("%d errors, want one per input: %v", len(tr.Errs), tr.Errs)
+	}
+	for i, f := range []string{"a/Chart.yaml", "b/kustomization.yaml"} {
+		msg := tr.Errs[i].Error()
+		if !strings.HasPrefix(msg, f+": could not be rendered") || strings.Contains(msg, "s3cr3t") {
+			t.Errorf("error %d = %q: want it to name %s and hide the password", i, msg, f)
+		}
+	}
+}

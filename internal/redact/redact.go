@@ -38,7 +38,7 @@ func String(s string, known ...string) string {
 			s = strings.ReplaceAll(s, k, Mask)
 		}
 	}
-	s = stripUserinfo(s)
+	s = stripUserinfo(s, Mask)
 	s = yamlValue.ReplaceAllString(s, "${1}`"+Mask+"`")
 	return secretField.ReplaceAllStringFunc(s, func(m string) string {
 		sub := secretField.FindStringSubmatch(m)
@@ -58,10 +58,18 @@ func isTokenEnd(c byte) bool {
 	return false
 }
 
+// DropUserinfo is the same rule for userinfo as String, for a value that
+// names something rather than reports it (a metric label): userinfo is
+// left out whole, without a Mask, so "user:pass@registry/app" and
+// "https://user:pass@host/x" read "registry/app" and "https://host/x".
+// A digest ("app@sha256:…") is kept.
+func DropUserinfo(s string) string { return stripUserinfo(s, "") }
+
 // stripUserinfo replaces, in each token (a run of characters no
 // isTokenEnd ends), everything before an '@' that does not start a digest
-// ("@sha256:…" in a reference) with Mask, after any "scheme://".
-func stripUserinfo(s string) string {
+// ("@sha256:…" in a reference) with mask, after any "scheme://"; with an
+// empty mask the '@' goes too.
+func stripUserinfo(s, mask string) string {
 	if !strings.Contains(s, "@") {
 		return s
 	}
@@ -76,33 +84,32 @@ func stripUserinfo(s string) string {
 		for j < len(s) && !isTokenEnd(s[j]) {
 			j++
 		}
-		b.WriteString(stripToken(s[i:j]))
+		b.WriteString(stripToken(s[i:j], mask))
 		i = j
 	}
 	return b.String()
 }
 
-func stripToken(t string) string {
-	at := lastUserinfoAt(t)
-	if at < 0 {
-		return t
-	}
+func stripToken(t, mask string) string {
 	start := 0
-	if k := strings.Index(t[:at], "://"); k >= 0 {
+	if k := strings.Index(t, "://"); k >= 0 && !strings.Contains(t[:k], "/") {
 		start = k + len("://")
 	}
-	return t[:start] + Mask + t[at:]
-}
-
-// lastUserinfoAt is the index of the last '@' in t that is not followed
-// by a digest, or -1.
-func lastUserinfoAt(t string) int {
-	for i := len(t) - 1; i >= 0; i-- {
-		if t[i] == '@' && !isDigest(t[i+1:]) {
-			return i
-		}
+	end := len(t)
+	if k := strings.IndexByte(t[start:], '/'); k >= 0 {
+		end = start + k
 	}
-	return -1
+	// userinfo is in the authority (before the first '/') only, and an '@'
+	// that starts a digest is none.
+	at := strings.LastIndexByte(t[start:end], '@')
+	if at < 0 || isDigest(t[start+at+1:]) {
+		return t
+	}
+	at += start
+	if mask == "" {
+		return t[:start] + t[at+1:]
+	}
+	return t[:start] + mask + t[at:]
 }
 
 // digestPrefix is the start of an OCI digest: algorithm ":" hex.

@@ -31,6 +31,8 @@ func TestString(t *testing.T) {
 		{name: "known env value", in: "plugin said PASSWORD is " + marker + " here", known: []string{"", marker}, want: "plugin said PASSWORD is " + Mask + " here"},
 		{name: "redacted auth kept", in: "auth(username,password: redacted)", want: "auth(username,password: redacted)"},
 		{name: "plain text kept", in: "auth failed: no token; the author said", want: "auth failed: no token; the author said"},
+		{name: "at sign in a URL path kept", in: "GET https://registry.example/a@b/c", want: "GET https://registry.example/a@b/c"},
+		{name: "at sign in a file path kept", in: "reading k8s/v2@rc/deploy.yaml", want: "reading k8s/v2@rc/deploy.yaml"},
 		{name: "idempotent", in: "password: " + Mask, want: "password: " + Mask},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -46,5 +48,23 @@ func TestString(t *testing.T) {
 				t.Errorf("not idempotent: %q then %q", got, again)
 			}
 		})
+	}
+}
+
+func TestDropUserinfo(t *testing.T) {
+	t.Parallel()
+	digest := "sha256:" + strings.Repeat("cd", 32)
+	for _, tc := range []struct{ in, want string }{
+		{"user:" + marker + "@registry.example/app:v1", "registry.example/app:v1"},
+		{"tok@registry.example:5000", "registry.example:5000"},
+		{"https://u:" + marker + "@host/x", "https://host/x"},
+		{"https://registry.example/a@b", "https://registry.example/a@b"},
+		{"registry.example/app@" + digest, "registry.example/app@" + digest},
+		{"app@" + digest, "app@" + digest},
+		{"plain", "plain"},
+	} {
+		if got := DropUserinfo(tc.in); got != tc.want {
+			t.Errorf("DropUserinfo(%q) = %q, want %q", tc.in, got, tc.want)
+		}
 	}
 }
