@@ -121,7 +121,7 @@ func TestCosignVerifier(t *testing.T) {
 		{"the registry gone", gone.Digest(signed), KeyEntry{PEM: pemOf(t, keyA)}, Unverifiable, true, "reading the signatures"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			v := CosignVerifier{}.VerifyLegacy(context.Background(), c.ref, c.entry)
+			v := CosignVerifier{}.VerifyLegacy(context.Background(), c.ref, c.ref.Context(), c.entry)
 			if v.Outcome != c.want || v.Fault != c.fault || !strings.Contains(v.Reason, c.reason) {
 				t.Errorf("got %+v; want outcome %d, fault %v, reason with %q", v, c.want, c.fault, c.reason)
 			}

@@ -21,6 +21,9 @@ type KeyEntry struct {
 	Unverifiable string
 	// Path is where the entry is in the policy, for the findings.
 	Path string
+	// Repository is where this entry's signatures are read when not
+	// beside the image ("" is the image's own repository).
+	Repository string
 }
 
 // AttestorSet is a set of entries of which Count must accept the
@@ -50,7 +53,11 @@ func kyvernoAttestors(vi map[string]any) []AttestorSet {
 		entries, _, _ := unstructured.NestedSlice(a, "entries")
 		for j, rawE := range entries {
 			e, _ := rawE.(map[string]any)
-			set.Entries = append(set.Entries, kyvernoEntry(e, fmt.Sprintf("attestors[%d].entries[%d]", i, j))...)
+			repo, _, _ := unstructured.NestedString(e, "repository")
+			for _, ke := range kyvernoEntry(e, fmt.Sprintf("attestors[%d].entries[%d]", i, j)) {
+				ke.Repository = repo
+				set.Entries = append(set.Entries, ke)
+			}
 		}
 		sets = append(sets, set)
 	}
@@ -136,4 +143,32 @@ func authorityAttestors(a map[string]any) []AttestorSet {
 		return []AttestorSet{{Entries: []KeyEntry{{Path: "keyless", Unverifiable: "keyless identities are not verified offline yet: no trust root is given"}}}}
 	}
 	return nil
+}
+
+// entryRepositories settles where each entry's signatures are read: an
+// entry's own repository, else the rule's (Kyverno: "If specified
+// Repository will override other OCI image repository locations for this
+// Attestor", api/kyverno/v1 Attestor.Repository). When every entry reads
+// from one repository, the rule's presence is judged there; when they
+// differ, PerEntry says so and each entry's verification decides.
+func (n *Needs) entryRepositories() {
+	repos := map[string]bool{}
+	for i := range n.Sets {
+		for j := range n.Sets[i].Entries {
+			e := &n.Sets[i].Entries[j]
+			if e.Repository == "" {
+				e.Repository = n.Repository
+			}
+			repos[e.Repository] = true
+		}
+	}
+	switch len(repos) {
+	case 0:
+	case 1:
+		for r := range repos {
+			n.Repository = r
+		}
+	default:
+		n.PerEntry = true
+	}
 }

@@ -175,8 +175,10 @@ func kyvernoNeeds(vi map[string]any) Needs {
 	_, hasKey := vi["key"]
 	_, hasRoots := vi["roots"]
 	n.Signature = len(atts) > 0 || hasKey || hasRoots
+	n.Repository, _, _ = unstructured.NestedString(vi, "repository")
 	if n.Signature {
 		n.Sets = kyvernoAttestors(vi)
+		n.entryRepositories()
 	}
 	as, _, _ := unstructured.NestedSlice(vi, "attestations")
 	for _, raw := range as {

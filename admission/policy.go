@@ -39,6 +39,15 @@ type Needs struct {
 	// policy-controller authority's key, one set of one entry); none:
 	// presence alone is checked.
 	Sets []AttestorSet
+	// Repository is where the engine reads the signatures and
+	// attestations when not beside the image (Kyverno's repository, as
+	// cosign's COSIGN_REPOSITORY; policy-controller's source[].oci); ""
+	// is the image's own repository.
+	Repository string
+	// PerEntry: the attestor entries name different repositories
+	// (Kyverno entries[].repository), so presence is not judged in one
+	// place: each entry's verification looks in its own.
+	PerEntry bool
 }
 
 // Rule is one image-verifying rule: a Kyverno verifyImages entry, or a

@@ -132,8 +132,27 @@ func authorityNeeds(a map[string]any) (Needs, bool) {
 	_, key := a["key"]
 	_, keyless := a["keyless"]
 	n.Signature = (key || keyless) && len(n.Predicates) == 0
+	n.Repository = authoritySource(a)
 	if n.Signature {
 		n.Sets = authorityAttestors(a)
+		n.entryRepositories()
 	}
 	return n, false
+}
+
+// authoritySource is an authority's source[].oci: the repository
+// policy-controller reads its signatures and attestations from
+// (ociremote.WithTargetRepository, as COSIGN_REPOSITORY), the last one
+// listed where several are, as its validator's loop over the sources
+// leaves it (pkg/webhook/validator.go, remoteOpts per source).
+func authoritySource(a map[string]any) string {
+	srcs, _, _ := unstructured.NestedSlice(a, "source")
+	repo := ""
+	for _, raw := range srcs {
+		m, _ := raw.(map[string]any)
+		if oci, _, _ := unstructured.NestedString(m, "oci"); oci != "" {
+			repo = oci
+		}
+	}
+	return repo
 }

@@ -62,7 +62,8 @@ func (c *Checker) Findings(ctx context.Context, im *types.Image) []types.Finding
 		return nil
 	}
 	applied := c.applied(im, ref)
-	set, ferr := c.find(ctx, im)
+	sets := &repoSets{c: c, im: im, got: map[string]repoSet{}}
+	set, ferr := sets.get(ctx, "")
 	if ferr != nil {
 		if len(applied) == 0 {
 			return nil // nothing is required: a fault here is no one's concern
@@ -73,7 +74,7 @@ func (c *Checker) Findings(ctx context.Context, im *types.Image) []types.Finding
 	var out []types.Finding
 	raised := map[artifacts.Kind]bool{}
 	for _, a := range applied {
-		fs := a.verdict(set, im.Digest)
+		fs := a.verdict(ctx, sets, im.Digest)
 		if len(fs) == 0 {
 			fs = c.verifyFindings(ctx, a, im)
 		}
@@ -126,15 +127,46 @@ func (c *Checker) applied(im *types.Image, ref imageref.Ref) []*ruleUses {
 	return out
 }
 
-// find asks the Finder for im's artifacts.
-func (c *Checker) find(ctx context.Context, im *types.Image) (artifacts.Set, error) {
-	_, r, err := c.Parse(im.Reference)
-	if err != nil {
-		return artifacts.Set{}, fmt.Errorf("parsing %s: %w", im.Reference, err)
+// repoSets finds one image's artifacts once per repository a rule reads
+// them from: "" is the image's own, another the repository a policy
+// names (Kyverno's repository, policy-controller's source.oci), where
+// cosign keeps them as sha256-<hex>.sig tags of the image's digest.
+type repoSets struct {
+	c   *Checker
+	im  *types.Image
+	got map[string]repoSet
+}
+
+type repoSet struct {
+	set artifacts.Set
+	err error
+}
+
+// get asks the Finder for the image's artifacts in repo, once.
+func (s *repoSets) get(ctx context.Context, repo string) (artifacts.Set, error) {
+	if r, ok := s.got[repo]; ok {
+		return r.set, r.err
 	}
-	set, err := c.Finder.Find(ctx, r.Context(), im.Digest)
+	set, err := s.find(ctx, repo)
+	s.got[repo] = repoSet{set, err}
+	return set, err
+}
+
+func (s *repoSets) find(ctx context.Context, repo string) (artifacts.Set, error) {
+	at := s.im.Reference
+	if repo != "" {
+		at = repo
+	}
+	_, r, err := s.c.Parse(at)
 	if err != nil {
-		return set, fmt.Errorf("looking for the artifacts of %s: %w", im.Reference, err)
+		return artifacts.Set{}, fmt.Errorf("parsing %s: %w", at, err)
+	}
+	set, err := s.c.Finder.Find(ctx, r.Context(), s.im.Digest)
+	if err != nil {
+		if repo != "" {
+			return set, fmt.Errorf("looking for the artifacts of %s in %s: %w", s.im.Reference, repo, err)
+		}
+		return set, fmt.Errorf("looking for the artifacts of %s: %w", s.im.Reference, err)
 	}
 	return set, nil
 }
@@ -151,18 +183,20 @@ type lack struct {
 	predicate string
 	state     artifacts.Presence
 	seen      []artifacts.Artifact // matching artifacts that are not whole
+	set       artifacts.Set        // where it was looked for
+	err       error                // the set could not be read at all
 }
 
 // verdict is the findings for one rule over the set.
-func (ru *ruleUses) verdict(set artifacts.Set, digest string) []types.Finding {
-	p := ru.rule.presence(set)
+func (ru *ruleUses) verdict(ctx context.Context, sets *repoSets, digest string) []types.Finding {
+	p := ru.rule.presence(ctx, sets)
 	if p.state == artifacts.Present {
 		return nil
 	}
 	var out []types.Finding
 	for _, l := range p.lacking {
 		if l.state == artifacts.Unknown {
-			out = append(out, ru.faultFinding(set, l, digest))
+			out = append(out, ru.faultFinding(l, digest))
 			continue
 		}
 		out = append(out, ru.missingFinding(l, digest))
@@ -173,10 +207,10 @@ func (ru *ruleUses) verdict(set artifacts.Set, digest string) []types.Finding {
 // presence meets the rule's alternatives against the set: present when
 // one is met, else unknown when a fault may hide one, else missing; the
 // lacks are the first alternative's not met (the unknown one's, if any).
-func (r *Rule) presence(set artifacts.Set) presence {
+func (r *Rule) presence(ctx context.Context, sets *repoSets) presence {
 	best := presence{state: artifacts.Missing}
 	for i, n := range r.Alternatives {
-		p := needsPresence(set, n)
+		p := needsIn(ctx, sets, n)
 		if p.state == artifacts.Present {
 			return p
 		}
@@ -185,6 +219,20 @@ func (r *Rule) presence(set artifacts.Set) presence {
 		}
 	}
 	return best
+}
+
+// needsIn meets one alternative in the repository it reads from. An
+// alternative whose entries read from different repositories is not
+// judged by presence: each entry's verification looks in its own.
+func needsIn(ctx context.Context, sets *repoSets, n Needs) presence {
+	if n.PerEntry {
+		return presence{state: artifacts.Present}
+	}
+	set, err := sets.get(ctx, n.Repository)
+	if err != nil {
+		return presence{state: artifacts.Unknown, lacking: []lack{{kind: artifacts.Signature, state: artifacts.Unknown, err: err}}}
+	}
+	return needsPresence(set, n)
 }
 
 // needsPresence meets one alternative: every artifact it names.
@@ -202,7 +250,7 @@ func needsPresence(set artifacts.Set, n Needs) presence {
 		if st == artifacts.Present {
 			continue
 		}
-		out.lacking = append(out.lacking, lack{kind: q.Kind, predicate: q.PredicateType, state: st, seen: seen})
+		out.lacking = append(out.lacking, lack{kind: q.Kind, predicate: q.PredicateType, state: st, seen: seen, set: set})
 		if st == artifacts.Unknown || out.state == artifacts.Present {
 			out.state = st
 		}
@@ -292,8 +340,12 @@ func (ru *ruleUses) overridden() string {
 }
 
 // faultFinding says that a fault hides whether a needed artifact is there.
-func (ru *ruleUses) faultFinding(set artifacts.Set, l lack, digest string) types.Finding {
+func (ru *ruleUses) faultFinding(l lack, digest string) types.Finding {
 	cause := types.Finding{Code: types.RegistryFault, Message: "a fault"}
+	if l.err != nil {
+		cause = types.Finding{Code: types.FaultCode(l.err), Message: l.err.Error()}
+	}
+	set := l.set
 	for _, f := range set.Faults {
 		if f.Digest == "" || f.Digest == set.Image { // a child's fault hides none of the image's own
 			cause = f

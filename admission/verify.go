@@ -42,10 +42,11 @@ type Verdict struct {
 	Fault bool
 }
 
-// Verifier verifies the legacy signatures of an image digest (repo@digest)
+// Verifier verifies the legacy signatures of an image digest (repo@digest),
+// kept in the repository sigs (ref's own, or another one a policy names),
 // against one key entry, offline.
 type Verifier interface {
-	VerifyLegacy(ctx context.Context, ref name.Digest, e KeyEntry) Verdict
+	VerifyLegacy(ctx context.Context, ref name.Digest, sigs name.Repository, e KeyEntry) Verdict
 }
 
 // CosignVerifier verifies with cosign's own verification calls
@@ -58,26 +59,26 @@ type CosignVerifier struct {
 	Keychain authn.Keychain
 }
 
-// VerifyLegacy verifies ref's .sig signatures with e's key, ignoring the
+// VerifyLegacy verifies ref's .sig signatures, read in sigs, with e's key, ignoring the
 // log first (the key decides), then, where the engine requires a log
 // proof, refusing a signature that carries none: without a Rekor key
 // given, a carried proof cannot be checked offline and is unverifiable.
-func (v CosignVerifier) VerifyLegacy(ctx context.Context, ref name.Digest, e KeyEntry) Verdict {
+func (v CosignVerifier) VerifyLegacy(ctx context.Context, ref name.Digest, sigs name.Repository, e KeyEntry) Verdict {
 	if e.Unverifiable != "" {
 		return Verdict{Outcome: Unverifiable, Reason: e.Unverifiable}
 	}
-	co, err := v.checkOpts(ctx, e)
+	co, err := v.checkOpts(ctx, ref, sigs, e)
 	if err != nil {
 		return Verdict{Outcome: Unverifiable, Reason: err.Error()}
 	}
-	sigs, _, err := cosign.VerifyImageSignatures(ctx, ref, co)
+	found, _, err := cosign.VerifyImageSignatures(ctx, ref, co)
 	if err != nil {
 		return verdictOf(err)
 	}
 	if !e.Tlog {
 		return Verdict{Outcome: Verified}
 	}
-	for _, s := range sigs {
+	for _, s := range found {
 		if b, err := s.Bundle(); err == nil && b != nil {
 			return Verdict{Outcome: Unverifiable, Reason: "the signature carries a transparency-log proof (dev.sigstore.cosign/bundle), which regcheck does not check offline yet: the key verifies, the log proof is not checked"}
 		}
@@ -87,7 +88,7 @@ func (v CosignVerifier) VerifyLegacy(ctx context.Context, ref name.Digest, e Key
 
 // checkOpts are cosign's options for one key: the key as verifier, the
 // claim checked against the digest asked for, the log ignored.
-func (v CosignVerifier) checkOpts(ctx context.Context, e KeyEntry) (*cosign.CheckOpts, error) {
+func (v CosignVerifier) checkOpts(ctx context.Context, ref name.Digest, sigs name.Repository, e KeyEntry) (*cosign.CheckOpts, error) {
 	pub, err := cryptoutils.UnmarshalPEMToPublicKey([]byte(e.PEM))
 	if err != nil {
 		return nil, fmt.Errorf("the policy's key at %s does not parse: %w", e.Path, err)
@@ -100,13 +101,19 @@ func (v CosignVerifier) checkOpts(ctx context.Context, e KeyEntry) (*cosign.Chec
 	if kc == nil {
 		kc = authn.DefaultKeychain
 	}
+	opts := []ociremote.Option{ociremote.WithRemoteOptions(remote.WithContext(ctx), remote.WithAuthFromKeychain(kc))}
+	if sigs != ref.Context() {
+		// Signatures kept in another repository, as COSIGN_REPOSITORY
+		// says to cosign verify.
+		opts = append(opts, ociremote.WithTargetRepository(sigs))
+	}
 	return &cosign.CheckOpts{
 		SigVerifier:        sv,
 		ClaimVerifier:      cosign.SimpleClaimVerifier,
 		IgnoreTlog:         true,
 		IgnoreSCT:          true,
 		Offline:            true,
-		RegistryClientOpts: []ociremote.Option{ociremote.WithRemoteOptions(remote.WithContext(ctx), remote.WithAuthFromKeychain(kc))},
+		RegistryClientOpts: opts,
 	}, nil
 }
 

@@ -35,7 +35,7 @@ type fakeVerifier struct {
 	calls    int
 }
 
-func (f *fakeVerifier) VerifyLegacy(_ context.Context, _ name.Digest, e KeyEntry) Verdict {
+func (f *fakeVerifier) VerifyLegacy(_ context.Context, _ name.Digest, _ name.Repository, e KeyEntry) Verdict {
 	f.calls++
 	if e.Unverifiable != "" {
 		return Verdict{Outcome: Unverifiable, Reason: e.Unverifiable}

@@ -19,13 +19,17 @@ type verifyCache struct {
 
 // verifyKey is one verification: an image digest and a key entry.
 type verifyKey struct {
-	ref, pem string
-	tlog     bool
+	ref, pem, repo string
+	tlog           bool
 }
 
 // verifyEntry verifies ref against e, once per Checker.
 func (c *Checker) verifyEntry(ctx context.Context, ref name.Digest, e KeyEntry) Verdict {
-	k := verifyKey{ref.String(), e.PEM, e.Tlog}
+	sigs, err := c.repository(ref, e.Repository)
+	if err != nil {
+		return Verdict{Outcome: Unverifiable, Reason: fmt.Sprintf("the repository %q at %s does not parse: %v", e.Repository, e.Path, err)}
+	}
+	k := verifyKey{ref.String(), e.PEM, sigs.String(), e.Tlog}
 	if e.Unverifiable == "" {
 		c.verified.mu.Lock()
 		v, ok := c.verified.seen[k]
@@ -34,7 +38,7 @@ func (c *Checker) verifyEntry(ctx context.Context, ref name.Digest, e KeyEntry) 
 			return v
 		}
 	}
-	v := c.Verifier.VerifyLegacy(ctx, ref, e)
+	v := c.Verifier.VerifyLegacy(ctx, ref, sigs, e)
 	c.verified.mu.Lock()
 	if c.verified.seen == nil {
 		c.verified.seen = map[verifyKey]Verdict{}
@@ -86,6 +90,20 @@ func (c *Checker) digestRef(im *types.Image) (name.Digest, bool) {
 		return name.Digest{}, false
 	}
 	return r.Context().Digest(im.Digest), true
+}
+
+// repository is where a rule reads ref's signatures: ref's own repository
+// when repo is "", else repo as the registry client reaches it (its
+// insecure hosts included).
+func (c *Checker) repository(ref name.Digest, repo string) (name.Repository, error) {
+	if repo == "" {
+		return ref.Context(), nil
+	}
+	_, r, err := c.Parse(repo)
+	if err != nil {
+		return name.Repository{}, err
+	}
+	return r.Context(), nil
 }
 
 // altResult is one alternative's verification and the entry that says

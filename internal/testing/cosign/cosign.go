@@ -100,6 +100,17 @@ func (c *Cosign) Sign(ctx context.Context, ref string, f Format, recursive bool)
 	return nil
 }
 
+// SignIn signs ref (repo@digest) the legacy way, keeping the signature in
+// the repository sigRepo instead of beside the image, as cosign does with
+// COSIGN_REPOSITORY set.
+func (c *Cosign) SignIn(ctx context.Context, ref, sigRepo string) error {
+	args := append([]string{"sign"}, c.signFlags(Legacy)...)
+	if out, err := c.runEnv(ctx, []string{"COSIGN_REPOSITORY=" + sigRepo}, append(args, ref)...); err != nil {
+		return fmt.Errorf("cosign sign %s into %s: %w\n%s", ref, sigRepo, err, out)
+	}
+	return nil
+}
+
 // Attest attaches an in-toto attestation of predicate type typ
 // ("slsaprovenance", "spdx", a URI) with the predicate JSON to ref.
 func (c *Cosign) Attest(ctx context.Context, ref, typ string, predicate []byte, f Format) error {
@@ -132,10 +143,19 @@ func (c *Cosign) Verify(ctx context.Context, ref string, f Format) (bool, string
 // HTTPS_PROXY points at a closed loopback port so that nothing leaves
 // the machine).
 func (c *Cosign) VerifyKey(ctx context.Context, ref, pub string, f Format, ignoreTlog bool, rekorPub string) (bool, string, error) {
+	return c.VerifyKeyIn(ctx, ref, "", pub, f, ignoreTlog, rekorPub)
+}
+
+// VerifyKeyIn is VerifyKey reading the signatures in sigRepo
+// (COSIGN_REPOSITORY) when it is not "".
+func (c *Cosign) VerifyKeyIn(ctx context.Context, ref, sigRepo, pub string, f Format, ignoreTlog bool, rekorPub string) (bool, string, error) {
 	// --offline: the log proof must be carried by the signature; cosign
 	// does not search Rekor for it (nor could it here).
 	args := append([]string{"verify", "--key", pub, fmt.Sprintf("--insecure-ignore-tlog=%v", ignoreTlog), "--offline=true"}, formatFlags(f)...)
 	env := []string{"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9"}
+	if sigRepo != "" {
+		env = append(env, "COSIGN_REPOSITORY="+sigRepo)
+	}
 	if rekorPub != "" {
 		env = append(env, "SIGSTORE_REKOR_PUBLIC_KEY="+rekorPub)
 	}
