@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/regcheck/regcheck/imageref"
+	"github.com/regcheck/regcheck/types"
 )
 
 // wildcard reports whether s matches pattern as Kyverno's imageReferences
@@ -36,10 +37,25 @@ func wildcard(pattern, s string) bool {
 	return match[len(s)]
 }
 
-// kyvernoMatches reports whether any of patterns matches ref as Kyverno
-// reads them.
-func kyvernoMatches(patterns []string, ref imageref.Ref) bool {
-	for _, n := range ref.KyvernoNames() {
+// kyvernoNames are the names Kyverno matches a use's image against: the
+// one name Kyverno makes of the image as the use wrote it
+// (imageref.KyvernoName: "nginx" is docker.io/nginx:latest, never
+// docker.io/library/nginx), or, where the use does not say how it was
+// written (a result read back, the watcher), every name the normalised
+// reference may have been written as.
+func kyvernoNames(u types.Use, ref imageref.Ref) []string {
+	if u.Written != "" {
+		if n, err := imageref.KyvernoName(u.Written); err == nil {
+			return []string{n}
+		}
+	}
+	return ref.KyvernoNames()
+}
+
+// kyvernoMatches reports whether any of patterns matches any of names as
+// Kyverno's wildcard does (wildcard).
+func kyvernoMatches(patterns []string, names []string) bool {
+	for _, n := range names {
 		for _, p := range patterns {
 			if wildcard(p, n) {
 				return true

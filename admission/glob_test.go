@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/regcheck/regcheck/imageref"
+	"github.com/regcheck/regcheck/types"
 )
 
 // Kyverno matches imageReferences with wildcards over the whole
@@ -23,7 +24,8 @@ func TestKyvernoMatches(t *testing.T) {
 		{"ghcr.io/kyverno/*:v?", "ghcr.io/kyverno/app:v10", false}, // ? is exactly one
 		{"kyverno/*", "ghcr.io/kyverno/app:v1", false},             // the registry is part of the reference
 		{"docker.io/nginx:*", "nginx:1.27", true},                  // Kyverno adds docker.io but not library/
-		{"docker.io/library/nginx:*", "nginx:1.27", true},          // as the normalized reference reads
+		{"docker.io/library/nginx:*", "nginx:1.27", false},         // so the normalized name is not tried
+		{"docker.io/library/nginx:*", "library/nginx:1.27", true},  // unless written so
 		{"nginx:*", "nginx:1.27", false},                           // the default registry is added
 		{"ghcr.io/org/app:latest", "ghcr.io/org/app", true},
 		{"", "ghcr.io/org/app", false},
@@ -33,10 +35,27 @@ func TestKyvernoMatches(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := kyvernoMatches([]string{c.pattern}, ref); got != c.want {
-				t.Errorf("kyvernoMatches(%q, %q) = %v, want %v (names %v)", c.pattern, c.image, got, c.want, ref.KyvernoNames())
+			names := kyvernoNames(types.Use{Written: c.image}, ref)
+			if got := kyvernoMatches([]string{c.pattern}, names); got != c.want {
+				t.Errorf("kyvernoMatches(%q, %q) = %v, want %v (names %v)", c.pattern, c.image, got, c.want, names)
 			}
 		})
+	}
+}
+
+// TestKyvernoNamesWithoutWritten: where a use does not say how the image
+// was written (a result read back, the watcher), every name it may have
+// been written as is tried: docker.io/library/nginx and docker.io/nginx.
+func TestKyvernoNamesWithoutWritten(t *testing.T) {
+	ref, err := imageref.Parse("nginx:1.27")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := kyvernoNames(types.Use{}, ref)
+	for _, p := range []string{"docker.io/library/nginx:*", "docker.io/nginx:*"} {
+		if !kyvernoMatches([]string{p}, names) {
+			t.Errorf("%s does not match %v", p, names)
+		}
 	}
 }
 

@@ -45,7 +45,8 @@ func (ps *Policies) applies(r *Rule, u types.Use, ref imageref.Ref) (ok, unsure 
 	ns := namespaceOf(u)
 	switch r.Engine {
 	case Kyverno:
-		if !kyvernoMatches(r.Images, ref) || len(r.Skip) > 0 && kyvernoMatches(r.Skip, ref) {
+		names := kyvernoNames(u, ref)
+		if !kyvernoMatches(r.Images, names) || len(r.Skip) > 0 && kyvernoMatches(r.Skip, names) {
 			return false, false
 		}
 		if r.Kind == "Policy" && r.Namespace != ns {

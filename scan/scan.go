@@ -128,7 +128,12 @@ func (s *Scanner) images(targets []types.Target) (*types.Result, map[*types.Imag
 			byRef[key] = im
 			res.Images = append(res.Images, im)
 		}
-		im.Uses = append(im.Uses, t.Uses...)
+		for _, u := range t.Uses {
+			if u.Written == "" {
+				u.Written = t.Ref
+			}
+			im.Uses = append(im.Uses, u)
+		}
 	}
 	return res, refs
 }

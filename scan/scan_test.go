@@ -49,7 +49,7 @@ func TestCheckFixtures(t *testing.T) {
 			if im.Manifests != manifests || im.Blobs != blobs {
 				t.Errorf("checked %d manifests and %d blobs, want %d and %d", im.Manifests, im.Blobs, manifests, blobs)
 			}
-			if want := []types.Use{{Source: "args"}}; !reflect.DeepEqual(im.Uses, want) {
+			if want := []types.Use{{Source: "args", Written: fx.Ref}}; !reflect.DeepEqual(im.Uses, want) {
 				t.Errorf("uses %+v, want %+v", im.Uses, want)
 			}
 		})
@@ -403,7 +403,7 @@ func TestRunInvalidReference(t *testing.T) {
 	if inv.Reference != bad || inv.Verdict != types.Broken || !reflect.DeepEqual(keys(inv.Findings), []findingKey{{types.InvalidReference, "", ""}}) {
 		t.Errorf("invalid reference: %+v", inv)
 	}
-	if want := []types.Use{{Source: "file", File: "a.yaml", Line: 3}}; !reflect.DeepEqual(inv.Uses, want) {
+	if want := []types.Use{{Source: "file", File: "a.yaml", Line: 3, Written: bad}}; !reflect.DeepEqual(inv.Uses, want) {
 		t.Errorf("uses %+v, want %+v", inv.Uses, want)
 	}
 	if ok := res.Images[1]; ok.Verdict != types.OK || ok.Digest != single.Digest.String() {
@@ -463,7 +463,10 @@ func TestRunAsksOnce(t *testing.T) {
 		t.Fatalf("%d images, want 3: %+v", len(res.Images), res.Images)
 	}
 	a, b, d := res.Images[0], res.Images[1], res.Images[2]
-	if !reflect.DeepEqual(a.Uses, []types.Use{useA1, useA2}) || !reflect.DeepEqual(b.Uses, []types.Use{useB}) || !reflect.DeepEqual(d.Uses, []types.Use{useD}) {
+	// Each use keeps the image as it wrote it: the leading space too.
+	written := func(u types.Use, w string) types.Use { u.Written = w; return u }
+	wantA := []types.Use{written(useA1, tr.ref("shared", "a")), written(useA2, " "+tr.ref("shared", "a"))}
+	if !reflect.DeepEqual(a.Uses, wantA) || !reflect.DeepEqual(b.Uses, []types.Use{written(useB, tr.ref("shared", "b"))}) || !reflect.DeepEqual(d.Uses, []types.Use{written(useD, tr.at("shared", digests[0]))}) {
 		t.Errorf("uses: a %+v, b %+v, digest %+v", a.Uses, b.Uses, d.Uses)
 	}
 	for i, im := range res.Images {

@@ -14,6 +14,11 @@ import (
 type Use struct {
 	// Source is where the reference came from: "args", "images-from", "file", "cluster".
 	Source string `json:"source"`
+	// Written is the image as the use wrote it (a pod spec's image field,
+	// a file's scalar, an argument), before normalisation: an admission
+	// engine matches its policies against it, each in its own way. It is
+	// not written out: a report names the normalised reference.
+	Written string `json:"-"`
 	// File and Line locate the reference in a manifest file.
 	File string `json:"file,omitempty"`
 	Line int    `json:"line,omitempty"`
