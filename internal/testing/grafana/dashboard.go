@@ -43,6 +43,15 @@ type Panel struct {
 	Panels      []Panel         `json:"panels"` // a collapsed row's
 	FieldConfig json.RawMessage `json:"fieldConfig"`
 	Options     json.RawMessage `json:"options"`
+	// Transformations change a query's frames before they are shown
+	// (organize: hide, rename and order a table's columns).
+	Transformations []Transformation `json:"transformations"`
+}
+
+// Transformation is one of a panel's transformations: its id and options.
+type Transformation struct {
+	ID      string          `json:"id"`
+	Options json.RawMessage `json:"options"`
 }
 
 // GridPos is where a panel sits on the 24-column grid.
