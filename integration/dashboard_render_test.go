@@ -127,6 +127,7 @@ type shown struct {
 type shownValue struct {
 	Label, Text string
 	Color       template.CSS
+	Mono        bool // a digest or a command
 }
 
 // fieldConfig is the part of a panel's fieldConfig the page reads.
@@ -271,7 +272,8 @@ func panelTable(t *testing.T, p grafana.Panel, fc fieldConfig, samples []sample)
 			if c == "Value" {
 				row = append(row, shownValue{Text: format(fc, s.value), Color: color(fc, s.value)})
 			} else {
-				row = append(row, shownValue{Text: s.labels[c]})
+				v := s.labels[c]
+				row = append(row, shownValue{Text: v, Mono: strings.Contains(v, "sha256:") || strings.HasPrefix(v, "regcheck ")})
 			}
 		}
 		rows = append(rows, row)
@@ -370,6 +372,7 @@ table{border-collapse:collapse;width:100%;font-size:11.5px;table-layout:auto}
 th{text-align:left;color:#6e9fff;font-weight:600;border-bottom:1px solid #2c3235;padding:3px 5px}
 td{border-bottom:1px solid #22252b;padding:3px 5px;word-break:break-all;vertical-align:top}
 td.c{color:#111;font-weight:600;text-align:right}
+td.m{font:11px/1.3 "DejaVu Sans Mono",monospace}
 .note{color:#8e8e9e;font-style:italic;font-size:11px}
 pre{background:#22252b;padding:6px;white-space:pre-wrap;font-size:11.5px;margin:4px 0}
 code{background:#22252b;padding:0 3px}
@@ -384,7 +387,7 @@ p{margin:4px 0}
 {{if .Stats}}{{if eq .Type "stat"}}<div class="stats">{{range .Stats}}<div class="stat"{{if .Color}} style="background:{{.Color}}"{{end}}><span class="v">{{.Text}}</span>{{if .Label}}<span class="l">{{.Label}}</span>{{end}}</div>{{end}}</div>
 {{else}}<table>{{range .Stats}}<tr><td>{{.Label}}</td><td>{{.Text}}</td></tr>{{end}}</table>{{end}}{{end}}
 {{if .Rows}}<table><tr>{{range .Columns}}<th>{{.}}</th>{{end}}</tr>
-{{range .Rows}}<tr>{{range .}}<td{{if .Color}} class="c" style="background:{{.Color}}"{{end}}>{{.Text}}</td>{{end}}</tr>
+{{range .Rows}}<tr>{{range .}}<td{{if .Color}} class="c" style="background:{{.Color}}"{{else if .Mono}} class="m"{{end}}>{{.Text}}</td>{{end}}</tr>
 {{end}}</table>{{end}}
 {{if .Note}}<p class="note">{{.Note}}</p>{{end}}
 </div>

@@ -11,7 +11,7 @@ const valid = `{
   "templating": {"list": [
     {"name": "datasource", "type": "datasource", "query": "prometheus"},
     {"name": "namespace", "type": "query", "datasource": {"type": "prometheus", "uid": "${datasource}"},
-     "query": {"query": "label_values(up, namespace)", "refId": "V"}, "includeAll": true, "allValue": ".*"}
+     "query": {"query": "label_values(up, namespace)", "qryType": 1, "label": "namespace", "metric": "up", "refId": "V"}, "includeAll": true, "allValue": ".*"}
   ]},
   "panels": [
     {"id": 1, "type": "row", "title": "r", "gridPos": {"h": 1, "w": 24, "x": 0, "y": 0}, "panels": []},
@@ -61,6 +61,7 @@ func TestCheckFinds(t *testing.T) {
 		{"an Angular panel", `"type": "stat"`, `"type": "singlestat"`, `type "singlestat"`},
 		{"no description", `"title": "s", "description": "d"`, `"title": "s"`, "no description"},
 		{"a text with a query", `"options": {"mode": "markdown", "content": "hi"}`, `"options": {"mode": "markdown", "content": ""}`, "markdown content"},
+		{"a variable's label and query disagree", `"label": "namespace"`, `"label": "job"`, "do not say"},
 		{"All with no allValue", `"includeAll": true, "allValue": ".*"`, `"includeAll": true`, "no allValue"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -130,10 +130,19 @@ func (v Variable) VariableQuery() (string, error) {
 		return s, nil
 	}
 	var q struct {
-		Query string `json:"query"`
+		Query, Label, Metric string
+		QryType              *int
 	}
 	if err := json.Unmarshal(v.Query, &q); err != nil {
 		return "", fmt.Errorf("variable %s: query is neither a string nor {query}: %w", v.Name, err)
+	}
+	// Grafana's Prometheus variable editor builds the query of type 1
+	// (label values) from label and metric: they must say what query says.
+	if q.QryType != nil {
+		m := LabelValuesQuery.FindStringSubmatch(q.Query)
+		if *q.QryType != 1 || m == nil || m[1] != q.Metric || m[2] != q.Label {
+			return "", fmt.Errorf("variable %s: qryType %d, metric %q and label %q do not say %q", v.Name, *q.QryType, q.Metric, q.Label, q.Query)
+		}
 	}
 	return q.Query, nil
 }
