@@ -144,6 +144,13 @@ type fieldConfig struct {
 	} `json:"defaults"`
 }
 
+// promtoolVersion is the first line of promtool --version.
+func promtoolVersion(t *testing.T) string {
+	out := promtool(t, "--version")
+	first, _, _ := strings.Cut(out, "\n")
+	return strings.TrimSpace(first)
+}
+
 // renderDashboard writes the page: each panel at its grid position with
 // the samples its query returned.
 func renderDashboard(t *testing.T, d *grafana.Dashboard, got map[string][]sample, run *dashboardRun) string {
@@ -154,6 +161,7 @@ func renderDashboard(t *testing.T, d *grafana.Dashboard, got map[string][]sample
 		"Title":  d.Title,
 		"Panels": panels,
 		"When":   run.scraped.UTC().Format(time.RFC3339),
+		"Engine": promtoolVersion(t),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -379,7 +387,7 @@ code{background:#22252b;padding:0 3px}
 p{margin:4px 0}
 </style></head><body>
 <h1>{{.Title}}</h1>
-<p class="sub">Static render of deploy/grafana/regcheck.json: each panel's query evaluated by promtool v3.16 over the series a real regcheck watch and the CronJob's push to a real Pushgateway served at {{.When}} (namespace: All).</p>
+<p class="sub">Static render of deploy/grafana/regcheck.json: each panel's query evaluated by {{.Engine}} over the series a real regcheck watch and the CronJob's push to a real Pushgateway served at {{.When}} (namespace: All).</p>
 <div class="grid">
 {{range .Panels}}<div class="panel{{if eq .Type "row"}} row{{end}}" style="{{.Style}}">
 <h2>{{.Title}}</h2>

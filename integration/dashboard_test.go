@@ -79,7 +79,7 @@ func promtoolParses(t *testing.T, qs []grafana.Query) {
 	if want := fmt.Sprintf("SUCCESS: %d rules found", len(exprs)); !strings.Contains(out, want) {
 		t.Errorf("promtool check rules: %s, want %q", out, want)
 	}
-	t.Logf("promtool check rules over the dashboard's %d queries: %s", len(exprs), strings.TrimSpace(out))
+	t.Logf("%s: check rules over the dashboard's %d queries: %s", promtoolVersion(t), len(exprs), strings.TrimSpace(out))
 
 	bin, err := bins.Path(promtoolBin)
 	if err != nil {
