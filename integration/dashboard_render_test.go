@@ -101,7 +101,7 @@ func hasSample(ss []sample, want map[string]string) bool {
 // message, and returns the PNG's path.
 func screenshot(t *testing.T, browser, page string) string {
 	shot := strings.TrimSuffix(page, ".html") + ".png"
-	if _, console := headless(t, browser, "file://"+page, "--screenshot="+shot, "--window-size=1600,2700", "--hide-scrollbars", "--force-device-scale-factor=1"); len(console) > 0 {
+	if _, console := headless(t, browser, "file://"+page, "--screenshot="+shot, "--window-size=1600,"+shotHeight, "--hide-scrollbars", "--force-device-scale-factor=1"); len(console) > 0 {
 		t.Errorf("console messages taking the screenshot:\n%s", strings.Join(console, "\n"))
 	}
 	fi, err := os.Stat(shot)
@@ -401,3 +401,7 @@ p{margin:4px 0}
 </div>
 {{end}}</div></body></html>
 `))
+
+// shotHeight is the window's height: the page's, about, with the run's
+// rows (REGCHECK_DASHBOARD_HEIGHT to change it).
+var shotHeight = cmp(os.Getenv("REGCHECK_DASHBOARD_HEIGHT"), "2300")
