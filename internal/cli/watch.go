@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
+	"github.com/regcheck/regcheck/pullpath"
 	"github.com/regcheck/regcheck/record"
 	"github.com/regcheck/regcheck/watch"
 )
@@ -132,6 +133,11 @@ func runWatch(cmd *cobra.Command, g *globals, f *watchFlags) error {
 	cfg := watch.Config{Client: kt.client, Cluster: kt.name, Namespace: kt.namespace, Store: st,
 		FlushInterval: f.flushInterval, Interval: f.interval, Debounce: f.walkDebounce, SyncTimeout: f.syncTimeout,
 		ScanOptions: f.registry.options(g), Logger: g.logger, HistoryHint: f.historyHint(where)}
+	if f.registry.pullPath == "" {
+		// As scan --cluster: the OpenShift mirror sets are the nodes' pull
+		// path, read before each walk; --registries-config names it instead.
+		cfg.PullPath = func(ctx context.Context) (*pullpath.Config, error) { return kt.mirrorSets(ctx, g.logger) }
+	}
 	if f.leaderElect {
 		if cfg.Leader, err = f.leader(kt); err != nil {
 			return err
