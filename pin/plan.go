@@ -33,10 +33,10 @@ type plan struct {
 	index    string // the index listing running, pinned in its stead
 	platform string // the index of the tag's that does not list running, a platform manifest
 
-	digest    string // the digest to pin to, once resolved
-	mediaType string // the digest's
-	mismatch  string // why some node the sites may run on cannot run digest, a single-platform manifest
-	instead   string // the index listing digest, to pin instead
+	digest    string                    // the digest to pin to, once resolved
+	mediaType string                    // the digest's
+	mismatch  map[yamlfile.Image]string // at each site some node of whose cannot run digest (a single-platform manifest), why
+	instead   string                    // the index listing digest, to pin instead
 	verdict   types.Verdict
 	problems  []string // the walk's findings, for the messages
 	fault     string   // why the digest could not be had
@@ -335,7 +335,7 @@ func (pl *plan) walked(im *types.Image) {
 // pin that stays, and a running digest, which may not be its tag's.
 func (p *planner) checkTagged(ctx stdctx.Context) error {
 	for _, pl := range p.order {
-		if pl.change && pl.running != "" && pl.digest != "" && pl.verdict != types.Broken && pl.mismatch == "" {
+		if pl.change && pl.running != "" && pl.digest != "" && pl.verdict != types.Broken && len(pl.mismatch) == 0 {
 			pl.gcCheck = trimDigest(pl.norm) + "@" + pl.digest
 		}
 	}
@@ -378,7 +378,7 @@ func (p *planner) lookup(img yamlfile.Image) (string, bool, error) {
 		return "", false, nil
 	}
 	pl := s.pl
-	if !pl.change || pl.digest == "" || pl.fault != "" || pl.platform != "" || pl.mismatch != "" ||
+	if !pl.change || pl.digest == "" || pl.fault != "" || pl.platform != "" || pl.mismatch[img] != "" ||
 		pl.verdict == types.Broken && !p.c.AllowBroken {
 		return "", false, nil
 	}
@@ -429,8 +429,8 @@ func (pl *plan) findings(img yamlfile.Image) []pinresult.Finding {
 		out = append(out, f(pinresult.KindPlatform, fmt.Sprintf("the runtime reports %s, a platform manifest; %s points at index %s, which does not list it: "+
 			"the index it came from is no longer what the tag points at. %s left as is (pin by tag)",
 			pl.running, cmp.Or(pl.tag, pl.norm), pl.platform, img.Ref)))
-	case pl.mismatch != "":
-		out = append(out, f(pinresult.KindPlatformMismatch, pl.mismatchFinding(img.Ref)))
+	case pl.mismatch[img] != "":
+		out = append(out, f(pinresult.KindPlatformMismatch, pl.mismatchFinding(img.Ref, pl.mismatch[img])))
 	case pl.fault != "":
 		out = append(out, f(pinresult.KindUnresolved, fmt.Sprintf("%s left as is: %s", img.Ref, pl.fault)))
 	case pl.verdict == types.Broken && len(pl.refused) > 0:

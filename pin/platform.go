@@ -79,26 +79,27 @@ func merge(to, add []string) []string {
 }
 
 // checkNodePlatforms refuses, for every plan about to pin a
-// single-platform manifest, the pin some node its sites may run on cannot
-// run (Config.Nodes): the manifest's platform is its config's
-// os/architecture/variant. An index is never refused: each node pulls its
-// own child. A config that cannot be read leaves the reference as is.
+// single-platform manifest, the pin at each site some node the site may
+// run on cannot run (Config.Nodes): the manifest's platform is its
+// config's os/architecture/variant. A site whose nodes all run it is
+// pinned. An index is never refused: each node pulls its own child. A
+// config that cannot be read leaves the reference as is.
 func (p *planner) checkNodePlatforms(ctx stdctx.Context) error {
 	if p.c.Nodes == nil {
 		return nil
 	}
-	nodes := p.nodesByPlan()
+	sites := p.nodesBySite()
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(8)
 	for _, pl := range p.order {
-		if !pl.change || pl.digest == "" || pl.fault != "" || pl.platform != "" || !walk.IsImage(pl.mediaType) || len(nodes[pl]) == 0 {
+		if !pl.change || pl.digest == "" || pl.fault != "" || pl.platform != "" || !walk.IsImage(pl.mediaType) || len(sites[pl]) == 0 {
 			continue
 		}
 		if pl.verdict == types.Broken && !p.c.AllowBroken {
 			continue // refused already
 		}
 		g.Go(func() error {
-			p.checkNodePlatform(gctx, pl, nodes[pl])
+			p.checkNodePlatform(gctx, pl, sites[pl])
 			return nil
 		})
 	}
@@ -106,9 +107,10 @@ func (p *planner) checkNodePlatforms(ctx stdctx.Context) error {
 	return ctx.Err()
 }
 
-// checkNodePlatform refuses pl's pin when a node of nodes cannot run its
-// manifest, naming the index to pin instead when the registry has one.
-func (p *planner) checkNodePlatform(ctx stdctx.Context, pl *plan, nodes []types.NodePlatform) {
+// checkNodePlatform refuses pl's pin at each of its sites a node of
+// whose cannot run its manifest, naming the index to pin instead when the
+// registry has one.
+func (p *planner) checkNodePlatform(ctx stdctx.Context, pl *plan, sites map[yamlfile.Image][]types.NodePlatform) {
 	_, ref, err := p.s.Parse(pl.norm)
 	if err != nil {
 		return
@@ -116,34 +118,46 @@ func (p *planner) checkNodePlatform(ctx stdctx.Context, pl *plan, nodes []types.
 	platform, err := p.s.Platform(ctx, ref.Context(), pl.digest)
 	switch {
 	case err != nil:
-		pl.fault = fmt.Sprintf("could not read the platform of %s, a single-platform manifest, to check it against the nodes' (%s): %v", pl.digest, platformList(nodes), err)
+		pl.fault = fmt.Sprintf("could not read the platform of %s, a single-platform manifest, to check it against the nodes': %v", pl.digest, err)
 		return
 	case platform == "":
 		return // the config names none: any node may run it
 	}
-	var cannot []string
+	for img, nodes := range sites {
+		if cannot := cannotRun(platform, nodes); len(cannot) > 0 {
+			if pl.mismatch == nil {
+				pl.mismatch = map[yamlfile.Image]string{}
+			}
+			pl.mismatch[img] = fmt.Sprintf("%s is a single-platform manifest for %s; the pods may run on %s: %s cannot run it (exec format error, or no matching manifest)",
+				pl.digest, platform, platformList(nodes), strings.Join(cannot, ", "))
+		}
+	}
+	if len(pl.mismatch) > 0 {
+		pl.instead = cluster.IndexListing(ctx, p.s, pl.norm, pl.digest)
+	}
+}
+
+// cannotRun names the nodes (or, with none named, the platforms) of nodes
+// that cannot run a manifest of platform.
+func cannotRun(platform string, nodes []types.NodePlatform) []string {
+	var out []string
 	for _, np := range nodes {
 		if cluster.Serves(platform, np.Platform) {
 			continue
 		}
 		if len(np.Nodes) == 0 {
-			cannot = append(cannot, np.Platform)
+			out = append(out, np.Platform)
 		}
 		for _, n := range np.Nodes {
-			cannot = append(cannot, fmt.Sprintf("node %s (%s)", n, np.Platform))
+			out = append(out, fmt.Sprintf("node %s (%s)", n, np.Platform))
 		}
 	}
-	if len(cannot) == 0 {
-		return
-	}
-	pl.mismatch = fmt.Sprintf("%s is a single-platform manifest for %s; the pods may run on %s: %s cannot run it (exec format error, or no matching manifest)",
-		pl.digest, platform, platformList(nodes), strings.Join(cannot, ", "))
-	pl.instead = cluster.IndexListing(ctx, p.s, pl.norm, pl.digest)
+	return out
 }
 
-// nodesByPlan gathers Config.Nodes over each plan's sites, each node once.
-func (p *planner) nodesByPlan() map[*plan][]types.NodePlatform {
-	byPlan := map[*plan]map[string][]string{}
+// nodesBySite asks Config.Nodes for each site of each plan.
+func (p *planner) nodesBySite() map[*plan]map[yamlfile.Image][]types.NodePlatform {
+	out := map[*plan]map[yamlfile.Image][]types.NodePlatform{}
 	for img, s := range p.sites {
 		if s.pl == nil {
 			continue
@@ -152,18 +166,10 @@ func (p *planner) nodesByPlan() map[*plan][]types.NodePlatform {
 		if len(nps) == 0 {
 			continue
 		}
-		m := byPlan[s.pl]
-		if m == nil {
-			m = map[string][]string{}
-			byPlan[s.pl] = m
+		if out[s.pl] == nil {
+			out[s.pl] = map[yamlfile.Image][]types.NodePlatform{}
 		}
-		for _, np := range nps {
-			m[np.Platform] = merge(m[np.Platform], np.Nodes)
-		}
-	}
-	out := map[*plan][]types.NodePlatform{}
-	for pl, m := range byPlan {
-		out[pl] = nodePlatforms(m)
+		out[s.pl][img] = nps
 	}
 	return out
 }
@@ -184,12 +190,12 @@ func platformList(nodes []types.NodePlatform) string {
 	return strings.Join(out, ", ")
 }
 
-// mismatchFinding is the refusal of a plan whose manifest some node
-// cannot run.
-func (pl *plan) mismatchFinding(ref string) string {
+// mismatchFinding is the refusal at a site some node of whose cannot run
+// the plan's manifest, why the message says.
+func (pl *plan) mismatchFinding(ref, why string) string {
 	instead := fmt.Sprintf("no index of %s the registry's tags reach lists it: push a multi-platform image and pin its index", trimTag(pl.norm))
 	if pl.instead != "" {
 		instead = fmt.Sprintf("the index %s lists it: pin %s@%s instead", pl.instead, trimTag(pl.norm), pl.instead)
 	}
-	return fmt.Sprintf("refusing to pin %s to %s: %s; %s; left as is", ref, pl.digest, pl.mismatch, instead)
+	return fmt.Sprintf("refusing to pin %s to %s: %s; %s; left as is", ref, pl.digest, why, instead)
 }

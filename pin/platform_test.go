@@ -169,3 +169,36 @@ func TestNodesFrom(t *testing.T) {
 		})
 	}
 }
+
+// TestRunNodePlatformsPerSite: one reference in two workloads is judged
+// per workload: pinned where every node runs the manifest, refused where
+// some node does not.
+func TestRunNodePlatformsPerSite(t *testing.T) {
+	t.Parallel()
+	host, s := testRegistry(t)
+	_, kids := pushPlatforms(t, host+"/multi", "v1", "linux/amd64", "linux/arm64")
+	ref := host + "/multi:linux-amd64"
+	dir := t.TempDir()
+	in := testDeployment("default", "held", ref) + "---\n" + testDeployment("default", "free", ref)
+	if err := os.WriteFile(filepath.Join(dir, "app.yaml"), []byte(in), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	nodes := func(img yamlfile.Image) []types.NodePlatform {
+		if img.Name == "held" {
+			return []types.NodePlatform{{Platform: "linux/amd64", Nodes: []string{"a"}}}
+		}
+		return []types.NodePlatform{{Platform: "linux/amd64", Nodes: []string{"a"}}, {Platform: "linux/arm64", Nodes: []string{"b"}}}
+	}
+	r, err := Run(stdctx.Background(), []string{dir}, Config{Scanner: s, Nodes: nodes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := testDeployment("default", "held", ref+"@"+kids["linux/amd64"]) + "---\n" + testDeployment("default", "free", ref)
+	if got := string(r.Files[0].New); got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+	refused := findingsOf(r, pinresult.KindPlatformMismatch)
+	if len(refused) != 1 || refused[0].Line != 23 || !strings.Contains(refused[0].Message, "node b (linux/arm64) cannot run it") {
+		t.Errorf("refusals %v, want one, at free's line 23, naming node b", refused)
+	}
+}
