@@ -319,13 +319,14 @@ func TestCRIORegistriesDifferential(t *testing.T) {
 					seen["mirror"] += btoi(s.mirror)
 					seen["insecure"] += btoi(s.insecure)
 					seen["blocked"] += btoi(s.blocked)
-					seen["rewritten"] += btoi(!strings.HasPrefix(ref, strings.TrimPrefix(s.name, "registry-1.")))
+					// renamed: a source other than the reference's own name (a mirror, a rewritten prefix)
+					seen["renamed"] += btoi(!strings.HasPrefix(ref, strings.TrimPrefix(s.name, "registry-1.")))
 				}
 			}
 		})
 	}
 	t.Logf("%d references compared over %d fixtures; sources: %v", compared, len(regFixtures), seen)
-	for _, k := range []string{"mirror", "insecure", "blocked", "rewritten"} {
+	for _, k := range []string{"mirror", "insecure", "blocked", "renamed"} {
 		if seen[k] == 0 {
 			t.Errorf("no fixture gave a %s source: the table tests less than it says", k)
 		}

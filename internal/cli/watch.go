@@ -68,7 +68,10 @@ regcheck_container_image_available per owner container, and the watcher's own
 health), /healthz and /readyz (200 once the informers synced). Every image in
 use is walked down to its blobs each --interval, and a new reference soon
 after it appears (--walk-debounce), with the manifest cache and the
-registry flags scan takes.
+registry flags scan takes. On OpenShift each walk goes through the
+cluster's mirror sets (ImageDigestMirrorSet, ImageTagMirrorSet,
+ImageContentSourcePolicy), read again before it, as scan --cluster walks
+them; --registries-config names the nodes' configuration instead.
 
 With --leader-elect, replicas share a Lease: only the holder writes the
 history, walks and exports the image series; every replica is ready.
