@@ -134,7 +134,7 @@ func TestPinFromClusterPlatforms(t *testing.T) {
 		t.Errorf("multi.yaml:\n%s\nwant the index pinned", got)
 	}
 	for _, want := range []string{
-		free + ":10: platform-mismatch: refusing to pin " + child + " to " + amd64Child,
+		free + ":11: platform-mismatch: refusing to pin " + child + " to " + amd64Child,
 		"node arm-1 (linux/arm64) cannot run it",
 		"pin " + host + "partial@" + digests["partial"] + " instead",
 	} {
