@@ -50,7 +50,7 @@ func platformPin(ctx context.Context, s *scan.Scanner, im *types.Image) error {
 	if !ok {
 		return nil
 	}
-	if index := indexListing(ctx, s, im); index != "" {
+	if index := IndexListing(ctx, s, im.Reference, im.Digest); index != "" {
 		f.Message += fmt.Sprintf("; the index %s lists it: pin %s@%s instead", index, ref.Context().Name(), index)
 	}
 	im.Findings = append(im.Findings, f)
@@ -67,7 +67,7 @@ func mismatch(im *types.Image, platform string) (types.Finding, bool) {
 		var off, on []string
 		for _, p := range u.Platforms {
 			for _, n := range p.Nodes {
-				if s := fmt.Sprintf("node %s (%s)", n, p.Platform); serves(platform, p.Platform) {
+				if s := fmt.Sprintf("node %s (%s)", n, p.Platform); Serves(platform, p.Platform) {
 					on = append(on, s)
 				} else {
 					off = append(off, s)
@@ -111,11 +111,12 @@ func merge(to, add []string) []string {
 	return to
 }
 
-// indexListing returns the digest of an index of im's repository, reached
-// by a tag, that lists im's manifest: what to pin instead. "" when none is
-// found among the first tags (maxIndexTags) or the registry cannot say.
-func indexListing(ctx context.Context, s *scan.Scanner, im *types.Image) string {
-	_, ref, err := s.Parse(im.Reference)
+// IndexListing returns the digest of an index of reference's repository,
+// reached by a tag, that lists the manifest digest: what to pin instead of
+// a single platform's manifest. "" when none is found among the first tags
+// (maxIndexTags) or the registry cannot say.
+func IndexListing(ctx context.Context, s *scan.Scanner, reference, digest string) string {
+	_, ref, err := s.Parse(reference)
 	if err != nil {
 		return ""
 	}
@@ -129,7 +130,7 @@ func indexListing(ctx context.Context, s *scan.Scanner, im *types.Image) string 
 		if err != nil || !walk.IsIndex(mt) {
 			continue
 		}
-		if childOf(ctx, s, repo+"@"+d, im.Digest) {
+		if childOf(ctx, s, repo+"@"+d, digest) {
 			return d
 		}
 	}

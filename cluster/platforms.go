@@ -89,7 +89,7 @@ func recode(f types.Finding, c types.Code, why string) types.Finding {
 func needers(uses []types.Use, platform string) []types.Use {
 	var out []types.Use
 	for _, u := range uses {
-		if len(u.Platforms) == 0 || slices.ContainsFunc(u.Platforms, func(p types.NodePlatform) bool { return serves(platform, p.Platform) }) {
+		if len(u.Platforms) == 0 || slices.ContainsFunc(u.Platforms, func(p types.NodePlatform) bool { return Serves(platform, p.Platform) }) {
 			out = append(out, u)
 		}
 	}
@@ -108,7 +108,7 @@ func mustPull(u types.Use, platform string) bool {
 		return false
 	}
 	return slices.ContainsFunc(u.Platforms, func(p types.NodePlatform) bool {
-		return slices.Contains(p.Nodes, u.Node) && serves(platform, p.Platform)
+		return slices.Contains(p.Nodes, u.Node) && Serves(platform, p.Platform)
 	})
 }
 
@@ -119,17 +119,18 @@ func allLost(u types.Use, lost []string) bool {
 		return true
 	}
 	for _, p := range u.Platforms {
-		if !slices.ContainsFunc(lost, func(l string) bool { return serves(l, p.Platform) }) {
+		if !slices.ContainsFunc(lost, func(l string) bool { return Serves(l, p.Platform) }) {
 			return false
 		}
 	}
 	return true
 }
 
-// serves reports whether an index child's platform (os/arch[/variant]) is
-// what a node of platform node (os/arch, from its labels) pulls: the node
-// says no variant, so any variant of its architecture is its.
-func serves(child, node string) bool {
+// Serves reports whether an index child's platform, or a single
+// manifest's (os/arch[/variant]), is what a node of platform node (os/arch,
+// from its labels) pulls: the node says no variant, so any variant of its
+// architecture is its.
+func Serves(child, node string) bool {
 	c, err1 := v1.ParsePlatform(child)
 	n, err2 := v1.ParsePlatform(node)
 	if err1 != nil || err2 != nil {
@@ -154,12 +155,12 @@ func usedPlatforms(uses []types.Use) []string {
 
 // nodesOfPlatform names the nodes of the uses that run platform.
 func nodesOfPlatform(uses []types.Use, platform string) string {
-	return nodeList(uses, func(p string) bool { return serves(platform, p) })
+	return nodeList(uses, func(p string) bool { return Serves(platform, p) })
 }
 
 // otherNodes names the nodes of the uses that run another platform.
 func otherNodes(uses []types.Use, platform string) string {
-	return nodeList(uses, func(p string) bool { return !serves(platform, p) })
+	return nodeList(uses, func(p string) bool { return !Serves(platform, p) })
 }
 
 func nodeList(uses []types.Use, keep func(platform string) bool) string {

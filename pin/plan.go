@@ -33,11 +33,14 @@ type plan struct {
 	index    string // the index listing running, pinned in its stead
 	platform string // the index of the tag's that does not list running, a platform manifest
 
-	digest   string // the digest to pin to, once resolved
-	verdict  types.Verdict
-	problems []string // the walk's findings, for the messages
-	fault    string   // why the digest could not be had
-	refused  []string // what admission refuses a whole tree for (signature-missing), when nothing else breaks it
+	digest    string                    // the digest to pin to, once resolved
+	mediaType string                    // the digest's
+	mismatch  map[yamlfile.Image]string // at each site some node of whose cannot run digest (a single-platform manifest), why
+	instead   string                    // the index listing digest, to pin instead
+	verdict   types.Verdict
+	problems  []string // the walk's findings, for the messages
+	fault     string   // why the digest could not be had
+	refused   []string // what admission refuses a whole tree for (signature-missing), when nothing else breaks it
 
 	gcCheck  string // repo:tag@digest to ask Tagged about
 	untagged bool
@@ -119,8 +122,10 @@ func (p *planner) running(img yamlfile.Image) (string, error) {
 // resolve finds every plan's digest, in phases: a running digest that is a
 // platform manifest gives way to its index, or is refused; existing pins
 // that stay are kept; every other digest is found by a walk of its tree
-// (with AllowBroken, a HEAD of its tag); last, the pins a registry GC could
-// take are checked to be tagged.
+// (with AllowBroken, a HEAD of its tag); a single-platform manifest is
+// checked against the platforms of the nodes its sites may run on
+// (Config.Nodes); last, the pins a registry GC could take are checked to
+// be tagged.
 func (p *planner) resolve(ctx stdctx.Context) error {
 	p.checkPlatforms(ctx)
 	if err := ctx.Err(); err != nil {
@@ -131,6 +136,9 @@ func (p *planner) resolve(ctx stdctx.Context) error {
 	if p.c.AllowBroken {
 		p.resolveTags(ctx, todo)
 	} else if err := p.walkTargets(ctx, todo); err != nil {
+		return err
+	}
+	if err := p.checkNodePlatforms(ctx); err != nil {
 		return err
 	}
 	return p.checkTagged(ctx)
@@ -233,12 +241,12 @@ func (p *planner) resolveTags(ctx stdctx.Context, todo []target) {
 	g.SetLimit(8)
 	for _, t := range todo {
 		g.Go(func() error {
-			d, _, err := p.s.Resolve(gctx, t.ref)
+			d, mt, err := p.s.Resolve(gctx, t.ref)
 			if err != nil {
 				t.pl.fault = err.Error()
 				return nil
 			}
-			t.pl.digest = d
+			t.pl.digest, t.pl.mediaType = d, mt
 			return nil
 		})
 	}
@@ -319,7 +327,7 @@ func (pl *plan) walked(im *types.Image) {
 		pl.fault = strings.Join(pl.problems, "; ")
 		return
 	}
-	pl.digest = im.Digest
+	pl.digest, pl.mediaType = im.Digest, im.MediaType
 }
 
 // checkTagged asks, for every pin a registry GC that deletes untagged
@@ -327,7 +335,7 @@ func (pl *plan) walked(im *types.Image) {
 // pin that stays, and a running digest, which may not be its tag's.
 func (p *planner) checkTagged(ctx stdctx.Context) error {
 	for _, pl := range p.order {
-		if pl.change && pl.running != "" && pl.digest != "" && pl.verdict != types.Broken {
+		if pl.change && pl.running != "" && pl.digest != "" && pl.verdict != types.Broken && len(pl.mismatch) == 0 {
 			pl.gcCheck = trimDigest(pl.norm) + "@" + pl.digest
 		}
 	}
@@ -370,7 +378,7 @@ func (p *planner) lookup(img yamlfile.Image) (string, bool, error) {
 		return "", false, nil
 	}
 	pl := s.pl
-	if !pl.change || pl.digest == "" || pl.fault != "" || pl.platform != "" ||
+	if !pl.change || pl.digest == "" || pl.fault != "" || pl.platform != "" || pl.mismatch[img] != "" ||
 		pl.verdict == types.Broken && !p.c.AllowBroken {
 		return "", false, nil
 	}
@@ -421,6 +429,8 @@ func (pl *plan) findings(img yamlfile.Image) []pinresult.Finding {
 		out = append(out, f(pinresult.KindPlatform, fmt.Sprintf("the runtime reports %s, a platform manifest; %s points at index %s, which does not list it: "+
 			"the index it came from is no longer what the tag points at. %s left as is (pin by tag)",
 			pl.running, cmp.Or(pl.tag, pl.norm), pl.platform, img.Ref)))
+	case pl.mismatch[img] != "":
+		out = append(out, f(pinresult.KindPlatformMismatch, pl.mismatchFinding(img.Ref, pl.mismatch[img])))
 	case pl.fault != "":
 		out = append(out, f(pinresult.KindUnresolved, fmt.Sprintf("%s left as is: %s", img.Ref, pl.fault)))
 	case pl.verdict == types.Broken && len(pl.refused) > 0:

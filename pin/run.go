@@ -67,6 +67,15 @@ type Config struct {
 	// attestation that is gone is then broken, and refused as a broken
 	// tree is. Not applied with AllowBroken, which walks no tree.
 	Admission func(ctx stdctx.Context, res *types.Result) error
+	// Nodes, when set, gives the platforms of the nodes img's pods may
+	// run on, each with those nodes (NodesFrom a cluster's inventory;
+	// NodesOf platforms, with no node named); nil when unknown. A pin to a
+	// single-platform manifest (its config's os/architecture/variant) that
+	// some node of an image's sites cannot run is refused
+	// (KindPlatformMismatch), naming the index to pin instead when a tag
+	// of the repository reaches one that lists it. An index is never
+	// refused: each node pulls its own child.
+	Nodes func(img yamlfile.Image) []types.NodePlatform
 	// Problems are findings met before Run, such as an image policy that
 	// could not be read (KindPolicyUnread): Run reports them first, and
 	// pins the rest as it would without them.

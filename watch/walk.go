@@ -183,10 +183,21 @@ func (k *walker) putBack(fresh map[string]bool, prevs map[string]record.Transiti
 	k.poke()
 }
 
-// walk checks inv's images with a new Scanner, then the unplanned
+// walk checks inv's images with a new Scanner (through the nodes' pull
+// path, Config.PullPath, read again), then the unplanned
 // upgrades' previous digests.
 func (k *walker) walk(ctx context.Context, inv *inventory.Inventory, prevs map[string]record.Transition) (*types.Result, error) {
-	s, err := scan.New(k.w.cfg.ScanOptions...)
+	opts := k.w.cfg.ScanOptions
+	if pp := k.w.cfg.PullPath; pp != nil {
+		cfg, err := pp(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("reading the nodes' pull path: %w", err)
+		}
+		if cfg != nil {
+			opts = append(slices.Clip(opts), scan.WithPullPath(cfg))
+		}
+	}
+	s, err := scan.New(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("making the scanner: %w", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/regcheck/regcheck/inventory"
+	"github.com/regcheck/regcheck/pullpath"
 	"github.com/regcheck/regcheck/record"
 	"github.com/regcheck/regcheck/scan"
 )
@@ -40,6 +41,11 @@ type Config struct {
 	// walk never answers from the last one's memory; the manifest cache and
 	// the rate-limit budget apply as in scan).
 	ScanOptions []scan.Option
+	// PullPath, when set, is asked before each walk for the nodes' pull
+	// path (an OpenShift cluster's mirror sets, read again each time so
+	// that a set created or changed since is followed); nil walks the
+	// registries themselves. An error fails that walk.
+	PullPath func(ctx context.Context) (*pullpath.Config, error)
 	// Leader, when set, makes the watcher write only while it holds the
 	// lease; nil means it always writes.
 	Leader *LeaderConfig

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/dynamic"
@@ -50,6 +51,12 @@ type kubeTarget struct {
 	config    *rest.Config
 	name      string
 	namespace string
+	// said is what mirrorSets last said of the cluster's mirror sets (the
+	// kinds not served, the objects walked through): a watcher reads them
+	// before every walk and says each thing once, and again when it
+	// changes.
+	said   string
+	saidMu sync.Mutex
 }
 
 // inventory lists what the cluster runs, logging what it could not read.
@@ -127,7 +134,8 @@ func (k *kubeFlags) connect() (*kubeTarget, error) {
 // registries.conf the Machine Config Operator renders from the cluster's
 // ImageDigestMirrorSets, ImageTagMirrorSets and ImageContentSourcePolicies
 // (package mirrorsets). Nil when the cluster serves none of those kinds
-// (said once in the log) or holds no mirror.
+// (said once in the log) or holds no mirror. A warning (a list that
+// failed) is said each time.
 func (t *kubeTarget) mirrorSets(ctx context.Context, logger *slog.Logger) (*pullpath.Config, error) {
 	if t.dynamic == nil {
 		return nil, nil
@@ -135,6 +143,9 @@ func (t *kubeTarget) mirrorSets(ctx context.Context, logger *slog.Logger) (*pull
 	res := mirrorsets.List(ctx, t.dynamic, t.client.Discovery())
 	for _, w := range res.Warnings {
 		logger.Warn(w, "cluster", t.name)
+	}
+	if !t.sayOnce(fmt.Sprint(res.NotServed, len(res.Sets.Objects))) {
+		logger = slog.New(slog.DiscardHandler)
 	}
 	if len(res.NotServed) > 0 {
 		logger.Info("mirror set kinds not served: no mirrors from them", "cluster", t.name, "resources", res.NotServed)
@@ -154,4 +165,16 @@ func (t *kubeTarget) mirrorSets(ctx context.Context, logger *slog.Logger) (*pull
 	logger.Info("walking as CRI-O through the cluster's mirror sets", "cluster", t.name, "objects", len(res.Sets.Objects))
 	logger.Debug("registries.conf rendered from the mirror sets", "cluster", t.name, "registries.conf", string(data))
 	return cfg, nil
+}
+
+// sayOnce reports whether what differs from what was said last, and
+// remembers it.
+func (t *kubeTarget) sayOnce(what string) bool {
+	t.saidMu.Lock()
+	defer t.saidMu.Unlock()
+	if t.said == what {
+		return false
+	}
+	t.said = what
+	return true
 }

@@ -75,6 +75,16 @@ another image string then is left as is (no-record). It pins a workload
 back after an unplanned upgrade (a tag moved and a restart pulled other
 bits), where --from-records alone pins to the new digest; the watcher's
 advice gives the command, with the millisecond before the change as TIME.
+A single-platform manifest (a tag on an image that is not an index, or a
+running digest that is one) is not pinned where a node the workload may
+run on cannot run it (platform-mismatch: the manifest's platform is its
+config's os/architecture/variant): with --from-cluster, the nodes are
+those scan --cluster finds its pods eligible for (every node for a
+workload the cluster does not run); without, --platform names the
+platforms the pods will run on (linux/arm64; repeatable or
+comma-separated). The finding names the index to pin instead when a tag
+of the repository reaches one that lists the manifest. An index is pinned
+as it is: each node pulls its own child.
 --write replaces a file only if it still holds what pin read; one edited
 meanwhile is left as is (changed-on-disk). --write does
 not write through a symlink that resolves outside the PATH it was found
@@ -98,7 +108,7 @@ aliases are reported, never edited; a file that does not parse is reported
 with file:line, left as is, and the run goes on.
 
 Exit codes: 0 done; 1 an unpinned reference (--check), or a pin refused
-because its image is broken; 2 usage error; 3 some files or references
+because its image is broken or some node cannot run it; 2 usage error; 3 some files or references
 could not be handled, or an image policy could not be read (listing the
 cluster's forbidden, a policy in a file that does not decode: each is
 reported, policy-unread, and the rest is pinned without it), and nothing
@@ -109,7 +119,8 @@ else failed.`,
   regcheck pin --update --write --images-only 'ghcr.io/org/' k8s/
   regcheck pin --from-records history.json --records-cluster prod --write k8s/
   regcheck pin --from-records history.json --records-at 2026-12-02T06:33:29Z --write k8s/  # pin back
-  regcheck pin --from-cluster -A --write k8s/  # pin to what runs now`,
+  regcheck pin --from-cluster -A --write k8s/  # pin to what runs now
+  regcheck pin --platform linux/amd64,linux/arm64 --write k8s/  # pods run on both`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.paths = args
 			return runPin(cmd, s, g, f)
@@ -258,6 +269,9 @@ func (f *pinFlags) config(cmd *cobra.Command, g *globals) (pin.Config, error) {
 			// A child lost for a platform no node runs refuses no pin.
 			f.registry.platforms = inv.Platforms()
 		}
+		c.Nodes = pin.NodesFrom(inv)
+	} else if len(f.registry.platforms) > 0 {
+		c.Nodes = pin.NodesOf(f.registry.platforms...)
 	}
 	if f.check {
 		return c, c.Validate()

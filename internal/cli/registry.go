@@ -44,7 +44,7 @@ func (r *registryFlags) addTo(fs *pflag.FlagSet, withPlatform bool) {
 		// The commands that walk images as nodes pull them (scan, pin):
 		// gc-check and rescue ask the registry itself.
 		fs.StringVar(&r.pullPath, "registries-config", "", "walk each image as a node reading this registry configuration pulls it: its mirrors in order, with their rewrites, then the registry unless disabled (a k3s/RKE2 registries.yaml, a containerd hosts directory such as /etc/containerd/certs.d, a CRI-O registries.conf with its sibling registries.conf.d drop-ins, or a registries.conf.d folder alone; told apart by content). The manifest cache is not used with it")
-		fs.StringArrayVar(&r.platforms, "platform", nil, "only require index children for this os/arch[/variant] (repeatable; default: every child)")
+		fs.StringSliceVar(&r.platforms, "platform", nil, "the platforms the pods run on, os/arch[/variant]: only their index children are required, and pin refuses a single-platform manifest of another (repeatable or comma-separated; default: every child)")
 	}
 	fs.StringArrayVar(&r.insecure, "insecure-registry", nil, "allow plain HTTP and unverified TLS for this host[:port] only (repeatable)")
 	fs.StringArrayVar(&r.caFiles, "ca-file", nil, "trust the CA certificates in this PEM file, besides the system roots (repeatable)")

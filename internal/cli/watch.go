@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
+	"github.com/regcheck/regcheck/pullpath"
 	"github.com/regcheck/regcheck/record"
 	"github.com/regcheck/regcheck/watch"
 )
@@ -67,7 +68,10 @@ regcheck_container_image_available per owner container, and the watcher's own
 health), /healthz and /readyz (200 once the informers synced). Every image in
 use is walked down to its blobs each --interval, and a new reference soon
 after it appears (--walk-debounce), with the manifest cache and the
-registry flags scan takes.
+registry flags scan takes. On OpenShift each walk goes through the
+cluster's mirror sets (ImageDigestMirrorSet, ImageTagMirrorSet,
+ImageContentSourcePolicy), read again before it, as scan --cluster walks
+them; --registries-config names the nodes' configuration instead.
 
 With --leader-elect, replicas share a Lease: only the holder writes the
 history, walks and exports the image series; every replica is ready.
@@ -132,6 +136,11 @@ func runWatch(cmd *cobra.Command, g *globals, f *watchFlags) error {
 	cfg := watch.Config{Client: kt.client, Cluster: kt.name, Namespace: kt.namespace, Store: st,
 		FlushInterval: f.flushInterval, Interval: f.interval, Debounce: f.walkDebounce, SyncTimeout: f.syncTimeout,
 		ScanOptions: f.registry.options(g), Logger: g.logger, HistoryHint: f.historyHint(where)}
+	if f.registry.pullPath == "" {
+		// As scan --cluster: the OpenShift mirror sets are the nodes' pull
+		// path, read before each walk; --registries-config names it instead.
+		cfg.PullPath = func(ctx context.Context) (*pullpath.Config, error) { return kt.mirrorSets(ctx, g.logger) }
+	}
 	if f.leaderElect {
 		if cfg.Leader, err = f.leader(kt); err != nil {
 			return err

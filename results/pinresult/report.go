@@ -102,17 +102,20 @@ const (
 	KindUnrendered   Kind = "unrendered"        // a kustomization or chart (or a file it names) could not be rendered
 	KindLeftOut      Kind = "left-out"          // left out of a render on purpose: a remote base, a dependency not in charts/
 	KindPolicyUnread Kind = "policy-unread"     // an image policy (a cluster's kind, a file's object) could not be read: pins were not checked against it
+	// KindPlatformMismatch: not pinned: the digest is a single-platform
+	// manifest that some node the workload may run on cannot run.
+	KindPlatformMismatch Kind = "platform-mismatch"
 )
 
 // Kinds is every finding kind, for outputs that list rules.
 var Kinds = []Kind{KindUnpinned, KindInvalid, KindBroken, KindUnresolved, KindUnverified, KindAtRisk,
 	KindUntagged, KindNotEdited, KindNoRecord, KindUnparseable, KindTemplate, KindUnwritable, KindChanged,
-	KindAmbiguous, KindPlatform, KindSkipped, KindUnrendered, KindLeftOut, KindPolicyUnread}
+	KindAmbiguous, KindPlatform, KindSkipped, KindUnrendered, KindLeftOut, KindPolicyUnread, KindPlatformMismatch}
 
 // Level is "error", "warning" or "note", as SARIF and GitHub name them.
 func (k Kind) Level() string {
 	switch k {
-	case KindInvalid, KindBroken, KindUnparseable, KindUnwritable, KindUnresolved, KindChanged, KindPlatform, KindUnrendered, KindPolicyUnread:
+	case KindInvalid, KindBroken, KindUnparseable, KindUnwritable, KindUnresolved, KindChanged, KindPlatform, KindUnrendered, KindPolicyUnread, KindPlatformMismatch:
 		return "error"
 	case KindTemplate, KindNoRecord, KindSkipped, KindLeftOut:
 		return "note"
@@ -122,7 +125,9 @@ func (k Kind) Level() string {
 
 // Fails reports whether a finding of kind k means the run found what it
 // is there to catch (exit 1): an unpinned reference, or a pin refused.
-func (k Kind) Fails() bool { return k == KindUnpinned || k == KindInvalid || k == KindBroken }
+func (k Kind) Fails() bool {
+	return k == KindUnpinned || k == KindInvalid || k == KindBroken || k == KindPlatformMismatch
+}
 
 // Incomplete reports whether a finding of kind k means something could not
 // be done (exit 3 when nothing fails).
@@ -175,6 +180,8 @@ func (k Kind) Describe() string {
 		return "left out of a render on purpose (a remote base, a dependency not in charts/)"
 	case KindPolicyUnread:
 		return "an image policy could not be read: the pins were not checked against it"
+	case KindPlatformMismatch:
+		return "not pinned: the digest is a single-platform manifest some node the workload may run on cannot run"
 	}
 	return string(k)
 }

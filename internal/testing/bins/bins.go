@@ -6,6 +6,7 @@ package bins
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 )
 
@@ -30,4 +31,19 @@ func Path(name string) (string, error) {
 		return "", fmt.Errorf("%s not found (run hack/build-bins.sh, or make test): %w", p, err)
 	}
 	return p, nil
+}
+
+// Ensure returns the path of a binary in Dir, building it first with
+// hack/build-bins.sh target (from the repository at top) only when it is
+// not there: a binary already built is never rebuilt.
+func Ensure(top, name, target string) (string, error) {
+	if p, err := Path(name); err == nil {
+		return p, nil
+	}
+	cmd := exec.Command(filepath.Join(top, "hack", "build-bins.sh"), target)
+	cmd.Env = append(os.Environ(), "REGCHECK_BIN="+Dir())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("hack/build-bins.sh %s: %w\n%s", target, err, out)
+	}
+	return Path(name)
 }
