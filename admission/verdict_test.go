@@ -158,3 +158,41 @@ func TestApplyCancelled(t *testing.T) {
 		t.Errorf("Apply = %v, want context.Canceled", err)
 	}
 }
+
+// TestPresenceOfAlternatives: a rule met by any one of its alternatives
+// (policy-controller's authorities, Kyverno's attestor sets) is present
+// when one is met; else unknown when a fault may hide any one of them,
+// whichever it is; missing only when every one is proven missing. An
+// unknown rule gives fault findings (unknown), never a missing one.
+func TestPresenceOfAlternatives(t *testing.T) {
+	legacy := Needs{Signature: true, Format: Legacy}
+	bundled := Needs{Signature: true, Format: Bundle}
+	rateLimited := types.NewFinding(types.RateLimited, "", "", "429 reading the bundle")
+	bundleHidden := sig(artifacts.ReferrersAPI, false, rateLimited) // a bundle whose walk faulted
+	legacyHidden := sig(artifacts.CosignTag, false, rateLimited)
+	for _, c := range []struct {
+		name  string
+		alts  []Needs
+		set   artifacts.Set
+		state artifacts.Presence
+	}{
+		{"first missing, second hidden by a fault", []Needs{legacy, bundled}, artifacts.Set{Artifacts: []artifacts.Artifact{bundleHidden}}, artifacts.Unknown},
+		{"first hidden by a fault, second missing", []Needs{legacy, bundled}, artifacts.Set{Artifacts: []artifacts.Artifact{legacyHidden}}, artifacts.Unknown},
+		{"first missing, second present", []Needs{legacy, bundled}, artifacts.Set{Artifacts: []artifacts.Artifact{sig(artifacts.ReferrersAPI, true)}}, artifacts.Present},
+		{"both missing", []Needs{legacy, bundled}, artifacts.Set{Artifacts: []artifacts.Artifact{sig(artifacts.CosignTag, false, blobGone)}}, artifacts.Missing},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := &Rule{Engine: PolicyController, Kind: "ClusterImagePolicy", Name: "signed", Enforce: true, Alternatives: c.alts}
+			c.set.Image = imgDigest
+			if got := r.presence(c.set).state; got != c.state {
+				t.Fatalf("presence %s, want %s", got, c.state)
+			}
+			ru := &ruleUses{rule: r, enforce: true}
+			for _, f := range ru.verdict(c.set, imgDigest) {
+				if f.Code.Fault() != (c.state == artifacts.Unknown) {
+					t.Errorf("finding %s (%s) for a rule %s", f.Code, f.Message, c.state)
+				}
+			}
+		})
+	}
+}

@@ -132,3 +132,57 @@ func TestUsePlatforms(t *testing.T) {
 		}
 	}
 }
+
+// TestUsePlatformsUnknownNode: a node whose platform is unknown (no
+// kubernetes.io/os or arch label, no nodeInfo) may need any platform, so a
+// use that may run there requires every one; a use kept off it by its
+// nodeSelector requires only its own nodes' platforms.
+func TestUsePlatformsUnknownNode(t *testing.T) {
+	node := func(name string, labels map[string]string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+	}
+	pod := func(name string, selector map[string]string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name},
+			Spec: corev1.PodSpec{NodeSelector: selector, Containers: []corev1.Container{{Name: "app", Image: "reg.example/app:v1"}}}}
+	}
+	inv, err := inventory.List(context.Background(), k8sfake.NewClientset(
+		node("a1", map[string]string{inventory.LabelOS: "linux", inventory.LabelArch: "amd64", "pool": "web"}),
+		node("r1", map[string]string{inventory.LabelOS: "linux", inventory.LabelArch: "arm64", "pool": "web"}),
+		node("u1", map[string]string{"pool": "batch"}),
+		pod("anywhere", nil), pod("web", map[string]string{"pool": "web"}), pod("batch", map[string]string{"pool": "batch"})), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		pod, platforms string
+		lost           types.Code // of a lost linux/arm64 child, as narrowToNodes says it
+	}{
+		{"anywhere", "", types.ChildMissing},
+		{"web", "linux/amd64=a1 linux/arm64=r1", types.LostForSomeNodes},
+		{"batch", "", types.ChildMissing},
+	} {
+		t.Run(tc.pod, func(t *testing.T) {
+			var u types.Use
+			for _, c := range inv.Containers {
+				if c.Pod == tc.pod {
+					u = types.Use{Source: "cluster", Kind: "Pod", Pod: c.Pod}
+					usePlatforms(inv, c, &u)
+				}
+			}
+			var got []string
+			for _, p := range u.Platforms {
+				got = append(got, p.Platform+"="+strings.Join(p.Nodes, ","))
+			}
+			if strings.Join(got, " ") != tc.platforms {
+				t.Errorf("platforms %q (why %q), want %q", got, u.PlatformsWhy, tc.platforms)
+			}
+			im := &types.Image{Reference: "reg.example/app:v1", Uses: []types.Use{u}, Findings: []types.Finding{
+				types.NewFinding(types.ChildMissing, "sha256:"+strings.Repeat("2", 64), "linux/arm64", "the linux/arm64 manifest is gone")}}
+			im.UpdateVerdict()
+			narrowToNodes(im)
+			if im.Findings[0].Code != tc.lost {
+				t.Errorf("a lost linux/arm64 child is %s, want %s", im.Findings[0].Code, tc.lost)
+			}
+		})
+	}
+}

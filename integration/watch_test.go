@@ -503,6 +503,17 @@ func TestWatchTransitions(t *testing.T) {
 // ReplicaSet's pod runs digest, the old pod goes. It returns the new pod.
 func (r *watchRig) rollout(t *testing.T, name, tag, digest string) string {
 	t.Helper()
+	pod := r.rolloutBegun(t, name, tag, digest)
+	if err := r.cs.CoreV1().Pods(r.ns).Delete(t.Context(), name+"-5d9c8-x7k2p", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return pod
+}
+
+// rolloutBegun is rollout half done: the new ReplicaSet's pod runs digest
+// on node-b while the old pod still runs. It returns the new pod.
+func (r *watchRig) rolloutBegun(t *testing.T, name, tag, digest string) string {
+	t.Helper()
 	ctx := t.Context()
 	image := r.ref(name, tag)
 	dep, err := r.cs.AppsV1().Deployments(r.ns).Get(ctx, name, metav1.GetOptions{})
@@ -532,9 +543,6 @@ func (r *watchRig) rollout(t *testing.T, name, tag, digest string) string {
 	}
 	pod.Status.ContainerStatuses[0].LastTerminationState = corev1.ContainerState{}
 	if _, err := kubeapi.CreatePods(ctx, r.cs, []*corev1.Pod{pod}, 1); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.cs.CoreV1().Pods(r.ns).Delete(ctx, name+"-5d9c8-x7k2p", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	return pod.Name

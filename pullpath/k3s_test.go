@@ -221,3 +221,36 @@ func TestK3sErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestK3sNormalizeEndpoint: an endpoint of registries.yaml as k3s's
+// normalizeEndpointAddress reads it: https unless it names a scheme, or it
+// is a loopback host on a port other than 443 (plain http then); docker.io
+// is registry-1.docker.io; a path other than "", "/" or "/v2" is kept and
+// overrides the /v2 prefix.
+func TestK3sNormalizeEndpoint(t *testing.T) {
+	for _, tc := range []struct {
+		endpoint, registry, url string
+		override                bool
+	}{
+		{"localhost:5000", "localhost:5000", "http://localhost:5000/v2", false},
+		{"127.0.0.1:5000", "127.0.0.1:5000", "http://127.0.0.1:5000/v2", false},
+		{"localhost:443", "localhost:443", "https://localhost:443/v2", false},
+		{"localhost", "localhost", "https://localhost/v2", false},
+		{"registry.example.com:5000", "registry.example.com:5000", "https://registry.example.com:5000/v2", false},
+		{"https://localhost:5000", "localhost:5000", "https://localhost:5000/v2", false},
+		{"http://mirror.example.com/", "mirror.example.com", "http://mirror.example.com/v2", false},
+		{"docker.io", "docker.io", "https://registry-1.docker.io/v2", false},
+		{"mirror.example.com/prefix/v2", "mirror.example.com", "https://mirror.example.com/prefix/v2", true},
+	} {
+		t.Run(tc.endpoint, func(t *testing.T) {
+			registry, u, override, err := normalizeEndpoint(tc.endpoint)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if registry != tc.registry || u.String() != tc.url || override != tc.override {
+				t.Errorf("normalizeEndpoint(%q) = %q, %q, override %v; want %q, %q, override %v",
+					tc.endpoint, registry, u, override, tc.registry, tc.url, tc.override)
+			}
+		})
+	}
+}

@@ -87,6 +87,25 @@ func TestStateTransitions(t *testing.T) {
 			{pod: "p1", s: see("p1", "app:latest", dA, 0, ""), want: "->a planned"},
 			{pod: "p1", s: withTemplate(see("p1", "app:latest", dB, 1, ""), "app:v2"), want: "a>b planned"},
 		}},
+		{name: "a pod still on the old digest crash-loops: not the change's crash loop", steps: []step{
+			{pod: "p1", s: see("p1", "app:latest", dA, 0, ""), want: "->a planned"},
+			{pod: "p2", s: see("p2", "app:latest", dA, 0, "")},
+			{pod: "p1", s: see("p1", "app:latest", dB, 1, ""), want: "a>b unplanned", upgrade: true},
+			{pod: "p2", s: see("p2", "app:latest", dA, 4, "CrashLoopBackOff"), upgrade: true},
+			{pod: "p1", s: see("p1", "app:latest", dB, 2, "CrashLoopBackOff"), upgrade: true, crash: true},
+		}},
+		// The history the watcher starts from, as a restart of it finds it.
+		{name: "a history holding two digests mid-rollout: a pod on either is no transition", hist: midRollout(), steps: []step{
+			{pod: "old-2", s: see("old-2", "app:v1", dA, 0, "")},
+			{pod: "new-2", s: see("new-2", "app:v2", dB, 0, "")},
+		}},
+		{name: "a history's unplanned upgrade stands; the crash loop counts restarts after it", hist: upgraded(2), steps: []step{
+			{pod: "p1", s: see("p1", "app:latest", dB, 2, "CrashLoopBackOff"), upgrade: true},
+			{pod: "p1", s: see("p1", "app:latest", dB, 3, "CrashLoopBackOff"), upgrade: true, crash: true},
+		}},
+		{name: "a history whose slot moved on after its unplanned upgrade: none stands", hist: movedOn(), steps: []step{
+			{pod: "p1", s: see("p1", "app:latest", dC, 0, "")},
+		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -141,4 +160,43 @@ func TestStateReconcileKeepsFirstSeenTime(t *testing.T) {
 	if len(ts) != 1 || !ts[0].Time.Equal(t0) {
 		t.Fatalf("after the reconcile: %+v, want the transition at %v", ts, t0)
 	}
+}
+
+// historyAt is a history of Deployment web/app's container: each entry
+// (pod, image, digest) seen at day.
+func historyAt(h *record.History, day int, entries ...[3]string) *record.History {
+	if h == nil {
+		h = record.NewHistory()
+	}
+	s := recordresult.Snapshot{Cluster: "prod", Time: time.Date(2026, 12, day, 0, 0, 0, 0, time.UTC)}
+	for _, e := range entries {
+		s.Entries = append(s.Entries, recordresult.Entry{Namespace: "web", OwnerKind: "Deployment", OwnerName: "app",
+			Pod: e[0], Container: "app", Image: e[1], Digest: e[2]})
+	}
+	h.Merge(s)
+	return h
+}
+
+// midRollout: app:v1 (dA) ran alone, then its last sighting caught a
+// rollout to app:v2 (dB) half done, both digests running.
+func midRollout() *record.History {
+	h := historyAt(nil, 1, [3]string{"old-1", "app:v1", dA})
+	return historyAt(h, 2, [3]string{"old-1", "app:v1", dA}, [3]string{"new-1", "app:v2", dB})
+}
+
+// upgraded: app:latest moved from dA to dB under a running pod, which
+// had restarted restarts times when the watcher saw it.
+func upgraded(restarts int32) *record.History {
+	h := historyAt(nil, 1, [3]string{"p1", "app:latest", dA})
+	h = historyAt(h, 2, [3]string{"p1", "app:latest", dB})
+	h.AddTransitions(record.Transition{Cluster: "prod", Namespace: "web", OwnerKind: "Deployment", OwnerName: "app", Container: "app",
+		Pod: "p1", Image: "app:latest", PreviousImage: "app:latest", From: dA, To: dB, Time: time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC),
+		RestartCount: restarts})
+	return h
+}
+
+// movedOn: upgraded, then a nightly record (which writes no transitions)
+// saw the slot run dC.
+func movedOn() *record.History {
+	return historyAt(upgraded(1), 3, [3]string{"p1", "app:latest", dC})
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/regcheck/regcheck/internal/testing/fixture"
+	"github.com/regcheck/regcheck/inventory"
 	"github.com/regcheck/regcheck/internal/testing/logbuf"
 	"github.com/regcheck/regcheck/metrics"
 	"github.com/regcheck/regcheck/record"
@@ -323,4 +325,44 @@ func memRegistry(t *testing.T) string {
 	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	t.Cleanup(srv.Close)
 	return strings.TrimPrefix(srv.URL, "http://")
+}
+
+// TestMergePartialWalk: a walk of new references replaces, in the last
+// whole walk's answer, each image it walked again (one entry a reference,
+// its new verdict), adds the images it walked first, and keeps the others;
+// a walk of everything replaces the answer.
+func TestMergePartialWalk(t *testing.T) {
+	image := func(ref string, v types.Verdict) *types.Image { return &types.Image{Reference: ref, Verdict: v} }
+	for _, tc := range []struct {
+		name    string
+		partial []*types.Image
+		all     bool
+		want    string // reference=verdict, in order
+		counts  map[types.Verdict]int
+	}{
+		{"a broken image walked again, now whole, and a new one", []*types.Image{image("reg/a:1", types.OK), image("reg/c:1", types.OK)}, false,
+			"reg/a:1=ok reg/b:1=ok reg/c:1=ok", map[types.Verdict]int{types.OK: 3}},
+		{"a new image only", []*types.Image{image("reg/c:1", types.AtRisk)}, false,
+			"reg/a:1=broken reg/b:1=ok reg/c:1=at-risk", map[types.Verdict]int{types.Broken: 1, types.OK: 1, types.AtRisk: 1}},
+		{"a walk of everything", []*types.Image{image("reg/c:1", types.OK)}, true,
+			"reg/c:1=ok", map[types.Verdict]int{types.OK: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k := newWalker(nil)
+			k.merge(&types.Result{Images: []*types.Image{image("reg/a:1", types.Broken), image("reg/b:1", types.OK)}}, true, &inventory.Inventory{})
+			k.merge(&types.Result{Images: tc.partial}, tc.all, &inventory.Inventory{})
+			var got []string
+			for _, im := range k.result.Images {
+				got = append(got, im.Reference+"="+string(im.Verdict))
+			}
+			if strings.Join(got, " ") != tc.want {
+				t.Errorf("merged %q, want %q", got, tc.want)
+			}
+			counts := k.result.Count()
+			maps.DeleteFunc(counts, func(_ types.Verdict, n int) bool { return n == 0 })
+			if !maps.Equal(counts, tc.counts) {
+				t.Errorf("images by verdict %v, want %v", counts, tc.counts)
+			}
+		})
+	}
 }
