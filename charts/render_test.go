@@ -19,57 +19,15 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 )
 
-// AllOn are values that turn every optional part of the chart on: the
-// namespace, one namespace read, another history name, pull secrets, a CA
-// bundle, the kubelet's credential providers, a node's registry
-// configuration for the watcher and two node pools for the CronJob, a
-// ServiceMonitor instead of the PodMonitor, the rules and the dashboard
-// with the operator's and the sidecar's labels, GOMEMLIMIT, scheduling,
-// env and extra flags everywhere.
+// allOn are the values of ci/all-on-values.yaml: every optional part of
+// the chart on.
 func allOn() map[string]any {
-	var v map[string]any
-	err := sigsyaml.Unmarshal([]byte(`
-image: {repository: registry.example.com/tools/regcheck, tag: v1, digest: `+digest+`, pullPolicy: Always}
-imagePullSecrets: [{name: regcheck-image}]
-createNamespace: true
-namespace: shop
-history: {configMap: digests}
-pushgateway: http://pushgateway.monitoring:9091
-pullSecrets: {enabled: true}
-caBundle: {configMap: registry-ca, key: ca.pem}
-credentialProvider:
-  enabled: true
-  config: /etc/kubernetes/credential-providers.yaml
-  binDir: /usr/libexec/kubernetes/kubelet-plugins/credential-provider/exec
-watcher:
-  replicas: 3
-  gomemlimit: 300MiB
-  registriesConfig: {path: /etc/containerd/certs.d, type: Directory}
-  nodeSelector: {kubernetes.io/os: linux}
-  tolerations: [{key: dedicated, operator: Equal, value: ops, effect: NoSchedule}]
-  affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: kubernetes.io/arch, operator: In, values: [amd64, arm64]}]}]}}}
-  env: [{name: TZ, value: UTC}]
-  extraArgs: [--interval, 30m]
-cronjob:
-  schedule: "0 2 * * *"
-  nodePools:
-    - name: k3s
-      nodeSelector: {pool: k3s}
-      registriesConfig: {path: /etc/rancher/k3s/registries.yaml}
-    - name: crio
-      nodeSelector: {pool: crio}
-      registriesConfig: {path: /etc/containers/registries.conf, type: File}
-  nodeSelector: {kubernetes.io/os: linux}
-  tolerations: [{key: dedicated, operator: Exists}]
-  affinity: {nodeAffinity: {preferredDuringSchedulingIgnoredDuringExecution: [{weight: 1, preference: {matchExpressions: [{key: spot, operator: DoesNotExist}]}}]}}
-  record: {gomemlimit: 200MiB, env: [{name: TZ, value: UTC}], extraArgs: [--diff]}
-  scan: {gomemlimit: 450MiB, env: [{name: TZ, value: UTC}], extraArgs: [--fail-on, at-risk]}
-podMonitor: {enabled: false}
-serviceMonitor: {enabled: true, interval: 1m, labels: {release: kube-prometheus-stack}}
-prometheusRule: {enabled: true, labels: {release: kube-prometheus-stack}}
-dashboard: {enabled: true, namespace: monitoring, labels: {grafana_dashboard: "1", team: ops}, annotations: {grafana_folder: regcheck}}
-`), &v)
+	data, err := File("ci/all-on-values.yaml")
 	if err != nil {
+		panic(err)
+	}
+	var v map[string]any
+	if err := sigsyaml.Unmarshal(data, &v); err != nil {
 		panic(err)
 	}
 	return v
