@@ -11,7 +11,7 @@ export REGCHECK_BIN
 TEST_FLAGS  ?= -count=1 -timeout 50m
 PKGS        := ./...
 
-.PHONY: all build image test unit integration demo bench lint bins bins-registry bins-bench clean docs fuzz
+.PHONY: all build image test unit integration demo bench lint bins bins-registry bins-bench clean docs fuzz deploy
 
 all: build
 
@@ -89,6 +89,14 @@ fuzz:
 # go test ./internal/cli/ fails when it is stale.
 docs:
 	$(GO) run ./hack/docs -out docs/cli
+
+# deploy/'s manifests, rendered from the Helm chart charts/regcheck with
+# Helm's engine (hack/deploy): the chart's defaults plus the namespace and
+# the image placeholder the kustomizations replace. go test ./charts/ fails
+# when they are stale. The alerts come from metrics/rules.go first:
+# go test ./metrics -run TestRulesFiles -update.
+deploy:
+	$(GO) run ./hack/deploy -out deploy
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -578,7 +578,7 @@ func TestWatchKustomization(t *testing.T) {
 		t.Errorf("pod securityContext %+v, want runAsNonRoot as 65532", sc)
 	}
 	c := pod.Containers[0]
-	wantArgs := []string{"watch", "-A", "--configmap", "regcheck/" + historyName, "--leader-elect", "--metrics-bind-address", ":8080"}
+	wantArgs := []string{"watch", "-A", "--configmap", "regcheck/" + historyName, "--leader-elect", "--leader-election-id", "regcheck-watch", "--metrics-bind-address", ":8080"}
 	if !slices.Equal(c.Args, wantArgs) || c.Image != "registry.example.com/tools/regcheck:v1" {
 		t.Errorf("args %q image %q, want %q and the kustomization's image", c.Args, c.Image, wantArgs)
 	}

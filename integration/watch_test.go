@@ -299,20 +299,28 @@ func (r *watchRig) watchArgs(addr string, store ...string) []string {
 }
 
 // startWatcher starts `regcheck watch` with the rig's flags, store (say
-// --out FILE) and extra flags, with its own cache and state folders. Its
-// log goes to a file in the test's folder; Cleanup kills it.
+// --out FILE) and extra flags (startWatchProcess).
 func (r *watchRig) startWatcher(t testing.TB, store []string, extra ...string) *watcher {
 	t.Helper()
-	w := &watcher{addr: "127.0.0.1:" + strconv.Itoa(freeLoopbackPort(t)), done: make(chan struct{})}
+	addr := "127.0.0.1:" + strconv.Itoa(freeLoopbackPort(t))
+	return startWatchProcess(t, r.bin, addr, append(r.watchArgs(addr, store...), extra...))
+}
+
+// startWatchProcess starts bin with args (a regcheck watch serving on
+// addr) and env, with its own cache and state folders. Its log goes to a
+// file in the test's folder; Cleanup kills it.
+func startWatchProcess(t testing.TB, bin, addr string, args []string, env ...string) *watcher {
+	t.Helper()
+	w := &watcher{addr: addr, done: make(chan struct{})}
 	dir := t.TempDir()
 	w.log = filepath.Join(dir, "watch.log")
 	logf, err := os.Create(w.log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.cmd = exec.Command(r.bin, append(r.watchArgs(w.addr, store...), extra...)...)
+	w.cmd = exec.Command(bin, args...)
 	w.cmd.Stdout, w.cmd.Stderr = logf, logf
-	w.cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+filepath.Join(dir, "cache"), "XDG_STATE_HOME="+filepath.Join(dir, "state"), "HOME="+dir)
+	w.cmd.Env = append(append(os.Environ(), "XDG_CACHE_HOME="+filepath.Join(dir, "cache"), "XDG_STATE_HOME="+filepath.Join(dir, "state"), "HOME="+dir), env...)
 	w.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	runtime.LockOSThread() // Pdeathsig follows the thread that forked
 	err = w.cmd.Start()

@@ -230,40 +230,14 @@ func unplannedUpgrade() Rule {
 	}
 }
 
-// header heads both files: they are written by a test, not by hand.
+// header heads the rule file: it is written by a test, not by hand. The
+// Helm chart's PrometheusRule (charts/regcheck) carries the file as it is.
 const header = "# Generated from metrics/rules.go by `go test ./metrics -run TestRulesFiles -update`: edit that, not this.\n" +
 	"# regcheck's alerts: one per finding class, each naming the workload and image and saying what to run.\n"
 
 // RuleFile returns the rules as a Prometheus rule file (rule_files:).
 func RuleFile() ([]byte, error) {
 	return encode(map[string]any{"groups": Rules()})
-}
-
-// PrometheusRule returns the rules as a prometheus-operator PrometheusRule
-// in namespace regcheck.
-func PrometheusRule() ([]byte, error) {
-	return encode(yaml.Node{Kind: yaml.MappingNode, Content: pairs(
-		"apiVersion", "monitoring.coreos.com/v1",
-		"kind", "PrometheusRule",
-		"metadata", map[string]any{"name": "regcheck", "namespace": "regcheck", "labels": map[string]string{"app.kubernetes.io/name": "regcheck"}},
-		"spec", map[string]any{"groups": Rules()},
-	)})
-}
-
-// pairs makes the content of a mapping node from keys and values, in order.
-func pairs(kv ...any) []*yaml.Node {
-	var out []*yaml.Node
-	for i := 0; i < len(kv); i += 2 {
-		var k, v yaml.Node
-		if err := k.Encode(kv[i]); err != nil {
-			panic(err)
-		}
-		if err := v.Encode(kv[i+1]); err != nil {
-			panic(err)
-		}
-		out = append(out, &k, &v)
-	}
-	return out
 }
 
 func encode(v any) ([]byte, error) {

@@ -13,51 +13,57 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-var update = flag.Bool("update", false, "rewrite deploy/prometheus/ from Rules")
+var update = flag.Bool("update", false, "rewrite charts/regcheck/rules/regcheck.rules.yml from Rules")
 
-var ruleFiles = map[string]func() ([]byte, error){
-	"regcheck.rules.yml":  RuleFile,
-	"prometheusrule.yaml": PrometheusRule,
-}
+// ruleFile is the chart's copy of the rules: its PrometheusRule holds it,
+// and make deploy copies it and renders the PrometheusRule into
+// deploy/prometheus/.
+var ruleFile = filepath.Join("..", "charts", "regcheck", "rules", "regcheck.rules.yml")
 
-// The rule file and the PrometheusRule are generated from Rules, and hold
-// the same rules.
+// The chart's rule file is generated from Rules; deploy/prometheus/'s
+// rule file and PrometheusRule (make deploy) hold the same rules.
 func TestRulesFiles(t *testing.T) {
-	groups := map[string][]RuleGroup{}
-	for name, gen := range ruleFiles {
-		want, err := gen()
-		if err != nil {
+	want, err := RuleFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *update {
+		if err := os.WriteFile(ruleFile, want, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		path := filepath.Join("..", "deploy", "prometheus", name)
-		if *update {
-			if err := os.WriteFile(path, want, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		got, err := os.ReadFile(path)
+	}
+	got, err := os.ReadFile(ruleFile)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s is not what Rules generates: go test ./metrics -run TestRulesFiles -update, then make deploy", ruleFile)
+	}
+	groups := map[string][]RuleGroup{}
+	for _, path := range []string{ruleFile, filepath.Join("..", "deploy", "prometheus", "regcheck.rules.yml"), filepath.Join("..", "deploy", "prometheus", "prometheusrule.yaml")} {
+		data, err := os.ReadFile(path)
 		if err != nil {
-			t.Fatalf("%v (run with -update to create it)", err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("%s is not what Rules generates: go test ./metrics -run TestRulesFiles -update", path)
+			t.Fatal(err)
 		}
 		var doc struct {
 			APIVersion string `yaml:"apiVersion"`
 			Kind       string
+			Metadata   map[string]any
 			Groups     []RuleGroup
 			Spec       struct{ Groups []RuleGroup }
 		}
-		if err := yaml.Unmarshal(got, &doc); err != nil {
+		if err := yaml.Unmarshal(data, &doc); err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
-		groups[name] = append(doc.Groups, doc.Spec.Groups...)
-		if name == "prometheusrule.yaml" && (doc.APIVersion != "monitoring.coreos.com/v1" || doc.Kind != "PrometheusRule") {
+		groups[path] = append(doc.Groups, doc.Spec.Groups...)
+		if strings.HasSuffix(path, "prometheusrule.yaml") && (doc.APIVersion != "monitoring.coreos.com/v1" || doc.Kind != "PrometheusRule") {
 			t.Errorf("%s is a %s %s", path, doc.APIVersion, doc.Kind)
 		}
 	}
-	if a, b := groups["regcheck.rules.yml"], groups["prometheusrule.yaml"]; len(a) == 0 || !reflect.DeepEqual(a, b) {
-		t.Errorf("the rule file and the PrometheusRule hold different rules")
+	for path, g := range groups {
+		if len(g) == 0 || !reflect.DeepEqual(g, groups[ruleFile]) {
+			t.Errorf("%s holds other rules than %s: make deploy", path, ruleFile)
+		}
 	}
 }
 
