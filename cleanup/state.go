@@ -1,6 +1,8 @@
 package cleanup
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -66,8 +68,8 @@ var stateFormats = []stateFormat{
 
 // ReadState reads one service export, telling its shape apart by content.
 func ReadState(file string, data []byte) (*State, error) {
-	var doc any
-	if err := yaml.Unmarshal(data, &doc); err != nil {
+	doc, err := stateDoc(data)
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	for _, f := range stateFormats {
@@ -81,6 +83,21 @@ func ReadState(file string, data []byte) (*State, error) {
 		}
 	}
 	return nil, fmt.Errorf("%s: %w", file, ErrUnknownState)
+}
+
+// stateDoc is the export's document for detection: YAML or JSON, or the
+// first of several JSON values one after another (`gh api --paginate`
+// writes one array per page).
+func stateDoc(data []byte) (any, error) {
+	var doc any
+	yerr := yaml.Unmarshal(data, &doc)
+	if yerr == nil {
+		return doc, nil
+	}
+	if err := json.NewDecoder(bytes.NewReader(data)).Decode(&doc); err != nil {
+		return nil, yerr
+	}
+	return doc, nil
 }
 
 // Merge adds what s says to r: times, ids and the archive tier of the
