@@ -163,11 +163,9 @@ func (c *cleanupCheck) cleanupArtifacts(ctx context.Context, r *cleanRepo, im In
 	lost := sets.losses(im)
 	var keeps []string
 	for i, a := range lost {
-		if rm, ok := r.gone.manifests[a.Digest]; ok {
-			lost[i].Reason = fmt.Sprintf("deleted by %s (%s, run %d)", rm.policy, rm.Rule.Rule, rm.run)
-			keeps = appendKeep(keeps, rm.Keep)
-		} else if rm, ok := r.gone.archived[a.Digest]; ok {
-			lost[i].Reason = fmt.Sprintf("archived by %s (%s, run %d)", rm.policy, rm.Rule.Rule, rm.run)
+		how, rm, ok := artifactRemoval(r.gone, a)
+		if ok {
+			lost[i].Reason = fmt.Sprintf("%s by %s (%s, run %d)", how, rm.policy, rm.Rule.Rule, rm.run)
 			keeps = appendKeep(keeps, rm.Keep)
 		}
 	}
@@ -177,6 +175,23 @@ func (c *cleanupCheck) cleanupArtifacts(ctx context.Context, r *cleanRepo, im In
 		e.Advice = strings.Join(keeps, "; ") + "; or " + e.Advice
 	}
 	return e
+}
+
+// artifactRemoval says how the runs remove an artifact: its manifest
+// deleted or archived, or the tag naming it (cosign's .sig, .att) removed.
+func artifactRemoval(g *removal, a gcresult.ArtifactLoss) (string, removed, bool) {
+	if rm, ok := g.manifests[a.Digest]; ok {
+		return "deleted", rm, true
+	}
+	if rm, ok := g.archived[a.Digest]; ok {
+		return "archived", rm, true
+	}
+	if i := strings.LastIndex(a.Ref, ":"); i >= 0 && !strings.Contains(a.Ref, "@") {
+		if rm, ok := g.tags[a.Ref[i+1:]]; ok {
+			return "its tag " + a.Ref[i+1:] + " deleted", rm, true
+		}
+	}
+	return "", removed{}, false
 }
 
 func appendKeep(keeps []string, k string) []string {
