@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/regcheck/regcheck/cleanup"
 )
 
 // gc-check --cleanup's flags: what goes with what, and files that are no
@@ -61,5 +63,29 @@ func TestParseAt(t *testing.T) {
 		if err != nil || !got.Equal(tc.want) {
 			t.Errorf("parseAt(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
 		}
+	}
+}
+
+// The example gates' cleanup files are cleanups regcheck reads: what the
+// gate checks is what the cleanup step runs.
+func TestCleanupExamplesRead(t *testing.T) {
+	for file, want := range map[string]string{
+		"cleanup.yml":               "snok/container-retention-policy",
+		"ci/expiration-policy.json": "",
+		"ecr/lifecycle.json":        "",
+	} {
+		t.Run(file, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join("..", "..", "examples", "gc-check-cleanup", file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ps, err := cleanup.Read(file, data)
+			if err != nil || len(ps) != 1 {
+				t.Fatalf("%d policies, %v", len(ps), err)
+			}
+			if !strings.Contains(ps[0].Name(), want) {
+				t.Errorf("policy %q, want %q", ps[0].Name(), want)
+			}
+		})
 	}
 }
