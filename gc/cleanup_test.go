@@ -80,18 +80,23 @@ func TestCheckCleanup(t *testing.T) {
 		// want: reference → codes of its losses, in order.
 		want    map[string]string
 		deletes int
+		// platforms, when set, are the nodes' platforms every use may run on
+		// (as --cluster reads them).
+		platforms []string
 	}{
 		{"untagged children of a kept index", &fakePolicy{[]string{"gc/multiarch", "gc/buildx"}, untaggedGone},
 			[]string{"gc/multiarch:v1", "gc/buildx:v1", "gc/single:v1"},
-			map[string]string{"gc/multiarch:v1": "child-missing,child-missing", "gc/buildx:v1": "child-missing,attestation-missing"}, 4},
+			map[string]string{"gc/multiarch:v1": "child-missing,child-missing", "gc/buildx:v1": "child-missing,attestation-missing"}, 4, nil},
 		{"an in-use tag removed", &fakePolicy{[]string{"gc/single"}, tagGone("v1")},
-			[]string{"gc/single:v1", "gc/app-a:v1"}, map[string]string{"gc/single:v1": "tag-deleted"}, 1},
+			[]string{"gc/single:v1", "gc/app-a:v1"}, map[string]string{"gc/single:v1": "tag-deleted"}, 1, nil},
 		{"a pin untagged", &fakePolicy{[]string{"gc/app-b"}, tagGone("v1")},
-			[]string{"gc/app-b@" + digestOf("app-b")}, map[string]string{"gc/app-b@" + digestOf("app-b"): "pinned-digest-untagged"}, 1},
+			[]string{"gc/app-b@" + digestOf("app-b")}, map[string]string{"gc/app-b@" + digestOf("app-b"): "pinned-digest-untagged"}, 1, nil},
 		{"archived", &fakePolicy{[]string{"gc/app-a"}, archiveTagged("v1")},
-			[]string{"gc/app-a:v1"}, map[string]string{"gc/app-a:v1": "archived"}, 1},
+			[]string{"gc/app-a:v1"}, map[string]string{"gc/app-a:v1": "archived"}, 1, nil},
 		{"nothing in use touched", &fakePolicy{[]string{"gc/partial"}, tagGone("v1-amd64")},
-			[]string{"gc/partial:v1"}, map[string]string{}, 1},
+			[]string{"gc/partial:v1"}, map[string]string{}, 1, nil},
+		{"judged for the nodes' platforms", &fakePolicy{[]string{"gc/multiarch"}, untaggedGone},
+			[]string{"gc/multiarch:v1"}, map[string]string{"gc/multiarch:v1": "child-missing"}, 2, []string{"linux/amd64"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sc, err := scan.New()
@@ -99,8 +104,12 @@ func TestCheckCleanup(t *testing.T) {
 				t.Fatal(err)
 			}
 			var targets []types.Target
+			use := types.Use{Source: "cluster", Kind: "Deployment", Name: "web"}
+			for _, p := range tc.platforms {
+				use.Platforms = append(use.Platforms, types.NodePlatform{Platform: p, Nodes: []string{"node-1"}})
+			}
 			for _, r := range tc.refs {
-				targets = append(targets, types.Target{Ref: s.host + "/" + r, Uses: []types.Use{{Source: "args"}}})
+				targets = append(targets, types.Target{Ref: s.host + "/" + r, Uses: []types.Use{use}})
 			}
 			rep, err := CheckCleanup(context.Background(), sc, CleanupOptions{Policies: []cleanup.Policy{tc.policy}, At: time.Now(), Runs: 2}, targets)
 			if err != nil {
