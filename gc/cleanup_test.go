@@ -21,8 +21,8 @@ type fakePolicy struct {
 	plan  func(r *cleanup.Repository) cleanup.Plan
 }
 
-func (p *fakePolicy) Name() string                  { return "test cleanup" }
-func (p *fakePolicy) Source() string                { return "cleanup_test.go" }
+func (p *fakePolicy) Name() string                   { return "test cleanup" }
+func (p *fakePolicy) Source() string                 { return "cleanup_test.go" }
 func (p *fakePolicy) Applies(repository string) bool { return slices.Contains(p.repos, repository) }
 func (p *fakePolicy) Run(r *cleanup.Repository, _ time.Time) cleanup.Plan {
 	return p.plan(r)

@@ -264,7 +264,9 @@ func applyDeletions(t *testing.T, ctx context.Context, host string, ds []gcresul
 		}
 	}
 	sorted := append([]gcresult.CleanupDeletion(nil), ds...)
-	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Kind == gcresult.TagRemoved && sorted[j].Kind != gcresult.TagRemoved })
+	sort.SliceStable(sorted, func(i, j int) bool {
+		return sorted[i].Kind == gcresult.TagRemoved && sorted[j].Kind != gcresult.TagRemoved
+	})
 	for _, d := range sorted {
 		repo := strings.TrimPrefix(d.Repository, host+"/")
 		switch {
