@@ -180,3 +180,8 @@ func nodeList(uses []types.Use, keep func(platform string) bool) string {
 	slices.Sort(out)
 	return strings.Join(out, ", ")
 }
+
+// NarrowToNodes judges an image's platform-specific losses for the nodes
+// each use may run on, as Check does (see narrowToNodes): for a caller
+// that walked the image itself (gc-check --cleanup).
+func NarrowToNodes(im *types.Image) { narrowToNodes(im) }

@@ -82,7 +82,7 @@ type artifactSets struct {
 // findArtifacts finds the artifacts of one in-use image now and after the
 // run. A search that faults before the run returns an error: the
 // prediction is incomplete for the image.
-func findArtifacts(ctx context.Context, now, after storageSource, im InUse, subject string) (artifactSets, error) {
+func findArtifacts(ctx context.Context, now, after artifacts.Source, im InUse, subject string) (artifactSets, error) {
 	repo := im.ref.Context()
 	was, err := artifacts.NewSourceFinder(now).Find(ctx, repo, subject)
 	if err != nil {

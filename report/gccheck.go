@@ -18,7 +18,13 @@ func GCCheckJSON(w io.Writer, r *gcresult.Report) error { return WriteJSON(w, r)
 // GCCheck writes gc-check's report for people: the model predicted on the
 // first line (and whether it was assumed), then what breaks, what is
 // broken, and what would be deleted per repository.
+//
+// A cleanup prediction (ModeCleanup) leads with the cleanups read and
+// what breaks, each loss with the rule that removes it and the fix.
 func GCCheck(w io.Writer, r *gcresult.Report) error {
+	if r.Mode == gcresult.ModeCleanup && r.Cleanup != nil {
+		return gcCleanup(w, r)
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	du := "without --delete-untagged"
 	if r.DeleteUntagged {

@@ -21,6 +21,19 @@ const (
 	UnsupportedMedia   Code = "unsupported-media-type"
 )
 
+// Findings about what a registry cleanup (a GHCR cleanup action, an ECR
+// lifecycle policy, a GitLab cleanup policy, Harbor retention) would do to
+// an in-use image (gc-check --cleanup).
+const (
+	// TagDeleted: the cleanup deletes the tag an in-use image names: the
+	// next pull says manifest unknown.
+	TagDeleted Code = "tag-deleted"
+	// Archived: the cleanup moves a manifest an in-use image needs to an
+	// archive tier (ECR's ARCHIVE storage class): a pull answers 404
+	// until someone restores it.
+	Archived Code = "archived"
+)
+
 // Findings about what a cluster runs, computed on top of a walk (package
 // cluster): they compare what runs with what the registry serves now.
 const (
@@ -145,6 +158,10 @@ var codes = map[Code]codeInfo{
 		description: "a digest (pinned, or the tag's target) no longer exists"},
 	ChildMissing: {severity: SeverityCritical, advice: childMissingAdvice,
 		description: "an index child a platform needs is gone"},
+	TagDeleted: {severity: SeverityCritical, advice: says("keep the tag in the cleanup's own terms (the finding names the rule and how), or pin the workload to a digest the cleanup keeps"),
+		description: "a registry cleanup deletes the tag an in-use image names: its next pull fails"},
+	Archived: {severity: SeverityCritical, advice: says("restore the image from the archive tier (ECR: move it back to the STANDARD storage class) and keep it out of the pull-time rule"),
+		description: "a registry cleanup archives a manifest an in-use image needs: pulls fail until it is restored"},
 	BlobMissing: {severity: SeverityCritical, advice: says("rebuild and push; the manifest resolves but a blob it needs is gone"),
 		description: "a config or layer blob is gone"},
 	DigestMismatch: {severity: SeverityCritical, advice: says("the registry serves bytes that do not match the digest: check for a proxy or a corrupt store, and rebuild"),

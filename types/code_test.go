@@ -52,6 +52,8 @@ func TestCodes(t *testing.T) {
 		LimitExceeded:            {SeverityWarning, true, false},
 		CredentialsError:         {SeverityWarning, true, false},
 		RateLimitBudget:          {SeverityWarning, true, false},
+		TagDeleted:               {SeverityCritical, false, false},
+		Archived:                 {SeverityCritical, false, false},
 	}
 	if got := len(Codes()); got != len(want) {
 		t.Errorf("%d codes in the table, %d stated here", got, len(want))

@@ -31,6 +31,7 @@ type gcCheckFlags struct {
 	cluster        bool
 	kube           kubeFlags
 	fromRecords    string
+	cleanup        cleanupFlags
 }
 
 func newGCCheckCmd(s Streams, g *globals) *cobra.Command {
@@ -81,12 +82,15 @@ signature or attestation an enforcing policy requires, and the run
 deletes, would break (admission refuses its next pod); an auditing
 policy makes it at-risk.
 
+` + cleanupHelp + `
 Exit codes: 0 nothing in use breaks; 1 an in-use image would break or is
 already broken; 2 usage or configuration error; 3 incomplete (some inputs
 could not be read).`,
 		Example: `  regcheck gc-check --storage /var/lib/registry --delete-untagged -f k8s/
   regcheck gc-check --storage /var/lib/registry --gc-model distribution-3 --delete-untagged -o json reg.example.com/app:v1
-  regcheck gc-check --delete-untagged -f k8s/                      # API mode: asks each registry the manifests name`,
+  regcheck gc-check --delete-untagged -f k8s/                      # API mode: asks each registry the manifests name
+  regcheck gc-check --cleanup .github/workflows/cleanup.yml --registry-state versions.json -f k8s/
+  regcheck gc-check --cleanup lifecycle.json --registry-state team/app=images.json --at 2027-01-01 --runs 2 --cluster`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.args = args
 			return runGCCheck(cmd, s, g, f)
@@ -100,15 +104,22 @@ could not be read).`,
 	fl.StringVar(&f.fromRecords, "from-records", "", "add every image and digest recorded running (history file of regcheck record) to the in-use set")
 	f.kube.addTo(fl)
 	fl.BoolVar(&f.allRepos, "all-repositories", false, "API mode: also examine every repository the registry's _catalog lists, not only the in-use ones (reads the whole registry)")
-	fl.StringVar(&f.host, "registry", "", "the registry host[:port] whose storage this is; in-use references on other hosts are skipped (default: the one host the in-use images name)")
+	fl.StringVar(&f.host, "registry", "", "the registry host[:port] whose storage this is, or with --cleanup the registry serving the cleaned repositories when it is not the service's own host (a mirror, a loopback registry); in-use references on other hosts are skipped (default: the one host the in-use images name)")
 	fl.StringArrayVarP(&f.filenames, "filename", "f", nil, "Kubernetes YAML file or folder to read in-use image references from (repeatable)")
 	fl.StringVar(&f.imagesFrom, "images-from", "", "file with one in-use image reference per line (# comments; - for stdin)")
 	fl.StringVarP(&f.output, "output", "o", "table", "output format: table or json")
 	f.registry.addTo(fl, false) // API mode
+	f.cleanup.addTo(cmd)
 	return cmd
 }
 
 func runGCCheck(cmd *cobra.Command, s Streams, g *globals, f *gcCheckFlags) error {
+	if err := f.cleanup.conflicts(cmd); err != nil {
+		return usageError(err)
+	}
+	if len(f.cleanup.files) > 0 {
+		return runCleanupMode(cmd, s, g, f)
+	}
 	model, err := gcresult.ParseModel(f.model)
 	if err != nil {
 		return usageError(fmt.Errorf("--gc-model: %w", err))
@@ -119,14 +130,9 @@ func runGCCheck(cmd *cobra.Command, s Streams, g *globals, f *gcCheckFlags) erro
 	if assumed {
 		g.logger.Warn("no --gc-model given: predicting the collector of "+model.Release()+"; if the registry runs another release, pass --gc-model", "assumed", string(model), "models", gcresult.Models())
 	}
-	var render func(io.Writer, *gcresult.Report) error
-	switch f.output {
-	case "table":
-		render = report.GCCheck
-	case "json":
-		render = report.GCCheckJSON
-	default:
-		return usageError(fmt.Errorf("--output %q: want table or json", f.output))
+	render, err := gcRenderer(f.output)
+	if err != nil {
+		return usageError(err)
 	}
 	if err := f.validate(); err != nil {
 		return usageError(err)
@@ -151,6 +157,37 @@ func runGCCheck(cmd *cobra.Command, s Streams, g *globals, f *gcCheckFlags) erro
 	}
 	rep, _, err := gc.Check(st, gc.Options{Model: model, ModelAssumed: assumed, DeleteUntagged: f.deleteUntagged, Host: host, Policies: policies}, targets)
 	return gcCheckReport(s, g, rep, err, render, incomplete)
+}
+
+// runCleanupMode checks the flags and reads the in-use set, then predicts
+// the cleanup.
+func runCleanupMode(cmd *cobra.Command, s Streams, g *globals, f *gcCheckFlags) error {
+	render, err := gcRenderer(f.output)
+	if err != nil {
+		return usageError(err)
+	}
+	if err := f.validate(); err != nil {
+		return usageError(err)
+	}
+	if !f.cluster && f.kube.set() {
+		return usageError(errors.New("--kubeconfig, --context, -n and -A go with --cluster"))
+	}
+	targets, policies, incomplete, err := gcCheckTargets(cmd, s, g, f)
+	if err != nil {
+		return err
+	}
+	return runGCCheckCleanup(cmd, s, g, f, render, targets, policies, incomplete)
+}
+
+// gcRenderer is the renderer -o names.
+func gcRenderer(output string) (func(io.Writer, *gcresult.Report) error, error) {
+	switch output {
+	case "table":
+		return report.GCCheck, nil
+	case "json":
+		return report.GCCheckJSON, nil
+	}
+	return nil, fmt.Errorf("--output %q: want table or json", output)
 }
 
 // gcCheckReport renders rep and picks the exit code. An error with no
@@ -222,7 +259,7 @@ func gcCheckTargets(cmd *cobra.Command, s Streams, g *globals, f *gcCheckFlags) 
 		}
 		targets = append(targets, cluster.Targets(inv)...)
 		targets = append(targets, cluster.RunningTargets(inv)...)
-		if f.storage != "" { // API mode does not look for artifacts
+		if f.storage != "" || len(f.cleanup.files) > 0 { // API mode does not look for artifacts
 			ps, problems, err := clusterPolicies(cmd.Context(), kt, g.logger)
 			if err != nil {
 				return nil, nil, false, err

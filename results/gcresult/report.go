@@ -67,6 +67,8 @@ type Report struct {
 	Advice []string `json:"advice"`
 	// Notes say what the prediction could not see.
 	Notes []Note `json:"notes,omitempty"`
+	// Cleanup is set when a cleanup was predicted (ModeCleanup).
+	Cleanup *Cleanup `json:"cleanup,omitempty"`
 }
 
 // Note is one thing a prediction could not see. Its JSON form is its
@@ -227,6 +229,13 @@ type Loss struct {
 	Parent   string `json:"parent,omitempty"`
 	Platform string `json:"platform,omitempty"`
 	Message  string `json:"message"`
+
+	// Policy, Rule and Keep are set when a cleanup removes it: which
+	// cleanup, which of its rules, and how the policy would keep it (or
+	// which version of the cleanup would).
+	Policy string `json:"policy,omitempty"`
+	Rule   string `json:"rule,omitempty"`
+	Keep   string `json:"keep,omitempty"`
 
 	// Blob says Parent lists it as a config or layer, not as a child.
 	Blob bool `json:"-"`
