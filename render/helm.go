@@ -31,6 +31,7 @@ type chartDir struct {
 	release    []source // values files, in order
 	appVersion string
 	errs       []error // the last run's: templates whose output is not YAML
+	missing    []string // dependencies left out (see dependencies), stubbed
 	apps       *[]*App // where its App goes: Tree.Apps, or Tree.GitOps
 }
 
@@ -89,12 +90,7 @@ func (t *Tree) chart(dir string, o *options, apps *[]*App, extra []source) {
 		h.release = append(h.release, source{file: v.File, data: data})
 	}
 	h.release = append(h.release, extra...)
-	for _, d := range c.Metadata.Dependencies {
-		if !slices.ContainsFunc(c.Dependencies(), func(sub *chart.Chart) bool { return sub.Name() == d.Name }) {
-			t.Errs = append(t.Errs, &Error{File: chartFile, Line: lineOf(h.file("Chart.yaml"), "name: "+d.Name), Notice: true,
-				Msg: fmt.Sprintf("dependency %s is not in charts/: not rendered (nothing is fetched; helm dependency build puts it there)", d.Name)})
-		}
-	}
+	h.dependencies(c, o)
 	h.render()
 }
 
@@ -114,7 +110,12 @@ func (h *chartDir) load() (*chart.Chart, error) {
 	for i, f := range h.raw {
 		files[i] = &archive.BufferedFile{Name: f.Name, ModTime: f.ModTime, Data: f.Data}
 	}
-	return loader.LoadFiles(files)
+	c, err := loader.LoadFiles(files)
+	if err != nil {
+		return nil, err
+	}
+	stub(c, h.missing)
+	return c, nil
 }
 
 // values merges values files as helm -f does.
@@ -193,6 +194,10 @@ func (h *chartDir) render() {
 		return
 	}
 	real, out, err := h.run(c, user)
+	if err != nil && len(h.missing) > 0 {
+		h.conventions(err)
+		return
+	}
 	if err != nil {
 		fail(err)
 		return
@@ -498,4 +503,30 @@ func joinKeys(keys []Key, part string) string {
 		}
 	}
 	return strings.Join(out, ", ")
+}
+
+// conventions reads the images of the chart's values (values.yaml, then
+// the release's files) by the common chart conventions, for a chart
+// whose render failed (err) with dependencies left out: the chart is
+// never lost whole. The uses are at their values keys, not pinned.
+func (h *chartDir) conventions(err error) {
+	h.t.Errs = append(h.t.Errs, &Error{File: filepath.Join(h.disp, "Chart.yaml"), Notice: true,
+		Msg: fmt.Sprintf("not rendered without its dependencies %s (%v): images read from its values by the common chart conventions (image.repository/tag/digest, image.registry)",
+			strings.Join(h.missing, ", "), err)})
+	app := &App{Kind: Helm, Dir: h.disp}
+	srcs := append([]source{{file: filepath.Join(h.disp, "values.yaml"), data: h.file("values.yaml")}}, h.release...)
+	for _, s := range srcs {
+		if s.data == nil {
+			continue
+		}
+		imgs, notes := yamlfile.ValuesImages(s.file, h.name, s.data)
+		h.t.Errs = append(h.t.Errs, notes...)
+		for _, img := range imgs {
+			// A later file's image at the same values path replaces it.
+			app.Uses = slices.DeleteFunc(app.Uses, func(u Use) bool { return u.Container == img.Container })
+			app.Uses = append(app.Uses, Use{Image: img, Origin: Origin{Kind: Values,
+				Why: "read from the values by the chart conventions: the chart was not rendered without its dependencies"}})
+		}
+	}
+	*h.apps = append(*h.apps, app)
 }

@@ -36,6 +36,7 @@ type options struct {
 	values  []ValuesFile
 	exclude func(rel string) bool
 	files   map[string][]byte // by absolute path
+	fetch   *fetcher          // nil: nothing fetched
 }
 
 // WithValues renders charts with these values files after each chart's
@@ -224,9 +225,11 @@ func (e *Error) Error() string {
 // every folder with a kustomization is rendered with kustomize from its
 // roots (the kustomizations no other kustomization in the tree includes)
 // and every folder with a Chart.yaml with Helm's engine; the files they own
-// are not read on their own. Nothing is fetched: remote bases and chart
-// dependencies not in charts/ are left out with a notice. A tree with no
-// kustomization and no chart is only its Plain files.
+// are not read on their own. Remote bases are left out with a notice; a
+// chart's dependencies not in its charts/ folder are read from the tree
+// (file://) or fetched with WithFetch, else left out with a notice (see
+// Fetch). A tree with no kustomization and no chart is only its Plain
+// files.
 func Find(root string, opts ...Option) *Tree {
 	o := makeOptions(opts)
 	t := &Tree{Root: root, files: map[string][]byte{}}

@@ -317,7 +317,7 @@ spec:
 		"D/notyaml/templates/ok.yaml:8 Pod /ok c busybox template (written in the chart's template: templates are never edited; set it from values)",
 	})
 	check(t, "errors", under(dir, errs(tr)), []string{
-		"notice D/app/Chart.yaml:8: dependency cache is not in charts/: not rendered (nothing is fetched; helm dependency build puts it there)",
+		"notice D/app/Chart.yaml:8: dependency cache (https://charts.example.com) not rendered: not fetched: offline",
 		"D/bad/Chart.yaml: helm: parse error at (bad/templates/x.yaml:1): missing value for if",
 		"notice D/lib/Chart.yaml: a library chart: nothing to render on its own",
 		"D/notyaml/templates/x.yaml: what it renders is not YAML: D/notyaml/templates/x.yaml:2: did not find expected node content",

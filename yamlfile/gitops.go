@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -546,4 +547,31 @@ func (w *walker) fileLines() []string {
 		w.lines = strings.Split(string(w.data), "\n")
 	}
 	return w.lines
+}
+
+// ValuesImages reads the images a chart's values file sets by the
+// common chart conventions (see values): for a chart that cannot be
+// rendered. Each image is of kind "Chart", named chart, with Field
+// "values" and Container the values path; at the line of the key that
+// ends its reference (the tag, else the digest, else the image).
+func ValuesImages(file, chart string, data []byte) ([]Image, []error) {
+	docs, err := decode(data)
+	if err != nil {
+		return nil, []error{parseErrorAt(file, data, err)}
+	}
+	w := &walker{file: file, base: filepath.Base(file), referenced: map[*yaml.Node]bool{}, data: data}
+	for _, d := range docs {
+		collectAliases(d, w.referenced, 0)
+	}
+	base := Image{File: file, Kind: "Chart", Name: chart}
+	for _, d := range docs {
+		if d.Kind == yaml.DocumentNode && len(d.Content) == 1 {
+			w.values(base, w.resolve(d.Content[0], false, nil), "values", nil)
+		}
+	}
+	imgs := make([]Image, len(w.sites))
+	for i, s := range w.sites {
+		imgs[i] = s.Image
+	}
+	return imgs, w.notes
 }

@@ -1,0 +1,86 @@
+package render
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestFindHelmDependenciesOffline: with nothing fetched, a file://
+// dependency is read from the tree and rendered; a remote one is named in
+// a notice; the parent renders without it when its templates can (the
+// dependency's values a mapping), else its values are read by the image
+// conventions: a chart is never lost whole.
+func TestFindHelmDependenciesOffline(t *testing.T) {
+	t.Parallel()
+	deploy := func(image string) string {
+		return "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: x\nspec:\n  template:\n    spec:\n      containers:\n        - name: c\n          image: " + image + "\n"
+	}
+	chart := func(name, deps string) string {
+		return "apiVersion: v2\nname: " + name + "\nversion: 0.1.0\ndependencies:\n" + deps
+	}
+	remote := "- name: common\n  version: 2.x.x\n  repository: oci://registry.example.com/charts\n"
+	tests := []struct {
+		name        string
+		files       map[string]string
+		uses, notes []string
+	}{{
+		name: "file dependency from the tree",
+		files: map[string]string{
+			"app/Chart.yaml":            chart("app", "- name: sub\n  version: 0.1.0\n  repository: file://../sub\n"),
+			"app/values.yaml":           "sub:\n  tag: \"2\"\n",
+			"app/templates/x.yaml":      deploy("reg.example.com/app:1"),
+			"sub/Chart.yaml":            chart("sub", ""),
+			"sub/values.yaml":           "tag: \"1\"\n",
+			"sub/templates/deploy.yaml": deploy(`"reg.example.com/sub:{{ .Values.tag }}"`),
+		},
+		uses: []string{
+			"D/app/values.yaml:2 Deployment /x c reg.example.com/sub:2 values",
+			"D/app/templates/x.yaml:10 Deployment /x c reg.example.com/app:1 template",
+			"D/sub/values.yaml:1 Deployment /x c reg.example.com/sub:1 values",
+		},
+	}, {
+		name: "remote dependency, parent renders without it",
+		files: map[string]string{
+			"app/Chart.yaml":       chart("app", remote),
+			"app/templates/x.yaml": deploy(`"reg.example.com/app:{{ if .Values.common.enabled }}on{{ else }}off{{ end }}"`),
+		},
+		uses:  []string{"D/app/templates/x.yaml:0 Deployment /x c reg.example.com/app:off template"},
+		notes: []string{"notice D/app/Chart.yaml:5: dependency common (oci://registry.example.com/charts) not rendered: not fetched: offline"},
+	}, {
+		name: "remote dependency whose helper the parent needs",
+		files: map[string]string{
+			"app/Chart.yaml":       chart("app", remote),
+			"app/values.yaml":      "image:\n  registry: reg.example.com\n  repository: app\n  tag: \"3\"\n",
+			"app/templates/x.yaml": deploy(`{{ include "common.images.image" (dict "imageRoot" .Values.image) }}`),
+		},
+		uses: []string{"D/app/values.yaml:4 Chart /app image reg.example.com/app:3 values"},
+		notes: []string{
+			"notice D/app/Chart.yaml:5: dependency common (oci://registry.example.com/charts) not rendered: not fetched: offline",
+			"notice D/app/Chart.yaml: not rendered without its dependencies common",
+		},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := writeTree(t, tc.files)
+			tr := Find(dir)
+			var got []string
+			for _, a := range tr.Apps {
+				for _, u := range a.Uses {
+					if strings.Contains(a.Dir, "app") || strings.Contains(u.File, "sub") {
+						s := strings.SplitN(show(u), " (", 2)[0]
+						got = append(got, strings.Join(strings.Fields(s)[:6], " "))
+					}
+				}
+			}
+			check(t, "uses", under(dir, got), tc.uses)
+			notes := under(dir, errs(tr))
+			for i, n := range notes {
+				if strings.Contains(n, "not rendered without") {
+					notes[i] = n[:strings.Index(n, " (")]
+				}
+			}
+			check(t, "notes", notes, tc.notes)
+		})
+	}
+}
