@@ -30,9 +30,9 @@ type chartDir struct {
 	name       string
 	release    []source // values files, in order
 	appVersion string
-	errs       []error // the last run's: templates whose output is not YAML
+	errs       []error  // the last run's: templates whose output is not YAML
 	missing    []string // dependencies left out (see dependencies), stubbed
-	apps       *[]*App // where its App goes: Tree.Apps, or Tree.GitOps
+	apps       *[]*App  // where its App goes: Tree.Apps, or Tree.GitOps
 }
 
 // source is a values file and what it holds.
