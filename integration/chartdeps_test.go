@@ -39,6 +39,8 @@ import (
 // with local beside it.
 type chartDepsRig struct {
 	root     string // the tree: app/ and local/
+	src      string // testdata/chartdeps with the hosts filled in
+	repl     *strings.Replacer
 	host     string // the registry
 	settings *cli.EnvSettings
 }
@@ -70,6 +72,15 @@ func newChartDepsRig(t *testing.T) *chartDepsRig {
 	if _, err := rc.Push(data, host+"/charts/common:1.0.0"); err != nil {
 		t.Fatalf("pushing common: %v", err)
 	}
+	// local: pushed too, for a HelmRelease whose HelmRepository is OCI.
+	data, err = os.ReadFile(saveChart(t, filepath.Join(src, "local"), t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rc.Push(data, host+"/charts/local:0.1.0"); err != nil {
+		t.Fatalf("pushing local: %v", err)
+	}
+	r.src, r.repl = src, repl
 	// metrics: packaged into the HTTP repository, with its index.
 	saveChart(t, filepath.Join(src, "metrics"), repoDir)
 	idx, err := repo.IndexDirectory(repoDir, srv.URL)
@@ -134,8 +145,9 @@ func saveChart(t *testing.T, dir, out string) string {
 
 // helmImages is the oracle: app copied with local beside it, its
 // dependencies fetched by Helm's downloader.Manager as helm dependency
-// build does (no Chart.lock: an update), rendered by Helm's engine as
-// helm template does; the image of each container rendered, sorted.
+// build does (no Chart.lock: an update, whose Chart.lock is then put in
+// the tree), rendered by Helm's engine as helm template does; the image
+// of each container rendered, sorted.
 func (r *chartDepsRig) helmImages(t *testing.T) []string {
 	t.Helper()
 	work := t.TempDir()
@@ -146,6 +158,12 @@ func (r *chartDepsRig) helmImages(t *testing.T) []string {
 	if err := m.Build(); err != nil {
 		t.Fatalf("helm dependency build: %v", err)
 	}
+	// The Chart.lock Helm wrote pins the versions regcheck fetches.
+	lock, err := os.ReadFile(filepath.Join(work, "app", "Chart.lock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(r.root, "app"), "Chart.lock", string(lock))
 	c, err := loader.Load(filepath.Join(work, "app"))
 	if err != nil {
 		t.Fatal(err)
@@ -240,6 +258,7 @@ func TestChartDependenciesFetched(t *testing.T) {
 		}
 	}
 	slices.Sort(got)
+	t.Logf("regcheck %v\nhelm     %v", got, want)
 	if !slices.Equal(got, want) {
 		t.Errorf("regcheck renders %v\nhelm renders     %v", got, want)
 	}

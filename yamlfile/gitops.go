@@ -57,6 +57,33 @@ type ChartSource struct {
 	// order, for a renderer that finds its path's kustomization in the
 	// same tree; nil for a Helm source.
 	Images []ImageArg
+	// Chart, Version and Repository name a chart of a Helm repository
+	// or an OCI registry: a HelmRelease's spec.chart.spec.chart and
+	// version (its Repository is the URL of the source object, not
+	// known here), an Application source's chart, targetRevision and
+	// repoURL.
+	Chart, Version, Repository string
+	// Source is the Flux source object a HelmRelease's chart comes from
+	// (spec.chart.spec.sourceRef, or spec.chartRef): HelmRepository,
+	// OCIRepository, GitRepository, Bucket, HelmChart.
+	Source ObjectRef
+	// ValuesFrom are a HelmRelease's spec.valuesFrom, in order: merged
+	// before Values.
+	ValuesFrom []ValuesRef
+}
+
+// ObjectRef names a Kubernetes object; Line is where it is named.
+type ObjectRef struct {
+	Kind, Name, Namespace string
+	Line                  int
+}
+
+// ValuesRef is one of a HelmRelease's spec.valuesFrom: the key (Key,
+// values.yaml by default) of a ConfigMap or Secret.
+type ValuesRef struct {
+	ObjectRef
+	Key      string
+	Optional bool
 }
 
 // ImageArg is one of an Application's kustomize.images, as written
@@ -138,7 +165,8 @@ func (w *walker) helmRelease(base Image, obj ref) {
 	}
 	found := 0
 	cs := ChartSource{File: w.file, Kind: base.Kind, Namespace: base.Namespace, Name: base.Name, Fields: []string{"spec.values"}, Values: [][]byte{}}
-	switch w.str(w.getOr(w.getOr(w.getOr(spec, "chart"), "spec"), "sourceRef"), "kind") {
+	w.releaseSource(spec, &cs)
+	switch cs.Source.Kind {
 	case "GitRepository", "Bucket":
 		cs.Path = chart
 	}
@@ -574,4 +602,36 @@ func ValuesImages(file, chart string, data []byte) ([]Image, []error) {
 		imgs[i] = s.Image
 	}
 	return imgs, w.notes
+}
+
+// releaseSource reads where a HelmRelease's chart and values come from:
+// spec.chart.spec (chart, version, sourceRef) or spec.chartRef, and
+// spec.valuesFrom.
+func (w *walker) releaseSource(spec ref, cs *ChartSource) {
+	objRef := func(m ref, ns string) ObjectRef {
+		r := ObjectRef{Kind: w.str(m, "kind"), Name: w.str(m, "name"), Namespace: w.str(m, "namespace"), Line: m.node.Line}
+		if r.Namespace == "" {
+			r.Namespace = ns
+		}
+		return r
+	}
+	if c, ok := w.get(w.getOr(w.getOr(spec, "chart"), "spec"), "sourceRef"); ok {
+		cspec := w.getOr(w.getOr(spec, "chart"), "spec")
+		cs.Chart, cs.Version, cs.Source = w.str(cspec, "chart"), w.str(cspec, "version"), objRef(c, cs.Namespace)
+	} else if c, ok := w.get(spec, "chartRef"); ok {
+		cs.Source = objRef(c, cs.Namespace)
+	}
+	if vf, ok := w.get(spec, "valuesFrom"); ok && vf.node.Kind == yaml.SequenceNode {
+		for _, e := range vf.node.Content {
+			m := w.resolve(e, vf.alias, vf.pos)
+			v := ValuesRef{ObjectRef: objRef(m, cs.Namespace), Key: w.str(m, "valuesKey"), Optional: w.str(m, "optional") == "true"}
+			if v.Key == "" {
+				v.Key = "values.yaml"
+			}
+			if w.str(m, "targetPath") != "" {
+				v.Key = "" // a value set at a path, not a values file: not read
+			}
+			cs.ValuesFrom = append(cs.ValuesFrom, v)
+		}
+	}
 }

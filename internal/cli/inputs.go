@@ -61,7 +61,7 @@ func chartFetch(g *globals, offline bool, insecure []string) *render.Fetch {
 
 // addOffline adds --offline to a command that renders charts.
 func addOffline(fl *pflag.FlagSet, into *bool) {
-	fl.BoolVar(into, "offline", false, "fetch nothing to render: chart dependencies not in a chart's charts/ folder are left out, with a notice (by default they are fetched as helm dependency build does, with Helm's repositories file and registry config)")
+	fl.BoolVar(into, "offline", false, "fetch no chart: dependencies not in a chart's charts/ folder and the charts of Flux HelmReleases are left out with a notice (by default fetched as helm dependency build does, with Helm's repositories file and registry config)")
 }
 
 // read returns targets, logging each problem with an input (logInputErrors)
