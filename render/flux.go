@@ -15,6 +15,7 @@ import (
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
 
+	"github.com/regcheck/regcheck/internal/redact"
 	"github.com/regcheck/regcheck/yamlfile"
 )
 
@@ -215,7 +216,7 @@ func (t *Tree) unrendered(cs yamlfile.ChartSource, why string) {
 	if t.why == nil {
 		t.why = map[string]string{}
 	}
-	t.why[cs.Notice.Error()] = why
+	t.why[cs.Notice.Error()] = redact.String(why)
 }
 
 // withWhy adds to each notice that a chart was not rendered why it was

@@ -247,6 +247,11 @@ func (w *walker) appSource(base Image, src ref, name string) {
 		w.charts = append(w.charts, ChartSource{File: w.file, Kind: base.Kind, Namespace: base.Namespace, Name: base.Name, Path: w.str(src, "path"),
 			Fields: []string{name + ".kustomize.images"}, Notice: w.notes[len(w.notes)-1].(*Notice), Images: args})
 	}
+	if d, ok := w.get(src, "directory"); ok {
+		if _, ok := w.get(d, "jsonnet"); ok {
+			w.note(src.node, "%s %s: %s (%s) is rendered by jsonnet: not rendered, its images not read", base.Kind, objName(base), name, what)
+		}
+	}
 	h, ok := w.get(src, "helm")
 	if !ok {
 		return
