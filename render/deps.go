@@ -182,7 +182,7 @@ func (f *fetcher) get(d *chart.Dependency, version string) ([]byte, string, erro
 		SkipUpdate: f.all && f.updated[dep.Repository],
 	}
 	if err := m.Update(); err != nil {
-		return nil, "", err
+		return nil, "", withUpdateErrors(err, out.String())
 	}
 	f.all, f.updated[dep.Repository] = true, true
 	data, name, err := readFetched(work, dep.Name)
@@ -283,4 +283,20 @@ func stub(c *chart.Chart, missing []string) {
 			Values:   map[string]any{},
 		})
 	}
+}
+
+// withUpdateErrors adds to err why Helm could not update a repository's
+// index, which it writes to its output and goes on without.
+func withUpdateErrors(err error, out string) error {
+	var why []string
+	lines := strings.Split(out, "\n")
+	for i, l := range lines {
+		if strings.Contains(l, "Unable to get an update") && i+1 < len(lines) {
+			why = append(why, strings.TrimSpace(lines[i+1]))
+		}
+	}
+	if len(why) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w (updating the index: %s)", err, strings.Join(why, "; "))
 }

@@ -1,8 +1,16 @@
 package render
 
 import (
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
+	"helm.sh/helm/v4/pkg/cli"
+	repo "helm.sh/helm/v4/pkg/repo/v1"
 )
 
 // TestFindHelmDependenciesOffline: with nothing fetched, a file://
@@ -81,6 +89,84 @@ func TestFindHelmDependenciesOffline(t *testing.T) {
 				}
 			}
 			check(t, "notes", notes, tc.notes)
+		})
+	}
+}
+
+// TestFetchCredentials: a dependency in an HTTP chart repository that
+// asks for basic auth is fetched with the credentials Helm's
+// repositories file holds for it; with a wrong password the notice says
+// the fetch failed and never shows the password.
+func TestFetchCredentials(t *testing.T) {
+	t.Parallel()
+	repoDir := t.TempDir()
+	sub := writeTree(t, map[string]string{
+		"sub/Chart.yaml":         "apiVersion: v2\nname: sub\nversion: 0.2.0\n",
+		"sub/values.yaml":        "image: reg.example.com/sub:5\n",
+		"sub/templates/pod.yaml": "apiVersion: v1\nkind: Pod\nmetadata:\n  name: sub\nspec:\n  containers:\n    - name: c\n      image: {{ .Values.image }}\n",
+	})
+	c, err := loader.LoadDir(filepath.Join(sub, "sub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chartutil.Save(c, repoDir); err != nil {
+		t.Fatal(err)
+	}
+	files := http.FileServer(http.Dir(repoDir))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, p, ok := r.BasicAuth(); !ok || u != "ci" || p != "s3cret-pass" {
+			w.Header().Set("WWW-Authenticate", `Basic realm="charts"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		files.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	idx, err := repo.IndexDirectory(repoDir, srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := idx.WriteFile(filepath.Join(repoDir, "index.yaml"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, password string
+		want           string // the image, or the notice
+	}{
+		{"the repositories file's credentials", "s3cret-pass", "reg.example.com/sub:5"},
+		{"a wrong password", "wr0ng-pass", "dependency sub (" + srv.URL + ") not rendered: "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			helm := t.TempDir()
+			settings := cli.New()
+			settings.RepositoryConfig = filepath.Join(helm, "repositories.yaml")
+			settings.RepositoryCache = filepath.Join(helm, "cache")
+			settings.RegistryConfig = filepath.Join(helm, "registry.json")
+			f := repo.NewFile()
+			f.Add(&repo.Entry{Name: "private", URL: srv.URL, Username: "ci", Password: tc.password})
+			if err := f.WriteFile(settings.RepositoryConfig, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			dir := writeTree(t, map[string]string{
+				"app/Chart.yaml": "apiVersion: v2\nname: app\nversion: 0.1.0\ndependencies:\n- name: sub\n  version: ~0.2.0\n  repository: " + srv.URL + "\n",
+			})
+			tr := Find(dir, WithFetch(Fetch{Dir: t.TempDir(), Helm: settings}))
+			var got []string
+			for _, a := range tr.Apps {
+				for _, u := range a.Uses {
+					got = append(got, u.Ref)
+				}
+			}
+			for _, e := range tr.Errs {
+				got = append(got, e.Error())
+				if strings.Contains(e.Error(), tc.password) {
+					t.Errorf("the password in %q", e)
+				}
+			}
+			t.Logf("%q", got)
+			if len(got) != 1 || !strings.Contains(got[0], tc.want) {
+				t.Errorf("got %q, want one %q", got, tc.want)
+			}
 		})
 	}
 }
