@@ -170,3 +170,39 @@ func TestFetchCredentials(t *testing.T) {
 		})
 	}
 }
+
+// TestFindHelmFailingNotes: a NOTES.txt whose helper fails on a value
+// the attribution render marks (a tag that must look like a version, as
+// Bitnami's checks do) changes nothing: the image is at its values key.
+func TestFindHelmFailingNotes(t *testing.T) {
+	t.Parallel()
+	dir := writeTree(t, map[string]string{
+		"app/Chart.yaml":  "apiVersion: v2\nname: app\nversion: 0.1.0\n",
+		"app/values.yaml": "image:\n  repository: reg.example.com/app\n  tag: \"1.2\"\n",
+		"app/templates/_helpers.tpl": "{{- define \"app.check\" -}}{{- if not (regexMatch \"^[0-9.]+$\" .Values.image.tag) -}}" +
+			"{{- fail (printf \"tag %s is not a version\" .Values.image.tag) -}}{{- end -}}{{- end -}}\n",
+		"app/templates/NOTES.txt":   "{{ include \"app.check\" . }}\n",
+		"app/templates/deploy.yaml": "apiVersion: v1\nkind: Pod\nmetadata:\n  name: app\nspec:\n  containers:\n    - name: c\n      image: \"{{ .Values.image.repository }}:{{ .Values.image.tag }}\"\n",
+	})
+	tr := Find(dir)
+	got := under(dir, uses(tr))
+	check(t, "uses", got, []string{"D/app/values.yaml:3 Pod /app c reg.example.com/app:1.2 values repository=image.repository:2 tag=image.tag:3 append-digest image.tag"})
+	check(t, "errors", errs(tr), nil)
+}
+
+// TestFindHelmFailingHelperNoMarkers: a template whose helper fails on
+// a marked value leaves the image untraced, and the reason names the
+// values key, never regcheck's marker.
+func TestFindHelmFailingHelperNoMarkers(t *testing.T) {
+	t.Parallel()
+	dir := writeTree(t, map[string]string{
+		"app/Chart.yaml":  "apiVersion: v2\nname: app\nversion: 0.1.0\n",
+		"app/values.yaml": "image:\n  repository: reg.example.com/app\n  tag: \"1.2\"\n",
+		"app/templates/deploy.yaml": "{{- if not (regexMatch \"^[0-9.]+$\" .Values.image.tag) }}{{ fail (printf \"tag %s is not a version\" .Values.image.tag) }}{{ end }}\n" +
+			"apiVersion: v1\nkind: Pod\nmetadata:\n  name: app\nspec:\n  containers:\n    - name: c\n      image: \"{{ .Values.image.repository }}:{{ .Values.image.tag }}\"\n",
+	})
+	got := uses(Find(dir))
+	if len(got) != 1 || !strings.Contains(got[0], "tag <the value of image.tag> is not a version") {
+		t.Errorf("uses %q: want one, untraced, its reason naming image.tag", got)
+	}
+}

@@ -115,7 +115,22 @@ func (h *chartDir) load() (*chart.Chart, error) {
 		return nil, err
 	}
 	stub(c, h.missing)
+	withoutNotes(c, 0)
 	return c, nil
+}
+
+// withoutNotes takes the NOTES.txt out of c and its dependencies: they
+// hold no object, and a helper they call may fail on values the
+// attribution render marks (as Bitnami's common.warnings.modifiedImages
+// does), which would fail the whole render.
+func withoutNotes(c *chart.Chart, depth int) {
+	if depth > 16 {
+		return
+	}
+	c.Templates = slices.DeleteFunc(c.Templates, func(f *common.File) bool { return path.Base(f.Name) == "NOTES.txt" })
+	for _, sub := range c.Dependencies() {
+		withoutNotes(sub, depth+1)
+	}
 }
 
 // values merges values files as helm -f does.
@@ -226,7 +241,7 @@ func (h *chartDir) render() {
 				u.File, u.Line, u.Column = h.template(name), 0, 0
 				u.Origin = Origin{Kind: Untraced, Why: "the chart's values could not be followed to its images"}
 				if markErr != nil {
-					u.Origin.Why += ": " + markErr.Error()
+					u.Origin.Why += ": " + unmarked(markErr.Error(), &mk, keys)
 				}
 			}
 			app.Uses = append(app.Uses, u)
@@ -529,4 +544,13 @@ func (h *chartDir) conventions(err error) {
 		}
 	}
 	*h.apps = append(*h.apps, app)
+}
+
+// unmarked is msg with each marker the attribution render put in a value
+// replaced by the values key it stands for: a message never shows one.
+func unmarked(msg string, mk *markers, keys []valueKey) string {
+	for _, i := range mk.find(msg) {
+		msg = strings.ReplaceAll(msg, mk.text(i), "<the value of "+string(keys[i].Path)+">")
+	}
+	return msg
 }
