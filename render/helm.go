@@ -491,9 +491,8 @@ func (h *chartDir) digestKey(u *Use, p ValuesPath, found []int, keys []valueKey,
 			}
 		}
 	}
-	if ed.Line > 0 {
-		u.File, u.Line, u.Column = ed.File, ed.Line, ed.Column
-	}
+	// The use stays at the tag's key: the reference used is the tag's
+	// (the digest key is empty); pin writes the digest at ed.
 }
 
 // source is what a values file of this chart holds.

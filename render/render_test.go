@@ -104,8 +104,8 @@ func TestFindTree(t *testing.T) {
 			tree + "/charts/worker/templates/job.yaml:17 Job /worker-worker shell 127.0.0.1:5055/shop/single:v1 template " +
 				"(written in the chart's template: templates are never edited; set it from values)",
 		}},
-		{"values.yaml alone: its empty digest key", nil, []string{
-			tree + "/charts/shop/values.yaml:5 Deployment /shop-shop shop 127.0.0.1:5055/shop/buildx:v1 values repository=image.repository:3 tag=image.tag:4 digest-key image.digest",
+		{"values.yaml alone: the tag its empty digest key leaves used", nil, []string{
+			tree + "/charts/shop/values.yaml:4 Deployment /shop-shop shop 127.0.0.1:5055/shop/buildx:v1 values repository=image.repository:3 tag=image.tag:4 digest-key image.digest",
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
