@@ -263,7 +263,8 @@ func (w *walker) appSource(base Image, src ref, name string) {
 	found := 0
 	seen := map[string]bool{}
 	cs := ChartSource{File: w.file, Kind: base.Kind, Namespace: base.Namespace, Name: base.Name, Path: w.str(src, "path"),
-		Fields: []string{name + ".helm.valuesObject", name + ".helm.values", name + ".helm.parameters"}, Values: [][]byte{}}
+		Fields: []string{name + ".helm.valuesObject", name + ".helm.values", name + ".helm.parameters"}, Values: [][]byte{},
+		Chart: w.str(src, "chart"), Version: w.str(src, "targetRevision"), Repository: w.str(src, "repoURL")}
 	if vo, ok := w.get(h, "valuesObject"); ok {
 		found += w.values(base, vo, name+".helm.valuesObject", params, seen)
 	}
