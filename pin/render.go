@@ -29,7 +29,11 @@ func (c Config) render(roots []string) []*render.Tree {
 }
 
 func (c Config) renderOptions() []render.Option {
-	return []render.Option{render.WithValues(c.HelmValues...), render.WithExclude(c.excluded)}
+	opts := []render.Option{render.WithValues(c.HelmValues...), render.WithExclude(c.excluded)}
+	if c.Fetch != nil {
+		opts = append(opts, render.WithFetch(*c.Fetch))
+	}
+	return opts
 }
 
 // renderedUse is an image of a rendered object, and what rendered it.

@@ -61,6 +61,10 @@ type Config struct {
 	// HelmValues are the values files the charts under the roots are
 	// rendered with, after their values.yaml (see render.WithValues).
 	HelmValues []render.ValuesFile
+	// Fetch, when set, fetches the dependencies of those charts that are
+	// not in their charts/ folder (see render.WithFetch); nil fetches
+	// none.
+	Fetch *render.Fetch
 	// Admission, when set, is applied to each tree walked, with the uses
 	// of its sites, before its pin is chosen (admission.Checker.Apply): a
 	// digest an enforcing image policy would refuse for a signature or

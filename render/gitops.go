@@ -1,11 +1,13 @@
 package render
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"go.yaml.in/yaml/v3"
 	"sigs.k8s.io/kustomize/api/types"
 	sigsyaml "sigs.k8s.io/yaml"
 
@@ -13,17 +15,27 @@ import (
 )
 
 // renderGitOps renders, for each Flux HelmRelease and Argo CD Application
-// of the tree's Plain files whose chart is a folder of the same tree,
-// that chart with the object's Helm values, and for each Application
-// whose path is a kustomization of the tree, that kustomization with its
+// of the tree's Plain files and of the files its kustomizations list
+// (GitOpsFiles), the chart it deploys with the object's Helm values: a
+// folder of the same tree, or for a HelmRelease the chart its
+// HelmRepository or OCIRepository (in the tree) names, fetched (see
+// WithFetch), with the values of its valuesFrom ConfigMaps in the tree
+// before its own; and for each Application whose path is a
+// kustomization of the tree, that kustomization with its
 // kustomize.images, into t.GitOps.
 func (t *Tree) renderGitOps(o *options) {
-	for _, p := range t.Plain {
+	t.findGitOpsFiles(o)
+	files := slices.Concat(t.Plain, t.GitOpsFiles)
+	var objs []object
+	for _, p := range files {
 		data, err := o.read(p)
 		if err != nil {
 			continue // Images reports it
 		}
 		_, _, charts := yamlfile.ReadCharts(p, data)
+		if len(charts) > 0 && objs == nil {
+			objs = t.objects(o, slices.Concat(files, t.kfiles), "HelmRepository", "OCIRepository", "ConfigMap")
+		}
 		for _, cs := range charts {
 			if cs.Images != nil {
 				if dir := t.dirOf(p, cs.Path, isKustomization); dir != "" && t.kustomized(o, dir, cs) {
@@ -31,29 +43,92 @@ func (t *Tree) renderGitOps(o *options) {
 				}
 				continue // a path of plain manifests is read as files; kustomize.images as written, with the notice
 			}
-			dir := t.dirOf(p, cs.Path, isChart)
-			if dir == "" || cs.Values == nil {
-				continue
-			}
-			var extra []source
-			for _, v := range cs.Values {
-				extra = append(extra, source{file: p, data: v})
-			}
-			if abs, err := filepath.Abs(p); err == nil {
-				t.files[abs] = data
-			}
-			n := len(t.GitOps)
-			t.chart(dir, o, &t.GitOps, extra)
-			if len(t.GitOps) == n {
-				continue // not rendered: its errors say why, and the values are read as written
-			}
-			t.gitops = append(t.gitops, cs)
-			if cs.Unrendered != "" {
-				t.Errs = append(t.Errs, &Error{File: p, Line: cs.Notice.Line, Notice: true,
-					Msg: cs.Kind + " " + objectName(cs) + ": " + cs.Unrendered + " not applied to the chart rendered (" + display(t.Root, dir) + ")"})
+			t.gitopsChart(o, p, data, cs, objs)
+		}
+	}
+}
+
+// gitopsChart renders the chart of cs, a GitOps object of file p, with
+// its values, when the chart is in the tree or fetched.
+func (t *Tree) gitopsChart(o *options, p string, data []byte, cs yamlfile.ChartSource, objs []object) {
+	if cs.Values == nil {
+		return
+	}
+	dir := t.dirOf(p, cs.Path, isChart)
+	switch {
+	case dir == "" && cs.Path != "":
+		t.unrendered(cs, fmt.Sprintf("%s of %s %s is not in this tree (a source outside it is not fetched)", cs.Path, cmpOr(cs.Source.Kind, "its source"), cs.Source.Name))
+		return
+	case dir == "" && cs.Kind == "HelmRelease":
+		if dir = t.remoteChart(o, cs, objs); dir == "" {
+			return
+		}
+	case dir == "":
+		return
+	}
+	extra, all := t.valuesFrom(cs, objs)
+	for _, v := range cs.Values {
+		extra = append(extra, source{file: p, data: v})
+	}
+	if abs, err := filepath.Abs(p); err == nil {
+		t.files[abs] = data
+	}
+	n := len(t.GitOps)
+	t.chart(dir, o, &t.GitOps, extra)
+	if len(t.GitOps) == n {
+		return // not rendered: its errors say why, and the values are read as written
+	}
+	if all && len(cs.ValuesFrom) > 0 {
+		cs.Fields = append(cs.Fields, "spec.valuesFrom")
+	}
+	t.gitops = append(t.gitops, cs)
+	if cs.Unrendered != "" {
+		t.Errs = append(t.Errs, &Error{File: p, Line: cs.Notice.Line, Notice: true,
+			Msg: cs.Kind + " " + objectName(cs) + ": " + cs.Unrendered + " not applied to the chart rendered (" + display(t.Root, dir) + ")"})
+	}
+}
+
+// findGitOpsFiles sets t.GitOpsFiles: the files kustomizations render
+// (t.kfiles) that hold a Flux HelmRelease or an Argo CD Application a
+// kustomization of the tree renders; and takes those objects' images out
+// of the kustomizations' uses: they are read from the files, at their
+// lines, as in a Plain file.
+func (t *Tree) findGitOpsFiles(o *options) {
+	rendered := map[string]bool{} // kind/name
+	for _, a := range t.Apps {
+		if a.Kind != Kustomize {
+			continue
+		}
+		docs, _ := yamlfile.Documents(a.Output)
+		for _, d := range docs {
+			if d.Kind == yaml.DocumentNode && len(d.Content) == 1 {
+				rendered[scalar(d.Content[0], "kind")+"/"+scalar(child(d.Content[0], "metadata"), "name")] = true
 			}
 		}
 	}
+	found := map[string]bool{}
+	for _, ob := range t.objects(o, t.kfiles, "HelmRelease", "Application") {
+		if !rendered[ob.kind+"/"+ob.name] || !gitopsKind(ob) {
+			continue
+		}
+		found[ob.kind+"/"+ob.name] = true
+		if !slices.Contains(t.GitOpsFiles, ob.file) {
+			t.GitOpsFiles = append(t.GitOpsFiles, ob.file)
+		}
+	}
+	for _, a := range t.Apps {
+		if a.Kind == Kustomize {
+			a.Uses = slices.DeleteFunc(a.Uses, func(u Use) bool { return found[u.Kind+"/"+u.Name] })
+		}
+	}
+}
+
+// gitopsKind reports whether ob is a Flux HelmRelease or an Argo CD
+// Application.
+func gitopsKind(ob object) bool {
+	api := scalar(ob.node, "apiVersion")
+	return ob.kind == "HelmRelease" && strings.HasPrefix(api, "helm.toolkit.fluxcd.io/") ||
+		ob.kind == "Application" && strings.HasPrefix(api, "argoproj.io/")
 }
 
 func objectName(cs yamlfile.ChartSource) string {
@@ -115,7 +190,7 @@ func (t *Tree) withoutRendered(file string, imgs []yamlfile.Image, notes []error
 			}
 			n, ok := err.(*yamlfile.Notice)
 			return ok && strings.HasPrefix(n.Msg, cs.Kind+" "+objectName(cs)+": ") && slices.ContainsFunc(cs.Fields, func(f string) bool {
-				return strings.Contains(n.Msg, ": "+f+".") // a key of the values the render read
+				return strings.Contains(n.Msg, ": "+f+".") || strings.Contains(n.Msg, ": "+f+" (") // a key of the values the render read, or they themselves
 			})
 		})
 	}

@@ -30,8 +30,9 @@ type chartDir struct {
 	name       string
 	release    []source // values files, in order
 	appVersion string
-	errs       []error // the last run's: templates whose output is not YAML
-	apps       *[]*App // where its App goes: Tree.Apps, or Tree.GitOps
+	errs       []error  // the last run's: templates whose output is not YAML
+	missing    []string // dependencies left out (see dependencies), stubbed
+	apps       *[]*App  // where its App goes: Tree.Apps, or Tree.GitOps
 }
 
 // source is a values file and what it holds.
@@ -90,12 +91,7 @@ func (t *Tree) chart(dir string, o *options, apps *[]*App, extra []source) {
 		h.release = append(h.release, source{file: v.File, data: data})
 	}
 	h.release = append(h.release, extra...)
-	for _, d := range c.Metadata.Dependencies {
-		if !slices.ContainsFunc(c.Dependencies(), func(sub *chart.Chart) bool { return sub.Name() == d.Name }) {
-			t.Errs = append(t.Errs, &Error{File: chartFile, Line: lineOf(h.file("Chart.yaml"), "name: "+d.Name), Notice: true,
-				Msg: fmt.Sprintf("dependency %s is not in charts/: not rendered (nothing is fetched; helm dependency build puts it there)", d.Name)})
-		}
-	}
+	h.dependencies(c, o)
 	h.render()
 }
 
@@ -115,7 +111,27 @@ func (h *chartDir) load() (*chart.Chart, error) {
 	for i, f := range h.raw {
 		files[i] = &archive.BufferedFile{Name: f.Name, ModTime: f.ModTime, Data: f.Data}
 	}
-	return loader.LoadFiles(files)
+	c, err := loader.LoadFiles(files)
+	if err != nil {
+		return nil, err
+	}
+	stub(c, h.missing)
+	withoutNotes(c, 0)
+	return c, nil
+}
+
+// withoutNotes takes the NOTES.txt out of c and its dependencies: they
+// hold no object, and a helper they call may fail on values the
+// attribution render marks (as Bitnami's common.warnings.modifiedImages
+// does), which would fail the whole render.
+func withoutNotes(c *chart.Chart, depth int) {
+	if depth > 16 {
+		return
+	}
+	c.Templates = slices.DeleteFunc(c.Templates, func(f *common.File) bool { return path.Base(f.Name) == "NOTES.txt" })
+	for _, sub := range c.Dependencies() {
+		withoutNotes(sub, depth+1)
+	}
 }
 
 // values merges values files as helm -f does.
@@ -194,6 +210,10 @@ func (h *chartDir) render() {
 		return
 	}
 	real, out, err := h.run(c, user)
+	if err != nil && len(h.missing) > 0 {
+		h.conventions(err)
+		return
+	}
 	if err != nil {
 		fail(err)
 		return
@@ -222,7 +242,7 @@ func (h *chartDir) render() {
 				u.File, u.Line, u.Column = h.template(name), 0, 0
 				u.Origin = Origin{Kind: Untraced, Why: "the chart's values could not be followed to its images"}
 				if markErr != nil {
-					u.Origin.Why += ": " + markErr.Error()
+					u.Origin.Why += ": " + unmarked(markErr.Error(), &mk, keys)
 				}
 			}
 			app.Uses = append(app.Uses, u)
@@ -472,9 +492,8 @@ func (h *chartDir) digestKey(u *Use, p ValuesPath, found []int, keys []valueKey,
 			}
 		}
 	}
-	if ed.Line > 0 {
-		u.File, u.Line, u.Column = ed.File, ed.Line, ed.Column
-	}
+	// The use stays at the tag's key: the reference used is the tag's
+	// (the digest key is empty); pin writes the digest at ed.
 }
 
 // source is what a values file of this chart holds.
@@ -499,4 +518,39 @@ func joinKeys(keys []Key, part string) string {
 		}
 	}
 	return strings.Join(out, ", ")
+}
+
+// conventions reads the images of the chart's values (values.yaml, then
+// the release's files) by the common chart conventions, for a chart
+// whose render failed (err) with dependencies left out: the chart is
+// never lost whole. The uses are at their values keys, not pinned.
+func (h *chartDir) conventions(err error) {
+	h.t.Errs = append(h.t.Errs, &Error{File: filepath.Join(h.disp, "Chart.yaml"), Notice: true,
+		Msg: fmt.Sprintf("not rendered without its dependencies %s (%v): images read from its values by the common chart conventions (image.repository/tag/digest, image.registry)",
+			strings.Join(h.missing, ", "), err)})
+	app := &App{Kind: Helm, Dir: h.disp}
+	srcs := append([]source{{file: filepath.Join(h.disp, "values.yaml"), data: h.file("values.yaml")}}, h.release...)
+	for _, s := range srcs {
+		if s.data == nil {
+			continue
+		}
+		imgs, notes := yamlfile.ValuesImages(s.file, h.name, s.data)
+		h.t.Errs = append(h.t.Errs, notes...)
+		for _, img := range imgs {
+			// A later file's image at the same values path replaces it.
+			app.Uses = slices.DeleteFunc(app.Uses, func(u Use) bool { return u.Container == img.Container })
+			app.Uses = append(app.Uses, Use{Image: img, Origin: Origin{Kind: Values,
+				Why: "read from the values by the chart conventions: the chart was not rendered without its dependencies"}})
+		}
+	}
+	*h.apps = append(*h.apps, app)
+}
+
+// unmarked is msg with each marker the attribution render put in a value
+// replaced by the values key it stands for: a message never shows one.
+func unmarked(msg string, mk *markers, keys []valueKey) string {
+	for _, i := range mk.find(msg) {
+		msg = strings.ReplaceAll(msg, mk.text(i), "<the value of "+string(keys[i].Path)+">")
+	}
+	return msg
 }

@@ -104,7 +104,9 @@ func (t *Tree) kustomize(root string, found []string, o *options) {
 	}
 	for p, b := range files {
 		t.files[p] = b
+		t.kfiles = append(t.kfiles, display(root, p))
 	}
+	slices.Sort(t.kfiles)
 	var mk markers
 	var items []markItem
 	plain, marked := g.filesystems(files, reach, &mk, &items)

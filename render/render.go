@@ -37,6 +37,7 @@ type options struct {
 	values  []ValuesFile
 	exclude func(rel string) bool
 	files   map[string][]byte // by absolute path
+	fetch   *fetcher          // nil: nothing fetched
 }
 
 // WithValues renders charts with these values files after each chart's
@@ -105,8 +106,18 @@ type Tree struct {
 	// chart conventions. Package pin edits those values as the
 	// conventions read them, so these are not among Apps.
 	GitOps []*App
+	// GitOpsFiles are the files kustomizations of the tree render that
+	// hold a Flux HelmRelease or an Argo CD Application: read as Plain
+	// files are (Images reads their values where no chart is rendered),
+	// and rendered as theirs are (GitOps).
+	GitOpsFiles []string
 	// gitops are the objects whose chart is rendered in GitOps.
 	gitops []yamlfile.ChartSource
+	// kfiles are the files read to render the kustomizations, as shown.
+	kfiles []string
+	// why says why a GitOps object's chart was not rendered, by the
+	// notice that says it was not (see unrendered).
+	why map[string]string
 
 	files map[string][]byte // every file read to render, by absolute path
 }
@@ -240,9 +251,11 @@ func (e *Error) Error() string {
 // every folder with a kustomization is rendered with kustomize from its
 // roots (the kustomizations no other kustomization in the tree includes)
 // and every folder with a Chart.yaml with Helm's engine; the files they own
-// are not read on their own. Nothing is fetched: remote bases and chart
-// dependencies not in charts/ are left out with a notice. A tree with no
-// kustomization and no chart is only its Plain files.
+// are not read on their own. Remote bases are left out with a notice; a
+// chart's dependencies not in its charts/ folder are read from the tree
+// (file://) or fetched with WithFetch, else left out with a notice (see
+// Fetch). A tree with no kustomization and no chart is only its Plain
+// files.
 func Find(root string, opts ...Option) *Tree {
 	o := makeOptions(opts)
 	t := &Tree{Root: root, files: map[string][]byte{}}
@@ -280,14 +293,18 @@ func Images(root string, opts ...Option) ([]yamlfile.Image, []error) {
 	var imgs []yamlfile.Image
 	var params []yamlfile.Source
 	errs := t.Errs
-	for _, p := range t.Plain {
+	for _, p := range slices.Concat(t.Plain, t.GitOpsFiles) {
 		data, err := yamlfile.ReadFile(p)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		found, problems := yamlfile.Read(p, data)
+		if slices.Contains(t.GitOpsFiles, p) {
+			found, problems = gitopsOnly(found, problems) // the rest is the kustomization's
+		}
 		found, problems = t.withoutRendered(p, found, problems)
+		t.withWhy(problems)
 		errs = append(errs, problems...)
 		imgs = append(imgs, found...)
 		if yamlfile.MayHoldParams(data) {
@@ -407,3 +424,15 @@ func display(root, abs string) string {
 }
 
 var errTooMuch = errors.New("the folders to render hold more than 256 MiB")
+
+// gitopsOnly keeps, of what a file a kustomization renders holds, the
+// images and notices of its HelmReleases and Applications.
+func gitopsOnly(imgs []yamlfile.Image, notes []error) ([]yamlfile.Image, []error) {
+	kinds := []string{"HelmRelease", "Application"}
+	imgs = slices.DeleteFunc(imgs, func(img yamlfile.Image) bool { return !slices.Contains(kinds, img.Kind) })
+	notes = slices.DeleteFunc(notes, func(err error) bool {
+		n, ok := err.(*yamlfile.Notice)
+		return !ok || !strings.HasPrefix(n.Msg, "HelmRelease ") && !strings.HasPrefix(n.Msg, "Application ")
+	})
+	return imgs, notes
+}

@@ -104,8 +104,8 @@ func TestFindTree(t *testing.T) {
 			tree + "/charts/worker/templates/job.yaml:17 Job /worker-worker shell 127.0.0.1:5055/shop/single:v1 template " +
 				"(written in the chart's template: templates are never edited; set it from values)",
 		}},
-		{"values.yaml alone: its empty digest key", nil, []string{
-			tree + "/charts/shop/values.yaml:5 Deployment /shop-shop shop 127.0.0.1:5055/shop/buildx:v1 values repository=image.repository:3 tag=image.tag:4 digest-key image.digest",
+		{"values.yaml alone: the tag its empty digest key leaves used", nil, []string{
+			tree + "/charts/shop/values.yaml:4 Deployment /shop-shop shop 127.0.0.1:5055/shop/buildx:v1 values repository=image.repository:3 tag=image.tag:4 digest-key image.digest",
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -317,7 +317,7 @@ spec:
 		"D/notyaml/templates/ok.yaml:8 Pod /ok c busybox template (written in the chart's template: templates are never edited; set it from values)",
 	})
 	check(t, "errors", under(dir, errs(tr)), []string{
-		"notice D/app/Chart.yaml:8: dependency cache is not in charts/: not rendered (nothing is fetched; helm dependency build puts it there)",
+		"notice D/app/Chart.yaml:8: dependency cache (https://charts.example.com) not rendered: not fetched: offline",
 		"D/bad/Chart.yaml: helm: parse error at (bad/templates/x.yaml:1): missing value for if",
 		"notice D/lib/Chart.yaml: a library chart: nothing to render on its own",
 		"D/notyaml/templates/x.yaml: what it renders is not YAML: D/notyaml/templates/x.yaml:2: did not find expected node content",

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -56,6 +57,33 @@ type ChartSource struct {
 	// order, for a renderer that finds its path's kustomization in the
 	// same tree; nil for a Helm source.
 	Images []ImageArg
+	// Chart, Version and Repository name a chart of a Helm repository
+	// or an OCI registry: a HelmRelease's spec.chart.spec.chart and
+	// version (its Repository is the URL of the source object, not
+	// known here), an Application source's chart, targetRevision and
+	// repoURL.
+	Chart, Version, Repository string
+	// Source is the Flux source object a HelmRelease's chart comes from
+	// (spec.chart.spec.sourceRef, or spec.chartRef): HelmRepository,
+	// OCIRepository, GitRepository, Bucket, HelmChart.
+	Source ObjectRef
+	// ValuesFrom are a HelmRelease's spec.valuesFrom, in order: merged
+	// before Values.
+	ValuesFrom []ValuesRef
+}
+
+// ObjectRef names a Kubernetes object; Line is where it is named.
+type ObjectRef struct {
+	Kind, Name, Namespace string
+	Line                  int
+}
+
+// ValuesRef is one of a HelmRelease's spec.valuesFrom: the key (Key,
+// values.yaml by default) of a ConfigMap or Secret.
+type ValuesRef struct {
+	ObjectRef
+	Key      string
+	Optional bool
 }
 
 // ImageArg is one of an Application's kustomize.images, as written
@@ -137,7 +165,8 @@ func (w *walker) helmRelease(base Image, obj ref) {
 	}
 	found := 0
 	cs := ChartSource{File: w.file, Kind: base.Kind, Namespace: base.Namespace, Name: base.Name, Fields: []string{"spec.values"}, Values: [][]byte{}}
-	switch w.str(w.getOr(w.getOr(w.getOr(spec, "chart"), "spec"), "sourceRef"), "kind") {
+	w.releaseSource(spec, &cs)
+	switch cs.Source.Kind {
 	case "GitRepository", "Bucket":
 		cs.Path = chart
 	}
@@ -218,6 +247,11 @@ func (w *walker) appSource(base Image, src ref, name string) {
 		w.charts = append(w.charts, ChartSource{File: w.file, Kind: base.Kind, Namespace: base.Namespace, Name: base.Name, Path: w.str(src, "path"),
 			Fields: []string{name + ".kustomize.images"}, Notice: w.notes[len(w.notes)-1].(*Notice), Images: args})
 	}
+	if d, ok := w.get(src, "directory"); ok {
+		if _, ok := w.get(d, "jsonnet"); ok {
+			w.note(src.node, "%s %s: %s (%s) is rendered by jsonnet: not rendered, its images not read", base.Kind, objName(base), name, what)
+		}
+	}
 	h, ok := w.get(src, "helm")
 	if !ok {
 		return
@@ -229,7 +263,8 @@ func (w *walker) appSource(base Image, src ref, name string) {
 	found := 0
 	seen := map[string]bool{}
 	cs := ChartSource{File: w.file, Kind: base.Kind, Namespace: base.Namespace, Name: base.Name, Path: w.str(src, "path"),
-		Fields: []string{name + ".helm.valuesObject", name + ".helm.values", name + ".helm.parameters"}, Values: [][]byte{}}
+		Fields: []string{name + ".helm.valuesObject", name + ".helm.values", name + ".helm.parameters"}, Values: [][]byte{},
+		Chart: w.str(src, "chart"), Version: w.str(src, "targetRevision"), Repository: w.str(src, "repoURL")}
 	if vo, ok := w.get(h, "valuesObject"); ok {
 		found += w.values(base, vo, name+".helm.valuesObject", params, seen)
 	}
@@ -546,4 +581,63 @@ func (w *walker) fileLines() []string {
 		w.lines = strings.Split(string(w.data), "\n")
 	}
 	return w.lines
+}
+
+// ValuesImages reads the images a chart's values file sets by the
+// common chart conventions (see values): for a chart that cannot be
+// rendered. Each image is of kind "Chart", named chart, with Field
+// "values" and Container the values path; at the line of the key that
+// ends its reference (the tag, else the digest, else the image).
+func ValuesImages(file, chart string, data []byte) ([]Image, []error) {
+	docs, err := decode(data)
+	if err != nil {
+		return nil, []error{parseErrorAt(file, data, err)}
+	}
+	w := &walker{file: file, base: filepath.Base(file), referenced: map[*yaml.Node]bool{}, data: data}
+	for _, d := range docs {
+		collectAliases(d, w.referenced, 0)
+	}
+	base := Image{File: file, Kind: "Chart", Name: chart}
+	for _, d := range docs {
+		if d.Kind == yaml.DocumentNode && len(d.Content) == 1 {
+			w.values(base, w.resolve(d.Content[0], false, nil), "values", nil)
+		}
+	}
+	imgs := make([]Image, len(w.sites))
+	for i, s := range w.sites {
+		imgs[i] = s.Image
+	}
+	return imgs, w.notes
+}
+
+// releaseSource reads where a HelmRelease's chart and values come from:
+// spec.chart.spec (chart, version, sourceRef) or spec.chartRef, and
+// spec.valuesFrom.
+func (w *walker) releaseSource(spec ref, cs *ChartSource) {
+	objRef := func(m ref, ns string) ObjectRef {
+		r := ObjectRef{Kind: w.str(m, "kind"), Name: w.str(m, "name"), Namespace: w.str(m, "namespace"), Line: m.node.Line}
+		if r.Namespace == "" {
+			r.Namespace = ns
+		}
+		return r
+	}
+	if c, ok := w.get(w.getOr(w.getOr(spec, "chart"), "spec"), "sourceRef"); ok {
+		cspec := w.getOr(w.getOr(spec, "chart"), "spec")
+		cs.Chart, cs.Version, cs.Source = w.str(cspec, "chart"), w.str(cspec, "version"), objRef(c, cs.Namespace)
+	} else if c, ok := w.get(spec, "chartRef"); ok {
+		cs.Source = objRef(c, cs.Namespace)
+	}
+	if vf, ok := w.get(spec, "valuesFrom"); ok && vf.node.Kind == yaml.SequenceNode {
+		for _, e := range vf.node.Content {
+			m := w.resolve(e, vf.alias, vf.pos)
+			v := ValuesRef{ObjectRef: objRef(m, cs.Namespace), Key: w.str(m, "valuesKey"), Optional: w.str(m, "optional") == "true"}
+			if v.Key == "" {
+				v.Key = "values.yaml"
+			}
+			if w.str(m, "targetPath") != "" {
+				v.Key = "" // a value set at a path, not a values file: not read
+			}
+			cs.ValuesFrom = append(cs.ValuesFrom, v)
+		}
+	}
 }

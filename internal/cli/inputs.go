@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -27,6 +28,40 @@ type inputs struct {
 	imagesFrom string
 	filenames  []string
 	helmValues []string // --helm-values [CHART=]FILE, for the charts under filenames
+	// fetch says how chart dependencies are fetched; nil fetches none
+	// (--offline, or a command that fetches nothing).
+	fetch *render.Fetch
+}
+
+// renderOptions are the options the charts and kustomizations under
+// filenames are rendered with.
+func (in inputs) renderOptions() []render.Option {
+	opts := []render.Option{render.WithValues(helmValues(in.helmValues)...)}
+	if in.fetch != nil {
+		opts = append(opts, render.WithFetch(*in.fetch))
+	}
+	return opts
+}
+
+// chartFetch is how chart dependencies are fetched: into regcheck/charts
+// in the user cache folder, with Helm's own settings (its environment
+// variables and files), the hosts of --insecure-registry over plain
+// HTTP; nil with --offline or when there is no user cache folder.
+func chartFetch(g *globals, offline bool, insecure []string) *render.Fetch {
+	if offline {
+		return nil
+	}
+	dir, err := userCacheDir()
+	if err != nil {
+		g.logger.Debug("no chart cache: chart dependencies are not fetched", "err", err)
+		return nil
+	}
+	return &render.Fetch{Dir: filepath.Join(dir, "regcheck", "charts"), Insecure: insecure}
+}
+
+// addOffline adds --offline to a command that renders charts.
+func addOffline(fl *pflag.FlagSet, into *bool) {
+	fl.BoolVar(into, "offline", false, "fetch no chart: dependencies not in a chart's charts/ folder and the charts of Flux HelmReleases are left out with a notice (by default fetched as helm dependency build does, with Helm's repositories file and registry config)")
 }
 
 // read returns targets, logging each problem with an input (logInputErrors)
@@ -59,7 +94,7 @@ func (in inputs) collect(stdin io.Reader) ([]types.Target, []types.InputError) {
 		if path == "-" {
 			imgs, errs = readManifestStdin(stdin)
 		} else {
-			imgs, errs = render.Images(path, render.WithValues(helmValues(in.helmValues)...))
+			imgs, errs = render.Images(path, in.renderOptions()...)
 		}
 		for _, err := range errs {
 			problems = append(problems, inputError(path, err))

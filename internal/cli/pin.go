@@ -36,6 +36,7 @@ type pinFlags struct {
 	output         string
 	followSymlinks bool
 	helmValues     []string
+	offline        bool
 	policies       policyFlags
 }
 
@@ -143,6 +144,7 @@ else failed.`,
 	fl.StringVarP(&f.output, "output", "o", "text", "output of --check: "+strings.Join(report.PinCheckFormats, ", "))
 	fl.BoolVar(&f.followSymlinks, "follow-symlinks", false, "with --write, also write through symlinks that resolve outside the PATH they were found under")
 	addHelmValues(fl, &f.helmValues)
+	addOffline(fl, &f.offline)
 	f.registry.addTo(fl, true)
 	return cmd
 }
@@ -194,6 +196,7 @@ func (f *pinFlags) config(cmd *cobra.Command, g *globals) (pin.Config, error) {
 		Check: f.check, Write: f.write, Update: f.update, AllowBroken: f.allowBroken,
 		PullPolicy: f.pullPolicy, Exclude: f.exclude, FollowSymlinks: f.followSymlinks,
 		HelmValues: helmValues(f.helmValues),
+		Fetch:      chartFetch(g, f.offline, f.registry.insecure),
 	}
 	if !slices.Contains(report.PinCheckFormats, f.output) {
 		return c, fmt.Errorf("-o %q: want %s", f.output, strings.Join(report.PinCheckFormats, ", "))

@@ -28,6 +28,7 @@ type scanFlags struct {
 	failOn      string
 	metrics     metricsFlags
 	policies    policyFlags
+	offline     bool
 }
 
 func newScanCmd(s Streams, g *globals) *cobra.Command {
@@ -99,6 +100,7 @@ nothing at or above --fail-on found).`,
 	fl.StringArrayVarP(&f.filenames, "filename", "f", nil, "Kubernetes YAML file or folder to read image references from (repeatable; folders are read recursively)")
 	fl.StringVar(&f.imagesFrom, "images-from", "", "file with one image reference per line (# comments; - for stdin)")
 	addHelmValues(fl, &f.helmValues)
+	addOffline(fl, &f.offline)
 	fl.StringVarP(&f.output, "output", "o", "table", "output format: "+strings.Join(outputFormats(), ", "))
 	fl.StringVar(&f.failOn, "fail-on", "broken", "exit 1 when a finding is at least this bad: broken, high, at-risk, info or never")
 	f.registry.addTo(fl, true)
@@ -116,6 +118,7 @@ func runScan(cmd *cobra.Command, s Streams, g *globals, f *scanFlags) error {
 	if err := f.check(); err != nil {
 		return usageError(err)
 	}
+	f.fetch = chartFetch(g, f.offline, f.registry.insecure)
 	run, err := newScanRun(cmd.Context(), s, g, f)
 	if err != nil {
 		return usageError(err)

@@ -1,0 +1,156 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"helm.sh/helm/v4/pkg/chart/common"
+	"helm.sh/helm/v4/pkg/chart/common/util"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
+	"helm.sh/helm/v4/pkg/engine"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/regcheck/regcheck/render"
+	"github.com/regcheck/regcheck/yamlfile"
+)
+
+// fluxRelease is Helm's render of the chart in folder dir with values
+// merged as Flux merges a HelmRelease's: each valuesFrom document, then
+// spec.values; the images of its containers, sorted.
+func fluxRelease(t *testing.T, dir string, values ...string) []string {
+	t.Helper()
+	c, err := loader.LoadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := map[string]any{}
+	for _, v := range values {
+		m := map[string]any{}
+		if err := sigsyaml.Unmarshal([]byte(v), &m); err != nil {
+			t.Fatal(err)
+		}
+		user = loader.MergeMaps(user, m)
+	}
+	if err := chartutil.ProcessDependencies(c, user); err != nil {
+		t.Fatal(err)
+	}
+	vals, err := util.ToRenderValues(c, user, common.ReleaseOptions{Name: "r", Namespace: "default", IsInstall: true}, common.DefaultCapabilities.Copy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := engine.Engine{}.RenderWithContext(context.Background(), c, vals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		imgs, err := yamlfile.Parse(name, []byte(files[name]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, img := range imgs {
+			out = append(out, img.Ref)
+		}
+	}
+	return out
+}
+
+// releaseValues are the spec.values of the HelmRelease named in file, as
+// YAML.
+func releaseValues(t *testing.T, file, name string) string {
+	t.Helper()
+	for _, doc := range strings.Split(readFile(t, file), "\n---\n") {
+		var obj struct {
+			Metadata struct{ Name string }
+			Spec     struct{ Values map[string]any }
+		}
+		if err := sigsyaml.Unmarshal([]byte(doc), &obj); err != nil {
+			t.Fatal(err)
+		}
+		if obj.Metadata.Name == name {
+			b, _ := sigsyaml.Marshal(obj.Spec.Values)
+			return string(b)
+		}
+	}
+	t.Fatalf("%s: no HelmRelease %s", file, name)
+	return ""
+}
+
+// TestFluxTree: Flux's reference layout (clusters/prod's Kustomizations
+// pointing at infrastructure/controllers and apps/web, whose
+// kustomization.yaml lists the HelmRepositories, a ConfigMap and the
+// HelmReleases). Each HelmRelease is read as one found alone: its chart
+// fetched from the HelmRepository the tree defines (an HTTP repository
+// on loopback; an OCI one on distribution 3.x), rendered with its
+// valuesFrom ConfigMap then its values; the images are those Helm
+// renders with the values so merged, each at the HelmRelease's line of
+// the key that ends it. The release whose chart is in another Git
+// repository is a notice; offline, each chart not fetched is one.
+func TestFluxTree(t *testing.T) {
+	r := newChartDepsRig(t)
+	root := t.TempDir()
+	copyTree(t, "testdata/flux", root, r.repl)
+	controllers := filepath.Join(root, "infrastructure", "controllers")
+	releases := filepath.Join(controllers, "helmrelease.yaml")
+	var cm struct{ Data map[string]string }
+	if err := sigsyaml.Unmarshal([]byte(readFile(t, filepath.Join(controllers, "values.yaml"))), &cm); err != nil {
+		t.Fatal(err)
+	}
+	want := slices.Concat(
+		fluxRelease(t, filepath.Join(r.src, "metrics"), cm.Data["values.yaml"], releaseValues(t, releases, "metrics")),
+		fluxRelease(t, filepath.Join(r.src, "local"), releaseValues(t, releases, "agent")))
+	slices.Sort(want)
+	wantAt := map[string]string{r.host + "/charts/exporter-mirror:1.2": `tag: "1.2"`, r.host + "/charts/agent:2.5": `tag: "2.5"`}
+	if !slices.Equal(want, slices.Sorted(maps.Keys(wantAt))) {
+		t.Fatalf("helm renders %v, the test expects %v", want, slices.Sorted(maps.Keys(wantAt)))
+	}
+
+	imgs, errs := render.Images(root, render.WithFetch(render.Fetch{Dir: t.TempDir(), Helm: r.settings, Insecure: []string{r.host}}))
+	var got []string
+	for _, img := range imgs {
+		got = append(got, img.Ref)
+		if at, ok := wantAt[img.Ref]; ok && (img.File != releases || img.Line != lineIn(t, releases, at)) {
+			t.Errorf("%s at %s:%d, want %s:%d (%s)", img.Ref, img.File, img.Line, releases, lineIn(t, releases, at), at)
+		}
+	}
+	slices.Sort(got)
+	t.Logf("regcheck %v\nhelm     %v", got, want)
+	if !slices.Equal(got, want) {
+		t.Errorf("regcheck reads %v\nhelm renders   %v", got, want)
+	}
+	var notes []string
+	for _, e := range errs {
+		notes = append(notes, e.Error())
+	}
+	outside := "HelmRelease web/web: chart ./charts/web not rendered; 0 image(s) read from spec.values by the common chart conventions (image.repository/tag/digest, image.registry), the chart's own defaults not known; ./charts/web of GitRepository other-repo is not in this tree"
+	if !slices.ContainsFunc(notes, func(n string) bool { return strings.Contains(n, outside) }) {
+		t.Errorf("notices %q: want %q", notes, outside)
+	}
+	for _, n := range notes {
+		if strings.Contains(n, "valuesFrom") || strings.Contains(n, "HelmRelease metrics:") || strings.Contains(n, "HelmRelease agent:") {
+			t.Errorf("a notice for a release rendered with its values: %s", n)
+		}
+	}
+
+	// Offline: nothing fetched, each chart named, none silent.
+	imgs, errs = render.Images(root)
+	notes = notes[:0]
+	for _, e := range errs {
+		notes = append(notes, e.Error())
+	}
+	for _, n := range []string{"not known; metrics from http://", "not known; local from oci://", outside} {
+		if !slices.ContainsFunc(notes, func(s string) bool { return strings.Contains(s, n) }) {
+			t.Errorf("offline: no notice %q in %q", n, notes)
+		}
+	}
+	if len(imgs) != 0 {
+		t.Errorf("offline: images %v, want none (the releases' values name no repository)", imgs)
+	}
+}

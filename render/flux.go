@@ -1,0 +1,230 @@
+package render
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
+
+	"github.com/regcheck/regcheck/internal/redact"
+	"github.com/regcheck/regcheck/yamlfile"
+)
+
+// object is a Kubernetes object of the tree's files: a Flux source, a
+// ConfigMap a HelmRelease reads its values from.
+type object struct {
+	file           string // as shown
+	data           []byte // the file
+	kind, name, ns string
+	node           *yaml.Node // its mapping
+}
+
+// objects are the objects of files (as shown) of the kinds named.
+func (t *Tree) objects(o *options, files []string, kinds ...string) []object {
+	var out []object
+	for _, f := range files {
+		data, err := o.read(f)
+		if err != nil || !slices.ContainsFunc(kinds, func(k string) bool { return bytes.Contains(data, []byte(k)) }) {
+			continue
+		}
+		docs, err := yamlfile.Documents(data)
+		if err != nil {
+			continue
+		}
+		for _, d := range docs {
+			if d.Kind != yaml.DocumentNode || len(d.Content) != 1 || d.Content[0].Kind != yaml.MappingNode {
+				continue
+			}
+			m := d.Content[0]
+			kind := scalar(m, "kind")
+			if !slices.Contains(kinds, kind) {
+				continue
+			}
+			meta := child(m, "metadata")
+			out = append(out, object{file: f, data: data, kind: kind, name: scalar(meta, "name"), ns: scalar(meta, "namespace"), node: m})
+		}
+	}
+	return out
+}
+
+// child is the value of key in mapping m, or nil.
+func child(m *yaml.Node, key string) *yaml.Node {
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i+1]
+		}
+	}
+	return nil
+}
+
+// scalar is the scalar value of key in mapping m, or "".
+func scalar(m *yaml.Node, key string) string {
+	if v := child(m, key); v != nil && v.Kind == yaml.ScalarNode {
+		return v.Value
+	}
+	return ""
+}
+
+// findObject is the object of kind named ref's name, in ref's namespace when
+// one of that namespace is in the tree (a kustomization may set it).
+func findObject(objs []object, kind string, ref yamlfile.ObjectRef) *object {
+	var found *object
+	for i, ob := range objs {
+		if ob.kind != kind || ob.name != ref.Name {
+			continue
+		}
+		if ob.ns == ref.Namespace {
+			return &objs[i]
+		}
+		if found == nil {
+			found = &objs[i]
+		}
+	}
+	return found
+}
+
+// chartRef is the chart a HelmRelease's source object names, as a
+// dependency Helm's downloader fetches: a HelmRepository's URL and the
+// release's chart and version, or an OCIRepository's URL and tag or
+// semver range. "" why when it names one; else why not.
+func chartRef(cs yamlfile.ChartSource, objs []object) (*chart.Dependency, string) {
+	switch cs.Source.Kind {
+	case "HelmRepository":
+		ob := findObject(objs, "HelmRepository", cs.Source)
+		if ob == nil {
+			return nil, fmt.Sprintf("its HelmRepository %s is not in this tree", cs.Source.Name)
+		}
+		spec := child(ob.node, "spec")
+		url := scalar(spec, "url")
+		if url == "" {
+			return nil, fmt.Sprintf("HelmRepository %s (%s) has no spec.url", cs.Source.Name, ob.file)
+		}
+		return &chart.Dependency{Name: cs.Chart, Version: cmpOr(cs.Version, "*"), Repository: url}, ""
+	case "OCIRepository":
+		ob := findObject(objs, "OCIRepository", cs.Source)
+		if ob == nil {
+			return nil, fmt.Sprintf("its OCIRepository %s is not in this tree", cs.Source.Name)
+		}
+		spec := child(ob.node, "spec")
+		url, r := scalar(spec, "url"), child(spec, "ref")
+		version := cmpOr(scalar(r, "tag"), cmpOr(scalar(r, "semver"), "*"))
+		if !strings.HasPrefix(url, "oci://") || scalar(r, "digest") != "" {
+			return nil, fmt.Sprintf("OCIRepository %s (%s): only an oci:// url with a tag or semver is fetched", cs.Source.Name, ob.file)
+		}
+		return &chart.Dependency{Name: path.Base(url), Version: version, Repository: path.Dir(url)}, ""
+	case "":
+		return nil, "it names no chart source"
+	}
+	return nil, fmt.Sprintf("its source %s %s is not read (a chart's folder in a Git repository or bucket is read only when it is in this tree)", cs.Source.Kind, cs.Source.Name)
+}
+
+// remoteChart fetches the chart cs's source names and unpacks it into a
+// folder of the fetch cache, giving that folder; "" and a notice when it
+// cannot.
+func (t *Tree) remoteChart(o *options, cs yamlfile.ChartSource, objs []object) string {
+	notice := func(format string, args ...any) string {
+		t.unrendered(cs, fmt.Sprintf(format, args...))
+		return ""
+	}
+	dep, why := chartRef(cs, objs)
+	if dep == nil {
+		return notice("%s", why)
+	}
+	if o.fetch == nil {
+		return notice("%s from %s %v", dep.Name, dep.Repository, errOffline)
+	}
+	data, _, err := o.fetch.get(dep, "")
+	if err != nil {
+		return notice("fetching %s from %s: %v", dep.Name, dep.Repository, err)
+	}
+	c, err := loader.LoadArchive(bytes.NewReader(data))
+	if err != nil {
+		return notice("%s: %v", dep.Name, err)
+	}
+	sum := sha256.Sum256(data)
+	dir := filepath.Join(o.fetch.Dir, "charts", hex.EncodeToString(sum[:8]))
+	if err := chartutil.SaveDir(c, dir); err != nil {
+		return notice("unpacking %s: %v", dep.Name, err)
+	}
+	return filepath.Join(dir, c.Name())
+}
+
+// valuesFrom are the values documents of cs's spec.valuesFrom found in
+// the tree's ConfigMaps, each laid out on its lines in its file, and
+// whether every one was found.
+func (t *Tree) valuesFrom(cs yamlfile.ChartSource, objs []object) ([]source, bool) {
+	var out []source
+	all := true
+	for _, v := range cs.ValuesFrom {
+		ob := findObject(objs, "ConfigMap", v.ObjectRef)
+		if v.Kind != "ConfigMap" || v.Key == "" || ob == nil {
+			all = all && v.Optional && ob == nil && v.Kind == "ConfigMap"
+			continue
+		}
+		val := child(child(ob.node, "data"), v.Key)
+		if val == nil || val.Kind != yaml.ScalarNode {
+			all = all && v.Optional
+			continue
+		}
+		out = append(out, source{file: ob.file, data: laidOutBlock(ob.data, val)})
+		if abs, err := filepath.Abs(ob.file); err == nil {
+			t.files[abs] = ob.data
+		}
+	}
+	return out, all
+}
+
+// laidOutBlock is the text of scalar v, a literal block (key: |), on the
+// lines and at the columns it has in data: blank lines before it, each
+// line indented as in the file. Another style is given as its value.
+func laidOutBlock(data []byte, v *yaml.Node) []byte {
+	if v.Style&yaml.LiteralStyle == 0 {
+		return []byte(v.Value)
+	}
+	lines := strings.Split(string(data), "\n")
+	indent := ""
+	if v.Line < len(lines) {
+		l := lines[v.Line] // the block's first line (v.Line is its key's, 1-based)
+		indent = l[:len(l)-len(strings.TrimLeft(l, " "))]
+	}
+	var b strings.Builder
+	b.WriteString(strings.Repeat("\n", v.Line))
+	for _, l := range strings.Split(strings.TrimSuffix(v.Value, "\n"), "\n") {
+		if l != "" {
+			b.WriteString(indent)
+		}
+		b.WriteString(l + "\n")
+	}
+	return []byte(b.String())
+}
+
+// unrendered says why the chart of cs is not rendered: in the notice
+// that reading cs's file gives (see Images).
+func (t *Tree) unrendered(cs yamlfile.ChartSource, why string) {
+	if t.why == nil {
+		t.why = map[string]string{}
+	}
+	t.why[cs.Notice.Error()] = redact.String(why)
+}
+
+// withWhy adds to each notice that a chart was not rendered why it was
+// not, when t knows.
+func (t *Tree) withWhy(notes []error) {
+	for _, err := range notes {
+		if n, ok := err.(*yamlfile.Notice); ok && t.why[n.Error()] != "" {
+			n.Msg += "; " + t.why[n.Error()]
+		}
+	}
+}
