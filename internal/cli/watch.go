@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"strings"
 	"time"
@@ -37,6 +38,7 @@ type watchFlags struct {
 	leaseDuration time.Duration
 	renewDeadline time.Duration
 	retryPeriod   time.Duration
+	debugPprof    bool
 }
 
 func newWatchCmd(s Streams, g *globals) *cobra.Command {
@@ -94,6 +96,7 @@ configuration error; 3 the cluster or the history could not be read at start.`,
 	fl.DurationVar(&f.leaseDuration, "lease-duration", 15*time.Second, "how long replicas wait after the last renewal before taking the Lease")
 	fl.DurationVar(&f.renewDeadline, "renew-deadline", 10*time.Second, "how long the leader retries renewing before it stops writing")
 	fl.DurationVar(&f.retryPeriod, "retry-period", 2*time.Second, "how often replicas try to take or renew the Lease")
+	fl.BoolVar(&f.debugPprof, "debug-pprof", false, "also serve Go's profiles under /debug/pprof/ on --metrics-bind-address (heap, goroutines, CPU): for measuring, not for an address others reach")
 	f.registry.addTo(fl, true)
 	return cmd
 }
@@ -142,7 +145,11 @@ func runWatch(cmd *cobra.Command, g *globals, f *watchFlags) error {
 		return usageError(err)
 	}
 	ctx := cmd.Context()
-	stop, err := serveMetrics(ctx, f.metricsAddr, w.Metrics().Handler())
+	h := w.Metrics().Handler()
+	if f.debugPprof {
+		h = withPprof(h)
+	}
+	stop, err := serveMetrics(ctx, f.metricsAddr, h)
 	if err != nil {
 		return usageError(err)
 	}
@@ -204,6 +211,18 @@ func identity() string {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	return host + "_" + hex.EncodeToString(b)
+}
+
+// withPprof serves net/http/pprof's handlers under /debug/pprof/ beside h.
+func withPprof(h http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/", h)
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
 }
 
 // serveMetrics serves h on addr until the returned stop is called; "0"
