@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
@@ -132,7 +133,11 @@ func runWatch(cmd *cobra.Command, g *globals, f *watchFlags) error {
 	if err != nil {
 		return err
 	}
-	cfg := watch.Config{Client: kt.client, Cluster: kt.name, Namespace: kt.namespace, Store: st,
+	client, err := protobufClient(kt)
+	if err != nil {
+		return err
+	}
+	cfg := watch.Config{Client: client, Cluster: kt.name, Namespace: kt.namespace, Store: st,
 		FlushInterval: f.flushInterval, Interval: f.interval, Debounce: f.walkDebounce, SyncTimeout: f.syncTimeout,
 		ScanOptions: f.registry.options(g), Logger: g.logger, HistoryHint: f.historyHint(where)}
 	if f.leaderElect {
@@ -160,6 +165,23 @@ func runWatch(cmd *cobra.Command, g *globals, f *watchFlags) error {
 	}
 	g.logger.Info("stopped: pending writes flushed")
 	return nil
+}
+
+// protobufClient is a typed client of kt's cluster that asks for
+// protobuf (JSON for what has none): the informers' LISTs of every pod
+// decode in a fraction of the memory and time JSON takes.
+func protobufClient(kt *kubeTarget) (kubernetes.Interface, error) {
+	if kt.config == nil {
+		return kt.client, nil
+	}
+	cfg := rest.CopyConfig(kt.config)
+	cfg.ContentType = runtime.ContentTypeProtobuf
+	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, usageError(fmt.Errorf("creating a Kubernetes client: %w", err))
+	}
+	return c, nil
 }
 
 // historyHint names the history as pin --from-records reads it.
