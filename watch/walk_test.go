@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/regcheck/regcheck/imageref"
 	"github.com/regcheck/regcheck/internal/testing/fixture"
 	"github.com/regcheck/regcheck/internal/testing/logbuf"
 	"github.com/regcheck/regcheck/metrics"
@@ -323,4 +324,39 @@ func memRegistry(t *testing.T) string {
 	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	t.Cleanup(srv.Close)
 	return strings.TrimPrefix(srv.URL, "http://")
+}
+
+// A previous digest found whole is not walked again before the next
+// periodic walk: status changes back and forth between two digests ask
+// the registry nothing more. One not whole, or unknown, is asked again.
+func TestPreviousWalkedWholeOncePerPeriod(t *testing.T) {
+	t.Parallel()
+	tr := record.Transition{Image: "registry.example/app:latest", From: dA, To: dB}
+	ref := imageref.RunningOf(tr.Image, tr.From)
+	for _, tc := range []struct {
+		name    string
+		found   string
+		nextGen bool
+		walked  bool
+	}{
+		{"never walked", "", false, true},
+		{"whole in this period", "whole", false, false},
+		{"whole in the last period", "whole", true, true},
+		{"not whole", "not whole", false, true},
+		{"unknown: a fault to retry", "unknown", false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k := newWalker(nil)
+			if tc.found != "" {
+				k.whole[ref], k.wholeIn[ref] = tc.found, k.gen
+			}
+			if tc.nextGen {
+				k.take(true)
+			}
+			k.previous(tr)
+			if _, ok := k.prevs[ref]; ok != tc.walked {
+				t.Errorf("walk asked %v, want %v", ok, tc.walked)
+			}
+		})
+	}
 }

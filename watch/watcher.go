@@ -167,11 +167,14 @@ func (w *Watcher) Run(ctx context.Context) error {
 	w.watchErrors()
 	ictx, stopInformers := context.WithCancel(ctx) // stopped before Shutdown waits for them, on every return
 	w.caches.factory.Start(ictx.Done())
+	w.caches.nodeFactory.Start(ictx.Done())
 	defer w.caches.factory.Shutdown()
+	defer w.caches.nodeFactory.Shutdown()
 	defer stopInformers()
 	if err := w.waitSynced(ctx, w.cfg.SyncTimeout); err != nil {
 		return err
 	}
+	w.waitNodes(ctx, nodeWait)
 	if ctx.Err() != nil {
 		return nil
 	}
