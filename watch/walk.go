@@ -204,12 +204,33 @@ func (k *walker) walk(ctx context.Context, inv *inventory.Inventory, prevs map[s
 	}
 	var res *types.Result
 	if len(inv.Containers) > 0 {
-		if res, err = cluster.Check(ctx, s, inv); err != nil {
+		if res, err = k.check(ctx, s, inv); err != nil {
 			return nil, err
 		}
 	}
 	if err := k.walkPrevious(ctx, s, prevs); err != nil {
 		return nil, fmt.Errorf("walking the previous digests of unplanned upgrades: %w", err)
+	}
+	return res, nil
+}
+
+// check walks inv's images with s, or with the pods' pull secrets
+// (PullSecrets), then applies Admission.
+func (k *walker) check(ctx context.Context, s *scan.Scanner, inv *inventory.Inventory) (*types.Result, error) {
+	var res *types.Result
+	var err error
+	if k.w.cfg.PullSecrets {
+		res, err = cluster.CheckWithPullSecrets(ctx, k.w.cfg.Client, inv, k.w.cfg.ScanOptions...)
+	} else {
+		res, err = cluster.Check(ctx, s, inv)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if a := k.w.cfg.Admission; a != nil {
+		if err := a(ctx, s, res); err != nil {
+			return nil, fmt.Errorf("applying the image policies: %w", err)
+		}
 	}
 	return res, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/regcheck/regcheck/inventory"
 	"github.com/regcheck/regcheck/record"
 	"github.com/regcheck/regcheck/scan"
+	"github.com/regcheck/regcheck/types"
 )
 
 // Config is what a Watcher watches, where it writes, and how often.
@@ -40,6 +41,16 @@ type Config struct {
 	// walk never answers from the last one's memory; the manifest cache and
 	// the rate-limit budget apply as in scan).
 	ScanOptions []scan.Option
+	// PullSecrets makes each walk use the pods' imagePullSecrets and their
+	// service accounts', as the kubelet does (cluster.CheckWithPullSecrets;
+	// Client needs get on secrets and serviceaccounts), as scan --cluster
+	// --pull-secrets does.
+	PullSecrets bool
+	// Admission, when set, is applied to each walk's result, with the
+	// walk's Scanner (the cluster's image policies, as scan --cluster
+	// applies them); an error fails the walk, whose references are then
+	// walked again.
+	Admission func(ctx context.Context, s *scan.Scanner, res *types.Result) error
 	// Leader, when set, makes the watcher write only while it holds the
 	// lease; nil means it always writes.
 	Leader *LeaderConfig

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -20,6 +21,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/regcheck/regcheck/record"
+	"github.com/regcheck/regcheck/scan"
+	"github.com/regcheck/regcheck/types"
 	"github.com/regcheck/regcheck/watch"
 )
 
@@ -40,6 +43,8 @@ type watchFlags struct {
 	renewDeadline time.Duration
 	retryPeriod   time.Duration
 	debugPprof    bool
+	pullSecrets   bool
+	policies      policyFlags
 }
 
 func newWatchCmd(s Streams, g *globals) *cobra.Command {
@@ -70,7 +75,8 @@ regcheck_container_image_available per owner container, and the watcher's own
 health), /healthz and /readyz (200 once the informers synced). Every image in
 use is walked down to its blobs each --interval, and a new reference soon
 after it appears (--walk-debounce), with the manifest cache and the
-registry flags scan takes.
+registry flags scan takes; --pull-secrets and the cluster's image policies
+(--policies) apply to each walk as in scan --cluster.
 
 With --leader-elect, replicas share a Lease: only the holder writes the
 history, walks and exports the image series; every replica is ready.
@@ -97,6 +103,8 @@ configuration error; 3 the cluster or the history could not be read at start.`,
 	fl.DurationVar(&f.leaseDuration, "lease-duration", 15*time.Second, "how long replicas wait after the last renewal before taking the Lease")
 	fl.DurationVar(&f.renewDeadline, "renew-deadline", 10*time.Second, "how long the leader retries renewing before it stops writing")
 	fl.DurationVar(&f.retryPeriod, "retry-period", 2*time.Second, "how often replicas try to take or renew the Lease")
+	fl.BoolVar(&f.pullSecrets, "pull-secrets", false, "walk with each pod's imagePullSecrets and its service account's, as the kubelet does and as scan --cluster --pull-secrets (needs get on secrets and serviceaccounts)")
+	f.policies.addTo(fl, watchPoliciesUsage)
 	fl.BoolVar(&f.debugPprof, "debug-pprof", false, "also serve Go's profiles under /debug/pprof/ on --metrics-bind-address (heap, goroutines, CPU): for measuring, not for an address others reach")
 	f.registry.addTo(fl, true)
 	return cmd
@@ -139,7 +147,8 @@ func runWatch(cmd *cobra.Command, g *globals, f *watchFlags) error {
 	}
 	cfg := watch.Config{Client: client, Cluster: kt.name, Namespace: kt.namespace, Store: st,
 		FlushInterval: f.flushInterval, Interval: f.interval, Debounce: f.walkDebounce, SyncTimeout: f.syncTimeout,
-		ScanOptions: f.registry.options(g), Logger: g.logger, HistoryHint: f.historyHint(where)}
+		ScanOptions: f.registry.options(g), Logger: g.logger, HistoryHint: f.historyHint(where),
+		PullSecrets: f.pullSecrets, Admission: f.admission(kt, g.logger)}
 	if f.leaderElect {
 		if cfg.Leader, err = f.leader(kt); err != nil {
 			return err
@@ -165,6 +174,26 @@ func runWatch(cmd *cobra.Command, g *globals, f *watchFlags) error {
 	}
 	g.logger.Info("stopped: pending writes flushed")
 	return nil
+}
+
+// admission applies the cluster's image policies to each walk's result
+// as scan --cluster does (read again at each walk, so that a policy added
+// applies at the next), unless --policies=false: nil then.
+func (f *watchFlags) admission(kt *kubeTarget, logger *slog.Logger) func(context.Context, *scan.Scanner, *types.Result) error {
+	if !f.policies.enabled {
+		return nil
+	}
+	return func(ctx context.Context, s *scan.Scanner, res *types.Result) error {
+		ps, problems, err := clusterPolicies(ctx, kt, logger)
+		if err != nil {
+			return err
+		}
+		res.InputErrors = append(res.InputErrors, problems...)
+		if len(ps.Rules) == 0 && !f.policies.changed() {
+			return nil
+		}
+		return applyPolicies(ctx, s, ps, res, logger)
+	}
 }
 
 // protobufClient is a typed client of kt's cluster that asks for
