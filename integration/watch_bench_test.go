@@ -39,6 +39,9 @@ const (
 	// watchBenchInterval is the watchers' --interval: the periodic deep walk
 	// comes once in the bench, after the minute of changes, to be counted.
 	watchBenchInterval = 150 * time.Second
+	// watchBenchQuiet is the quiet interval after the periodic walk: no
+	// change, no walk due; what the watcher asks the registry then.
+	watchBenchQuiet = 30 * time.Second
 )
 
 // watchBenchChange is one status change: the pod restarted onto digest.
@@ -54,12 +57,15 @@ type watchBenchChange struct {
 // statuses a second change for a minute (each a restart onto the image's
 // other digest), and reports: the lag from a status update to its
 // transition in the history file (p50, p99, max), the watcher's peak RSS
-// (VmHWM, read after the periodic walk), the API requests it made by verb
-// (informers: LIST and WATCH, no per-pod GET), and the registry requests it
-// made: its first deep walk, the minute of changes, and one periodic deep
-// walk (--interval 150s here), which give the requests an hour in steady
-// state at the default --interval 1h. Nothing is asserted on time. The
-// scenario runs once whatever b.N; run it with -benchtime 1x.
+// (VmHWM, read after the periodic walk) and its live heap after a forced
+// GC then (--debug-pprof; $WATCH_BENCH_HEAP_PROFILE names a file for the
+// heap profile), the API requests it made by verb (informers: LIST and
+// WATCH, no per-pod GET), and the registry requests it made: its first
+// deep walk, the minute of changes, one periodic deep walk (--interval
+// 150s here) and a quiet interval after it, which give the requests an
+// hour of churn and a quiet hour at the default --interval 1h. Nothing is
+// asserted on time. The scenario runs once whatever b.N; run it with
+// -benchtime 1x.
 func BenchmarkWatch(b *testing.B) {
 	ctx := context.Background()
 	bin := watchBinary(b)
@@ -100,7 +106,7 @@ func BenchmarkWatch(b *testing.B) {
 	if err := alog.mark(); err != nil {
 		b.Fatal(err)
 	}
-	w := rig.startWatcher(b, []string{"--out", out}, "--interval", watchBenchInterval.String())
+	w := rig.startWatcher(b, []string{"--out", out}, "--interval", watchBenchInterval.String(), "--debug-pprof")
 	started := time.Now()
 	ready := w.waitReady(b, 5*time.Minute)
 	seen := newHistoryPoller(out)
@@ -142,11 +148,21 @@ func BenchmarkWatch(b *testing.B) {
 		b.Fatal(err)
 	}
 	rewalk := waitRewalk(b, alog, due)
+	// A quiet interval: no status changes, no walk due.
+	if err := alog.mark(); err != nil {
+		b.Fatal(err)
+	}
+	time.Sleep(watchBenchQuiet)
+	quiet, err := alog.since()
+	if err != nil {
+		b.Fatal(err)
+	}
 	var historySize int64
 	if fi, err := os.Stat(out); err == nil {
 		historySize = fi.Size()
 	}
 	rss := vmHWM(b, w.cmd.Process.Pid)
+	live := liveHeap(b, w)
 	families := watcherFamilies(b, w)
 	if code, took := w.stop(b, syscall.SIGTERM, 30*time.Second); code != 0 {
 		b.Errorf("exit %d after SIGTERM (%v):\n%s", code, took, w.tail())
@@ -156,7 +172,7 @@ func BenchmarkWatch(b *testing.B) {
 		b.Fatal(err)
 	}
 	reportWatchBench(b, watchBenchFigures{
-		changes: len(changes), rate: float64(len(changes)) / took.Seconds(), lags: lags, missing: missing, rss: rss,
+		changes: len(changes), rate: float64(len(changes)) / took.Seconds(), lags: lags, missing: missing, rss: rss, live: live, quiet: quiet,
 		ready: ready, synced: synced, walk: walk, prevWalk: prevWalk, rewalk: rewalk, steady: steady, historySize: historySize, window: took,
 		api: diffRequests(before, after), families: families,
 	})
@@ -205,6 +221,36 @@ func waitRewalk(b *testing.B, alog *accessLog, due time.Time) requestCounts {
 	}
 	b.Errorf("the periodic deep walk due at %v did not end within 3 minutes (%d requests so far)", due.Format(time.TimeOnly), prev)
 	return c
+}
+
+// liveHeap is the watcher's heap after a forced GC (HeapAlloc of the
+// heap profile's MemStats, /debug/pprof/heap?gc=1); the profile itself is
+// saved to $WATCH_BENCH_HEAP_PROFILE when set, for go tool pprof.
+func liveHeap(b *testing.B, w *watcher) int64 {
+	if path := os.Getenv("WATCH_BENCH_HEAP_PROFILE"); path != "" {
+		code, body, err := w.get("/debug/pprof/heap?gc=1")
+		if err != nil || code != 200 {
+			b.Fatalf("GET /debug/pprof/heap: %d %v", code, err)
+		}
+		if err := os.WriteFile(path, body, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	code, body, err := w.get("/debug/pprof/heap?gc=1&debug=1")
+	if err != nil || code != 200 {
+		b.Fatalf("GET /debug/pprof/heap?debug=1: %d %v", code, err)
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, "# HeapAlloc = "); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return n
+		}
+	}
+	b.Fatal("no HeapAlloc in the heap profile")
+	return 0
 }
 
 // watcherFamilies counts the series of each family the watcher serves.
@@ -502,6 +548,8 @@ type watchBenchFigures struct {
 	lags          []time.Duration
 	missing       int
 	rss           int64
+	live          int64         // heap after a forced GC, at the end
+	quiet         requestCounts // registry requests in watchBenchQuiet with nothing changing
 	ready, synced time.Duration
 	walk, steady  requestCounts
 	prevWalk      requestCounts // after the changes, before the periodic walk
@@ -528,12 +576,17 @@ func reportWatchBench(b *testing.B, f watchBenchFigures) {
 	b.ReportMetric(float64(f.missing), "changes-missing")
 	b.ReportMetric(float64(f.rss)/(1<<20), "peak-RSS-MiB")
 	b.ReportMetric(ms(f.synced), "first-history-ms")
-	// In steady state, an hour holds one periodic walk (--interval 1h by
-	// default) and an hour of what the minute of changes sent.
+	// An hour of churn holds one periodic walk (--interval 1h by default)
+	// and an hour of what the minute of changes sent; a quiet hour one
+	// periodic walk and an hour of what the quiet interval sent.
 	perHour := float64(f.steady.Total())*float64(time.Hour)/float64(f.window) + float64(f.rewalk.Total())
+	quietHour := float64(f.quiet.Total())*float64(time.Hour)/float64(watchBenchQuiet) + float64(f.rewalk.Total())
 	b.ReportMetric(float64(f.walk.Total()), "registry-req-first-walk")
 	b.ReportMetric(float64(f.rewalk.Total()), "registry-req-rewalk")
-	b.ReportMetric(perHour, "registry-req/h-steady")
+	b.ReportMetric(float64(f.steady.Total()), "registry-req-churn-minute")
+	b.ReportMetric(perHour, "registry-req/h-churn")
+	b.ReportMetric(quietHour, "registry-req/h-quiet")
+	b.ReportMetric(float64(f.live)/(1<<20), "live-heap-MiB")
 	var list, watch, get, podGets float64
 	var keys []string
 	for k, v := range f.api {
@@ -561,12 +614,13 @@ func reportWatchBench(b *testing.B, f watchBenchFigures) {
 	b.ReportMetric(podGets, "api-GET-pods")
 	b.Logf("%d changes at %.0f/s; lag status update → history: p50 %v, p99 %v, max %v; %d never reached the history",
 		f.changes, f.rate, lagAt(f.lags, 0.5), lagAt(f.lags, 0.99), lagAt(f.lags, 1), f.missing)
-	b.Logf("peak RSS %.0f MiB (goal < 300 MiB); ready %v, every pod in the history %v after start",
-		float64(f.rss)/(1<<20), f.ready.Round(time.Millisecond), f.synced.Round(time.Millisecond))
+	b.Logf("peak RSS %.0f MiB (goal < 200 MiB), live heap after GC %.0f MiB at the end; ready %v, every pod in the history %v after start",
+		float64(f.rss)/(1<<20), float64(f.live)/(1<<20), f.ready.Round(time.Millisecond), f.synced.Round(time.Millisecond))
 	b.ReportMetric(float64(f.prevWalk.Total()), "registry-req-after-changes")
 	b.ReportMetric(float64(f.historySize)/(1<<20), "history-MiB")
-	b.Logf("registry requests: %d for the first deep walk (%+v), %d in %v of changes (%+v), %d after them, before the periodic walk (%+v), %d for the periodic deep walk (%+v): %.0f/h in steady state at --interval 1h",
-		f.walk.Total(), f.walk, f.steady.Total(), f.window.Round(time.Second), f.steady, f.prevWalk.Total(), f.prevWalk, f.rewalk.Total(), f.rewalk, perHour)
+	b.Logf("registry requests: %d for the first deep walk (%+v), %d in %v of changes (%+v), %d after them, before the periodic walk (%+v), %d for the periodic deep walk (%+v), %d in %v of quiet (%+v): %.0f/h in churn, %.0f/h quiet, at --interval 1h",
+		f.walk.Total(), f.walk, f.steady.Total(), f.window.Round(time.Second), f.steady, f.prevWalk.Total(), f.prevWalk, f.rewalk.Total(), f.rewalk,
+		f.quiet.Total(), watchBenchQuiet, f.quiet, perHour, quietHour)
 	b.Logf("history file %.1f MiB at the end", float64(f.historySize)/(1<<20))
 	b.Logf("API server requests (LIST/WATCH/GET, the watcher's life; the bench itself only creates and patches): %s", strings.Join(keys, " "))
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 )
@@ -276,4 +277,27 @@ func (inv *Inventory) Platforms() []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// SlimNode strips a node to what an inventory reads of it, for a cache
+// that keeps nodes (the watcher's informer): its name and labels, its
+// taints, the platform of status.nodeInfo, and of its image cache only the
+// repo@digest names. A node's image cache is most of its size.
+func SlimNode(n *corev1.Node) {
+	var images []corev1.ContainerImage
+	for _, img := range n.Status.Images {
+		var names []string
+		for _, name := range img.Names {
+			if _, _, kind := parseImageID(name); kind == ImageIDRepoDigest {
+				names = append(names, name)
+			}
+		}
+		if len(names) > 0 {
+			images = append(images, corev1.ContainerImage{Names: names})
+		}
+	}
+	n.ObjectMeta = metav1.ObjectMeta{Name: n.Name, Labels: n.Labels, ResourceVersion: n.ResourceVersion, UID: n.UID}
+	n.Spec = corev1.NodeSpec{Taints: n.Spec.Taints}
+	n.Status = corev1.NodeStatus{Images: images,
+		NodeInfo: corev1.NodeSystemInfo{OperatingSystem: n.Status.NodeInfo.OperatingSystem, Architecture: n.Status.NodeInfo.Architecture}}
 }

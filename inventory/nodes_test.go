@@ -206,3 +206,41 @@ func TestEligibleTaints(t *testing.T) {
 		})
 	}
 }
+
+// A node stripped by SlimNode gives the inventory what the whole node
+// gives: its platform, labels, taints and the digests of its image cache.
+func TestSlimNodeKeepsWhatInventoryReads(t *testing.T) {
+	const d = "sha256:0123456789012345678901234567890123456789012345678901234567890123"
+	for _, tc := range []struct {
+		name     string
+		fromInfo bool
+	}{{"platform from labels", false}, {"platform from nodeInfo", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := node("n1", "arm64", map[string]string{"pool": "gpu"}, tc.fromInfo)
+			n.Annotations = map[string]string{"big": strings.Repeat("x", 1000)}
+			n.Spec.Taints = []corev1.Taint{{Key: "gpu", Effect: corev1.TaintEffectNoSchedule}}
+			n.Status.Images = []corev1.ContainerImage{
+				{Names: []string{"registry.example/app@" + d, "registry.example/app:v1"}, SizeBytes: 1 << 20},
+				{Names: []string{"registry.example/tagonly:v1"}},
+			}
+			n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+			slim := n.DeepCopy()
+			inventory.SlimNode(slim)
+			whole := inventory.FromObjects(inventory.Objects{Nodes: []corev1.Node{*n}})
+			got := inventory.FromObjects(inventory.Objects{Nodes: []corev1.Node{*slim}})
+			if !reflect.DeepEqual(got.NodeImages, whole.NodeImages) || len(got.NodeImages) != 1 {
+				t.Errorf("node images %v, want %v", got.NodeImages, whole.NodeImages)
+			}
+			if len(got.Nodes) != 1 || got.Nodes[0].Platform != "linux/arm64" || !reflect.DeepEqual(got.Nodes[0].Labels, whole.Nodes[0].Labels) {
+				t.Errorf("nodes %+v, want %+v", got.Nodes, whole.Nodes)
+			}
+			c := inventory.Container{Container: "app", Node: "other"}
+			if a, b := got.Eligible(c), whole.Eligible(c); a.Why != b.Why || len(a.Nodes) != len(b.Nodes) {
+				t.Errorf("eligible %+v, want %+v", a, b)
+			}
+			if slim.Annotations != nil || slim.Status.Conditions != nil || len(slim.Status.Images) != 1 || len(slim.Status.Images[0].Names) != 1 {
+				t.Errorf("not stripped: %+v", slim)
+			}
+		})
+	}
+}

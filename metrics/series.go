@@ -31,9 +31,16 @@ func WriteScan(w io.Writer, r *types.Result) error {
 // value 0. Pods of one workload are one use. The families are
 // named in families.go; docs/formats.md lists them all.
 func ScanSeries(r *types.Result) *prometheus.Registry {
+	reg := runSeries(r)
+	reg.MustRegister(NewUseCollector(func() *types.Result { return r }))
+	return reg
+}
+
+// runSeries returns a registry holding the result's per-image and per-run
+// series: ScanSeries but the per-use ones.
+func runSeries(r *types.Result) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	imageSeries(reg, r)
-	useSeries(reg, r)
 	requests := RegistryRequests.Gauge(reg)
 	for _, c := range r.Requests {
 		requests.WithLabelValues(LabelValue(c.Host), c.Kind, c.Status).Add(float64(c.Count))
@@ -87,35 +94,6 @@ func imageSeries(reg prometheus.Registerer, r *types.Result) {
 		for _, f := range im.Findings {
 			findings.WithLabelValues(string(f.Code), f.Severity.String()).Inc()
 		}
-	}
-}
-
-// useSeries registers regcheck_use_findings with reg: a series per use
-// and finding code of its image, labelled UseLabels.
-func useSeries(reg prometheus.Registerer, r *types.Result) {
-	useMax := map[string]int{} // labels joined by NUL: the largest count
-	uses := UseFindings.Gauge(reg)
-	for _, im := range r.Images {
-		perCode := map[types.Code]int{}
-		for _, f := range im.Findings {
-			perCode[f.Code]++
-		}
-		ref := ImageLabel(im.Reference)
-		for _, u := range im.Uses {
-			labels := []string{LabelValue(u.Namespace), LabelValue(u.Kind), LabelValue(u.Name), LabelValue(useContainer(u)), ref, string(im.Verdict)}
-			if len(perCode) == 0 {
-				uses.WithLabelValues(append(labels, "")...).Set(0)
-			}
-			for c, n := range perCode {
-				// Two entries of one reference (one per running digest)
-				// may name one use: its series keeps the larger count.
-				key := strings.Join(append(labels, string(c)), "\x00")
-				useMax[key] = max(useMax[key], n)
-			}
-		}
-	}
-	for key, n := range useMax {
-		uses.WithLabelValues(strings.Split(key, "\x00")...).Set(float64(n))
 	}
 }
 
@@ -236,10 +214,15 @@ func ImageLabel(ref string) string { return redact.DropUserinfo(LabelValue(ref))
 // walk: a scan's (ScanSeries), and regcheck_container_image_available per
 // owner container.
 func WalkSeries(res *types.Result) *prometheus.Registry {
-	reg := ScanSeries(res)
-	availability(reg, res)
+	reg := WalkRunSeries(res)
+	reg.MustRegister(NewUseCollector(func() *types.Result { return res }).WithAvailability())
 	return reg
 }
+
+// WalkRunSeries returns a registry holding the per-image and per-run
+// series of the watcher's deep walk, a few per image: WalkSeries but the
+// per-use ones, which a UseCollector WithAvailability makes at scrape time.
+func WalkRunSeries(res *types.Result) *prometheus.Registry { return runSeries(res) }
 
 // useContainer is the container label of a use: its container, or for an
 // image volume (no container) its volume, so that the image volumes of one
@@ -249,27 +232,4 @@ func useContainer(u types.Use) string {
 		return u.Volume
 	}
 	return u.Container
-}
-
-// availability registers regcheck_container_image_available: 1 for each
-// owner container whose image pulls, 0 when it is broken, none while
-// unknown.
-func availability(reg prometheus.Registerer, res *types.Result) {
-	g := ContainerImageAvailable.Gauge(reg)
-	for _, im := range res.Images {
-		if im.Verdict == types.Unknown {
-			continue
-		}
-		v := 1.0
-		if im.Verdict == types.Broken {
-			v = 0
-		}
-		for _, u := range im.Uses {
-			if u.Source != "cluster" || u.Name == "" {
-				continue
-			}
-			g.WithLabelValues(LabelValue(u.Namespace), LabelValue(u.Kind), LabelValue(u.Name),
-				LabelValue(u.Container+u.Volume), ImageLabel(im.Reference)).Set(v)
-		}
-	}
 }

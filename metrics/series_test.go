@@ -89,3 +89,30 @@ func TestAvailabilitySeries(t *testing.T) {
 		}
 	}
 }
+
+// Two entries of one reference (one per running digest) naming one use
+// give one regcheck_use_findings series per code, the larger count, and
+// one availability series: a scrape never fails on a duplicate.
+func TestUseSeriesOnePerUse(t *testing.T) {
+	use := []types.Use{{Source: "cluster", Namespace: "prod", Kind: "Deployment", Name: "web", Pod: "web-1", Container: "app"}}
+	f := types.Finding{Code: "missing-blob"}
+	r := &types.Result{Images: []*types.Image{
+		{Reference: "registry.example/web:1", Verdict: types.Broken, Uses: use, Findings: []types.Finding{f, f}},
+		{Reference: "registry.example/web:1", Verdict: types.Broken, Uses: use, Findings: []types.Finding{f}},
+		{Reference: "registry.example/ok:1", Verdict: types.OK, Uses: use},
+		{Reference: "registry.example/ok:1", Verdict: types.OK, Uses: use},
+	}}
+	var b strings.Builder
+	if err := Write(&b, WalkSeries(r)); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`regcheck_use_findings{code="missing-blob",container="app",image="registry.example/web:1",namespace="prod",verdict="broken",workload="web",workload_kind="Deployment"} 2`,
+		`regcheck_use_findings{code="",container="app",image="registry.example/ok:1",namespace="prod",verdict="ok",workload="web",workload_kind="Deployment"} 0`,
+		`regcheck_container_image_available{container="app",image="registry.example/web:1",namespace="prod",owner_kind="Deployment",owner_name="web"} 0`,
+	} {
+		if strings.Count(b.String(), want) != 1 {
+			t.Errorf("want once: %s\ngot:\n%s", want, b.String())
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/regcheck/regcheck/metrics"
 	"github.com/regcheck/regcheck/record"
+	"github.com/regcheck/regcheck/types"
 )
 
 // Metrics are the series the watcher exports: its own health on every
@@ -36,9 +37,15 @@ type Metrics struct {
 	// transitions the store dropped to fit its size limit, summed over
 	// this process's writes.
 	trimmed *prometheus.GaugeVec
-	// walk holds the last deep walk's series (scan's families and the
-	// availability of each container's image), gathered once.
+	// walk holds the last deep walk's per-image and per-run series,
+	// gathered once at publish (a few per image).
 	walk atomic.Pointer[gathered]
+	// uses is the last deep walk's result, with the unplanned upgrades'
+	// findings: its per-use series (regcheck_use_findings and
+	// regcheck_container_image_available, one per container) are made from
+	// it at each scrape by the UseCollector in useReg, and held nowhere.
+	uses   atomic.Pointer[types.Result]
+	useReg *prometheus.Registry
 }
 
 func newMetrics(w *Watcher) *Metrics {
@@ -62,7 +69,27 @@ func newMetrics(w *Watcher) *Metrics {
 	m.recordOK = metrics.LastSuccess.Gauge(m.lead)
 	m.trimmed = metrics.RecordTrimmed.Gauge(m.lead)
 	m.trimmed.WithLabelValues().Set(0)
+	m.useReg = prometheus.NewRegistry()
+	m.useReg.MustRegister(metrics.NewUseCollector(m.uses.Load).WithAvailability())
 	return m
+}
+
+// publishWalk swaps in a deep walk's series: its per-image ones gathered
+// now, its per-use ones made from res at each scrape. A nil res removes
+// them.
+func (m *Metrics) publishWalk(res *types.Result) error {
+	if res == nil {
+		m.walk.Store(nil)
+		m.uses.Store(nil)
+		return nil
+	}
+	g, err := gather(metrics.WalkRunSeries(res))
+	if err != nil {
+		return err
+	}
+	m.walk.Store(g)
+	m.uses.Store(res)
+	return nil
 }
 
 // Gather gathers every series this replica exports now.
@@ -71,7 +98,7 @@ func (m *Metrics) Gather() ([]*dto.MetricFamily, error) {
 	if m.w.Leader() {
 		gs = append(gs, m.lead)
 		if r := m.walk.Load(); r != nil {
-			gs = append(gs, r)
+			gs = append(gs, r, m.useReg)
 		}
 	}
 	return gs.Gather()

@@ -69,6 +69,40 @@ func (w *Watcher) watchErrors() {
 			w.log.Error("setting the watch error handler", "resource", res, "err", err)
 		}
 	}
+	w.nodeErrors()
+}
+
+// nodeWait bounds the wait for the node informer at start: the nodes are
+// optional (their image caches), and the first walk should see them.
+const nodeWait = 10 * time.Second
+
+// waitNodes waits at most timeout for the node informer's first sync.
+func (w *Watcher) waitNodes(ctx context.Context, timeout time.Duration) {
+	nctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if !cache.WaitForCacheSync(nctx.Done(), w.caches.nodeSynced) && ctx.Err() == nil {
+		w.log.Info("the nodes are not cached yet: walks know no node's image cache until they are", "waited", timeout)
+	}
+}
+
+// nodeErrors hands the node informer's errors to the watcher: a denied
+// LIST or WATCH of nodes is logged once (walks then know no node's image
+// cache), and does not make the watcher unready.
+func (w *Watcher) nodeErrors() {
+	var once sync.Once
+	err := w.caches.nodeInformer().SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+		if !apierrors.IsForbidden(err) && !apierrors.IsUnauthorized(err) {
+			cache.DefaultWatchErrorHandler(ctx, r, err)
+			return
+		}
+		once.Do(func() {
+			w.log.Info(fmt.Sprintf("the API server denies the watcher %s on nodes: walks know no node's image cache (grant list and watch on nodes for them)", deniedVerb(err)),
+				"resource", "nodes", "verb", deniedVerb(err), "err", err)
+		})
+	})
+	if err != nil {
+		w.log.Error("setting the watch error handler", "resource", "nodes", "err", err)
+	}
 }
 
 // denied records that res was refused, logging it when the fault is new

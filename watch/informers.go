@@ -31,6 +31,12 @@ type caches struct {
 	jobs         batchlisters.JobLister
 	cronJobs     batchlisters.CronJobLister
 	informers    map[string]cache.SharedIndexInformer // by resource, for the events metric
+	// nodes are cached apart (inventory.SlimNode): the watcher is ready
+	// without them, and a walk without them knows no node's image cache,
+	// as when listing nodes is forbidden.
+	nodeFactory informers.SharedInformerFactory
+	nodes       corelisters.NodeLister
+	nodeSynced  cache.InformerSynced
 }
 
 // newCaches makes the informers over namespace ("" for all), each object
@@ -48,7 +54,31 @@ func newCaches(c kubernetes.Interface, namespace string, resync time.Duration) *
 		"statefulsets": apps.StatefulSets().Informer(), "daemonsets": apps.DaemonSets().Informer(),
 		"jobs": batch.Jobs().Informer(), "cronjobs": batch.CronJobs().Informer(),
 	}
+	k.nodeFactory = informers.NewSharedInformerFactoryWithOptions(c, resync, informers.WithTransform(slimNode))
+	nodes := k.nodeFactory.Core().V1().Nodes()
+	k.nodes, k.nodeSynced = nodes.Lister(), nodes.Informer().HasSynced
 	return k
+}
+
+// nodeInformer is the node informer, for its error handler.
+func (k *caches) nodeInformer() cache.SharedIndexInformer {
+	return k.nodeFactory.Core().V1().Nodes().Informer()
+}
+
+// nodeList is the nodes cached, as values; ok is false until the node
+// informer has synced.
+func (k *caches) nodeList() (nodes []corev1.Node, ok bool) {
+	if !k.nodeSynced() {
+		return nil, false
+	}
+	return copied(k.nodes.List(labels.Everything())), true
+}
+
+func slimNode(obj any) (any, error) {
+	if n, ok := obj.(*corev1.Node); ok {
+		inventory.SlimNode(n)
+	}
+	return obj, nil
 }
 
 // ownerRefs looks a ReplicaSet's or Job's ownerReferences up in the caches.

@@ -96,8 +96,10 @@ type state struct {
 	slots    map[slot]*slotState
 	// podSlots are the slots each pod ("ns/name") runs in.
 	podSlots map[string][]slot
-	// hist indexes the history loaded at the last reconcile, by slot: what
-	// a slot seen for the first time since then starts from.
+	// hist is what a slot with no state starts from, by slot: what the
+	// history loaded at the last reconcile held of it, or what the slot
+	// knew when its last pod went. A slot takes its entry out when it
+	// starts, so that each is held once.
 	hist map[slot]histSlot
 	// seen keeps, per slot, the last transition observed (written or not),
 	// so that a reconcile by a new leader records it with the time it was
@@ -105,10 +107,15 @@ type state struct {
 	seen map[slot]record.Transition
 }
 
-// histSlot is what the history holds of one slot.
+// histSlot is what a slot starts from: the digest it ran last and the
+// spec image then, the digests seen at its last sighting (several during a
+// rollout), the digests it ran before, and its last transition when that
+// is an unplanned upgrade of the last digest.
 type histSlot struct {
-	records     []record.Record // newest first
-	transitions []record.Transition
+	last, lastImage string
+	recent          []string
+	older           []string
+	upgrade         *record.Transition
 }
 
 func newState(cluster string) *state {
@@ -121,57 +128,95 @@ func newState(cluster string) *state {
 func (s *state) reset(h *record.History) {
 	s.slots, s.podSlots = map[slot]*slotState{}, map[string][]slot{}
 	s.hist = map[slot]histSlot{}
+	records := map[slot][]record.Record{}
 	for _, r := range h.Records {
 		if r.Digest == "" || r.Cluster != s.cluster {
 			continue
 		}
 		k := slot{r.Namespace, r.OwnerKind, r.OwnerName, r.Container, r.Volume}
-		hs := s.hist[k]
-		hs.records = append(hs.records, r)
-		s.hist[k] = hs
+		records[k] = append(records[k], r)
 	}
-	for _, t := range h.Transitions {
-		if t.Cluster != s.cluster {
-			continue
+	last := map[slot]record.Transition{}
+	for _, t := range h.Transitions { // oldest first, as h keeps them
+		if t.Cluster == s.cluster {
+			last[slot{t.Namespace, t.OwnerKind, t.OwnerName, t.Container, t.Volume}] = t
 		}
-		k := slot{t.Namespace, t.OwnerKind, t.OwnerName, t.Container, t.Volume}
-		hs := s.hist[k]
-		hs.transitions = append(hs.transitions, t) // oldest first, as h keeps them
-		s.hist[k] = hs
 	}
-	for k, hs := range s.hist {
-		slices.SortFunc(hs.records, func(a, b record.Record) int {
-			if c := b.LastSeen.Compare(a.LastSeen); c != 0 {
-				return c
-			}
-			return b.FirstSeen.Compare(a.FirstSeen)
-		})
-		s.hist[k] = hs
+	for k, rs := range records {
+		t, ok := last[k]
+		s.hist[k] = compact(rs, t, ok)
 	}
 }
 
-// slotFor returns k's state, starting it from the history when new.
+// compact is what a slot starts from, of its records and last transition
+// t (ok false: none).
+func compact(rs []record.Record, t record.Transition, ok bool) histSlot {
+	slices.SortFunc(rs, func(a, b record.Record) int { // newest first
+		if c := b.LastSeen.Compare(a.LastSeen); c != 0 {
+			return c
+		}
+		return b.FirstSeen.Compare(a.FirstSeen)
+	})
+	hs := histSlot{last: rs[0].Digest, lastImage: rs[0].Image}
+	for _, r := range rs {
+		switch {
+		case r.LastSeen.Equal(rs[0].LastSeen):
+			hs.recent = append(hs.recent, r.Digest)
+		case r.Digest != hs.last && !slices.Contains(hs.older, r.Digest):
+			hs.older = append(hs.older, r.Digest)
+		}
+	}
+	slices.Reverse(hs.older) // oldest first, as a slot keeps them
+	if ok && !t.TemplateChanged && !t.FirstSeen() && t.To == hs.last {
+		hs.upgrade = &t
+	}
+	return hs
+}
+
+// slotFor returns k's state, starting it from hist when new.
 func (s *state) slotFor(k slot) *slotState {
 	if st, ok := s.slots[k]; ok {
 		return st
 	}
 	st := &slotState{pods: map[string]podRun{}, recent: map[string]bool{}}
-	if hs, ok := s.hist[k]; ok && len(hs.records) > 0 {
-		st.last, st.lastImage = hs.records[0].Digest, hs.records[0].Image
-		for _, r := range hs.records {
-			if r.LastSeen.Equal(hs.records[0].LastSeen) {
-				st.recent[r.Digest] = true
-			}
+	if hs, ok := s.hist[k]; ok {
+		st.last, st.lastImage, st.older = hs.last, hs.lastImage, hs.older
+		for _, d := range hs.recent {
+			st.recent[d] = true
 		}
-		if n := len(hs.transitions); n > 0 {
-			if t := hs.transitions[n-1]; !t.TemplateChanged && !t.FirstSeen() && t.To == st.last {
-				st.upgrade = &Upgrade{Transition: t, Restarts: t.RestartCount}
-			}
+		if t := hs.upgrade; t != nil {
+			st.upgrade = &Upgrade{Transition: *t, Restarts: t.RestartCount}
 		}
+		delete(s.hist, k)
 	}
 	s.slots[k] = st
 	return st
 }
+
+// retire ends the state of slot k, whose last pod went and whose upgrade,
+// if any, ended: a bare pod's slot is forgotten (its pod is gone), another
+// keeps what it ran in hist, compact, for the owner's next pod.
+func (s *state) retire(k slot, st *slotState) {
+	delete(s.slots, k)
+	delete(s.seen, k)
+	if k.kind == inventory.KindPod || st.last == "" {
+		return
+	}
+	s.hist[k] = histSlot{last: st.last, lastImage: st.lastImage, older: st.older}
+}
+
+// prune forgets what hist holds of the owners not among those running or
+// declared now (owners): a deleted workload's slots.
+func (s *state) prune(owners map[owner]bool) {
+	for k := range s.hist {
+		if !owners[owner{k.ns, k.kind, k.name}] {
+			delete(s.hist, k)
+		}
+	}
+}
+
+// owner is a workload: its namespace, kind and name.
+type owner struct{ ns, kind, name string }
 
 // observe takes the containers of pod ns/name as they are now. It returns
 // the entries to merge into the history (a container whose digest, pod or
@@ -269,15 +314,7 @@ func cachedPolicy(p string) bool { return p == "IfNotPresent" || p == "Never" }
 // ranBefore reports whether slot k ran d before its last digest: in this
 // process, or in the history it started from.
 func (s *state) ranBefore(k slot, st *slotState, d string) bool {
-	if slices.Contains(st.older, d) {
-		return true
-	}
-	for _, r := range s.hist[k].records {
-		if r.Digest == d && r.Digest != st.last {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(st.older, d) && d != st.last
 }
 
 // remember keeps d as one of the slot's older digests.
@@ -340,6 +377,9 @@ func (s *state) leave(pod, key string, slots []slot) {
 			delete(st.pods, pod)
 			if st.upgrade != nil && !st.runs(st.upgrade.To) {
 				st.upgrade = nil
+			}
+			if len(st.pods) == 0 && st.upgrade == nil {
+				s.retire(k, st)
 			}
 		}
 	}

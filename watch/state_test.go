@@ -55,6 +55,16 @@ func TestStateTransitions(t *testing.T) {
 		hist  *record.History
 		steps []step
 	}{
+		{name: "the owner's last pod goes; its next, on a moved tag, is an unplanned upgrade", steps: []step{
+			{pod: "p1", s: see("p1", "app:latest", dA, 0, ""), want: "->a planned"},
+			{pod: "p1", delete: true},
+			{pod: "p2", s: see("p2", "app:latest", dB, 0, ""), want: "a>b unplanned", upgrade: true},
+		}},
+		{name: "the owner's last pod goes; its next runs the same digest", steps: []step{
+			{pod: "p1", s: see("p1", "app:latest", dA, 0, ""), want: "->a planned"},
+			{pod: "p1", delete: true},
+			{pod: "p2", s: see("p2", "app:latest", dA, 0, "")},
+		}},
 		{name: "first seen, then the same digest again", steps: []step{
 			{pod: "p1", s: see("p1", "app:latest", dA, 0, ""), want: "->a planned"},
 			{pod: "p1", s: see("p1", "app:latest", dA, 0, "")},
@@ -199,4 +209,42 @@ func upgraded(restarts int32) *record.History {
 // saw the slot run dC.
 func movedOn() *record.History {
 	return historyAt(upgraded(1), 3, [3]string{"p1", "app:latest", dC})
+}
+
+// What runs no more is not held: a slot whose last pod went keeps only its
+// last digests, compact, for the owner's next pod (a bare pod's slot not
+// even that), and a workload gone from the cluster is forgotten at the
+// next periodic walk.
+func TestStateForgetsWhatRunsNoMore(t *testing.T) {
+	t.Parallel()
+	bare := func(pod string) sighting {
+		s := see(pod, "app:latest", dA, 0, "")
+		s.c.OwnerKind, s.c.OwnerName = inventory.KindPod, pod
+		return s
+	}
+	st := newState("prod")
+	now := time.Date(2026, 12, 2, 5, 0, 0, 0, time.UTC)
+	st.observe(now, "web", "p1", []sighting{see("p1", "app:latest", dA, 0, "")})
+	st.observe(now, "web", "p1", []sighting{see("p1", "app:latest", dB, 1, "")})
+	st.observe(now, "web", "solo", []sighting{bare("solo")})
+	if len(st.slots) != 2 || len(st.seen) != 2 {
+		t.Fatalf("slots %d, seen %d, want 2 each", len(st.slots), len(st.seen))
+	}
+	st.forget("web", "p1")
+	st.forget("web", "solo")
+	if len(st.slots) != 0 || len(st.seen) != 0 || len(st.podSlots) != 0 {
+		t.Errorf("after every pod went: slots %d, seen %d, pods %d, want none", len(st.slots), len(st.seen), len(st.podSlots))
+	}
+	k := slot{"web", "Deployment", "app", "app", ""}
+	if hs, ok := st.hist[k]; !ok || hs.last != dB || len(hs.older) != 1 || hs.older[0] != dA || len(st.hist) != 1 {
+		t.Errorf("hist %+v, want only the Deployment's, last b, older a", st.hist)
+	}
+	st.prune(map[owner]bool{{"web", "Deployment", "app"}: true})
+	if len(st.hist) != 1 {
+		t.Errorf("pruned a workload that is still declared: %+v", st.hist)
+	}
+	st.prune(map[owner]bool{})
+	if len(st.hist) != 0 {
+		t.Errorf("a workload gone is still held: %+v", st.hist)
+	}
 }

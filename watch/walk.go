@@ -7,13 +7,9 @@ import (
 	"sync"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/regcheck/regcheck/cluster"
 	"github.com/regcheck/regcheck/imageref"
 	"github.com/regcheck/regcheck/inventory"
-	"github.com/regcheck/regcheck/metrics"
 	"github.com/regcheck/regcheck/record"
 	"github.com/regcheck/regcheck/scan"
 	"github.com/regcheck/regcheck/types"
@@ -31,16 +27,21 @@ type walker struct {
 	fresh  map[string]bool // references not walked yet
 	prevs  map[string]record.Transition
 	// whole says, for an unplanned upgrade's previous repo@digest, what its
-	// walk found: "whole", "not whole" (broken) or "unknown".
-	whole  map[string]string
-	result *types.Result // every image walked, the last walk's answer for each
+	// walk found: "whole", "not whole" (broken) or "unknown"; wholeIn is
+	// the periodic walk (gen) during which it was found. A digest found
+	// whole is not walked again before the next periodic walk: during churn
+	// the registry is asked about new digests, not about status changes.
+	whole   map[string]string
+	wholeIn map[string]int
+	gen     int           // periodic walks started
+	result  *types.Result // every image walked, the last walk's answer for each
 	// plat are the indexes of the images walked, by platform manifest.
 	plat platforms
 }
 
 func newWalker(w *Watcher) *walker {
 	return &walker{w: w, kick: make(chan struct{}, 1), walked: map[string]bool{}, fresh: map[string]bool{},
-		prevs: map[string]record.Transition{}, whole: map[string]string{}}
+		prevs: map[string]record.Transition{}, whole: map[string]string{}, wholeIn: map[string]int{}}
 }
 
 // seen notes the references c uses; a new one starts the debounce.
@@ -62,12 +63,19 @@ func (k *walker) seen(c inventory.Container) {
 	}
 }
 
-// previous asks for the walk of an unplanned upgrade's previous digest.
+// previous asks for the walk of an unplanned upgrade's previous digest,
+// unless a walk since the last periodic one found it whole.
 func (k *walker) previous(t record.Transition) {
+	ref := imageref.RunningOf(t.Image, t.From)
 	k.mu.Lock()
-	k.prevs[imageref.RunningOf(t.Image, t.From)] = t
+	known := k.whole[ref] == "whole" && k.wholeIn[ref] == k.gen
+	if !known {
+		k.prevs[ref] = t
+	}
 	k.mu.Unlock()
-	k.poke()
+	if !known {
+		k.poke()
+	}
 }
 
 func (k *walker) poke() {
@@ -120,7 +128,7 @@ func (k *walker) once(ctx context.Context, all bool) {
 	}
 	ctx, done := within(ctx, t) // a walk ends with its term
 	defer done()
-	inv := k.inventory(ctx)
+	inv := k.inventory()
 	fresh, prevs, all := k.take(all)
 	full := inv
 	if all {
@@ -142,7 +150,9 @@ func (k *walker) once(ctx context.Context, all bool) {
 	}
 	k.merge(res, all, inv)
 	if !all {
-		k.result.Images = present(k.result.Images, full)
+		kept := *k.result // the published one is never changed
+		kept.Images = present(k.result.Images, full)
+		k.result = &kept
 	}
 	merged := k.result
 	k.mu.Unlock()
@@ -161,6 +171,7 @@ func (k *walker) take(all bool) (fresh map[string]bool, prevs map[string]record.
 	}
 	if all {
 		k.result = nil // replaced: not kept alive through the walk
+		k.gen++        // what earlier walks found whole is asked again
 	}
 	return fresh, prevs, all
 }
@@ -203,12 +214,33 @@ func (k *walker) walk(ctx context.Context, inv *inventory.Inventory, prevs map[s
 	}
 	var res *types.Result
 	if len(inv.Containers) > 0 {
-		if res, err = cluster.Check(ctx, s, inv); err != nil {
+		if res, err = k.check(ctx, s, inv); err != nil {
 			return nil, err
 		}
 	}
 	if err := k.walkPrevious(ctx, s, prevs); err != nil {
 		return nil, fmt.Errorf("walking the previous digests of unplanned upgrades: %w", err)
+	}
+	return res, nil
+}
+
+// check walks inv's images with s, or with the pods' pull secrets
+// (PullSecrets), then applies Admission.
+func (k *walker) check(ctx context.Context, s *scan.Scanner, inv *inventory.Inventory) (*types.Result, error) {
+	var res *types.Result
+	var err error
+	if k.w.cfg.PullSecrets {
+		res, err = cluster.CheckWithPullSecrets(ctx, k.w.cfg.Client, inv, k.w.cfg.ScanOptions...)
+	} else {
+		res, err = cluster.Check(ctx, s, inv)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if a := k.w.cfg.Admission; a != nil {
+		if err := a(ctx, s, res); err != nil {
+			return nil, fmt.Errorf("applying the image policies: %w", err)
+		}
 	}
 	return res, nil
 }
@@ -219,22 +251,18 @@ func (k *walker) forget() {
 	k.mu.Lock()
 	k.result = nil
 	k.mu.Unlock()
-	k.w.metrics.walk.Store(nil)
+	_ = k.w.metrics.publishWalk(nil)
 }
 
 // inventory is what the caches hold, as inventory.List would list it,
-// with the nodes listed once per walk (their image caches are too large to
-// keep in an informer).
-func (k *walker) inventory(ctx context.Context) *inventory.Inventory {
+// with the nodes of the node informer (none while it has not synced, or
+// when listing nodes is forbidden: their image caches are then unknown).
+func (k *walker) inventory() *inventory.Inventory {
 	o := k.w.caches.objects()
-	nodes, err := k.w.cfg.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	switch {
-	case apierrors.IsForbidden(err):
-		k.w.log.Debug("node image caches unknown", "err", err)
-	case err != nil:
-		k.w.log.Warn("listing nodes", "err", err)
-	default:
-		o.Nodes = nodes.Items
+	if nodes, ok := k.w.caches.nodeList(); ok {
+		o.Nodes = nodes
+	} else {
+		k.w.log.Debug("node image caches unknown: the node informer has not synced")
 	}
 	return inventory.FromObjects(o)
 }
@@ -271,6 +299,9 @@ func (k *walker) walkPrevious(ctx context.Context, s *scan.Scanner, prevs map[st
 	for ref := range prevs {
 		targets = append(targets, types.Target{Ref: ref, Uses: []types.Use{{Source: "cluster"}}})
 	}
+	k.mu.Lock()
+	gen := k.gen
+	k.mu.Unlock()
 	res, err := s.Run(ctx, targets)
 	if err != nil {
 		return err
@@ -280,7 +311,7 @@ func (k *walker) walkPrevious(ctx context.Context, s *scan.Scanner, prevs map[st
 	for _, im := range res.Images {
 		for ref := range prevs {
 			if n, _, err := s.Parse(ref); err == nil && n == im.Reference {
-				k.whole[ref] = wholeness(im.Verdict)
+				k.whole[ref], k.wholeIn[ref] = wholeness(im.Verdict), gen
 			}
 		}
 	}
@@ -300,6 +331,9 @@ func wholeness(v types.Verdict) string {
 // merge folds a walk's result into the last one: a whole walk replaces it,
 // a walk of new references replaces the images it walked.
 func (k *walker) merge(res *types.Result, all bool, inv *inventory.Inventory) {
+	if all { // what runs no more is forgotten: walked again should it return
+		k.walked = make(map[string]bool, len(k.walked))
+	}
 	for _, c := range inv.Containers {
 		k.walked[c.Image] = true
 		if c.RunningDigest != "" {
@@ -316,19 +350,24 @@ func (k *walker) merge(res *types.Result, all bool, inv *inventory.Inventory) {
 		k.result = res
 		return
 	}
+	// A new Result and Images, never the last one changed: a scrape may
+	// be reading the last one (the per-use series are made from it).
+	merged := *k.result
+	merged.Images = slices.Clone(k.result.Images)
 	byRef := map[string]int{}
-	for i, im := range k.result.Images {
+	for i, im := range merged.Images {
 		byRef[im.Reference] = i
 	}
 	for _, im := range res.Images {
 		if i, ok := byRef[im.Reference]; ok {
-			k.result.Images[i] = im
+			merged.Images[i] = im
 		} else {
-			k.result.Images = append(k.result.Images, im)
+			merged.Images = append(merged.Images, im)
 		}
 	}
-	k.result.Requests = types.SumRequests(append(k.result.Requests, res.Requests...))
-	k.result.RateLimits = res.RateLimits
+	merged.Requests = types.SumRequests(append(slices.Clone(k.result.Requests), res.Requests...))
+	merged.RateLimits = res.RateLimits
+	k.result = &merged
 }
 
 // useKey is one use of an image by an owner's container or image volume,
@@ -347,7 +386,7 @@ func present(ims []*types.Image, inv *inventory.Inventory) []*types.Image {
 		}
 		have[k] = true
 	}
-	out := ims[:0]
+	out := make([]*types.Image, 0, len(ims)) // ims may be read by a scrape: not changed
 	for _, im := range ims {
 		gone := func(u types.Use) bool {
 			return u.Source == "cluster" && !have[useKey{u.Namespace, u.Kind, u.Name, u.Pod, u.Container, u.Volume}]
@@ -382,20 +421,36 @@ func (k *walker) publish(res *types.Result, all bool) {
 			"owner", u.OwnerKind+"/"+u.OwnerName, "container", u.Container+u.Volume, "from", u.From, "to", u.To)
 	}
 	k.mu.Lock()
+	if all {
+		k.trimWhole(ups)
+	}
 	whole := make(map[string]string, len(k.whole))
 	for r, v := range k.whole {
 		whole[r] = v
 	}
 	k.mu.Unlock()
 	out := withUpgrades(res, ups, whole, k.w.cfg.HistoryHint)
-	g, err := gather(metrics.WalkSeries(out))
-	if err != nil {
+	if err := k.w.metrics.publishWalk(out); err != nil {
 		k.w.log.Error("gathering the deep walk's series (kept the last)", "err", err)
-	} else {
-		k.w.metrics.walk.Store(g)
 	}
 	if all && len(ups) > 0 {
 		k.w.log.Warn("unplanned upgrades stand (see regcheck_unplanned_upgrade)", "count", len(ups), "owners", upgradeOwners(ups, 10))
+	}
+}
+
+// trimWhole forgets what was found of the previous digests of upgrades
+// that no longer stand and were not found during this periodic walk, so
+// that whole holds no more than what runs needs.
+func (k *walker) trimWhole(ups map[slot]Upgrade) {
+	standing := make(map[string]bool, len(ups))
+	for _, u := range ups {
+		standing[imageref.RunningOf(u.Image, u.From)] = true
+	}
+	for r := range k.whole {
+		if !standing[r] && k.wholeIn[r] != k.gen {
+			delete(k.whole, r)
+			delete(k.wholeIn, r)
+		}
 	}
 }
 
@@ -438,10 +493,15 @@ func usedBy(im *types.Image, k slot) bool {
 
 // refreshRecords queues every running container as a sighting, so that
 // the history's lastSeen stays within one Interval of now, as a nightly
-// record keeps it within a day.
+// record keeps it within a day; and forgets the slots of workloads gone.
 func (w *Watcher) refreshRecords(inv *inventory.Inventory) {
 	snap := record.FromInventory(w.cfg.Cluster, w.cfg.Now(), inv)
+	owners := map[owner]bool{}
+	for _, c := range inv.Containers {
+		owners[owner{c.Namespace, c.OwnerKind, c.OwnerName}] = true
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.batch.add(snap.Entries, nil)
+	w.st.prune(owners)
 }

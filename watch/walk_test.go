@@ -2,6 +2,7 @@ package watch
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,9 +22,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/regcheck/regcheck/imageref"
 	"github.com/regcheck/regcheck/internal/testing/fixture"
-	"github.com/regcheck/regcheck/inventory"
 	"github.com/regcheck/regcheck/internal/testing/logbuf"
+	"github.com/regcheck/regcheck/inventory"
 	"github.com/regcheck/regcheck/metrics"
 	"github.com/regcheck/regcheck/record"
 	"github.com/regcheck/regcheck/scan"
@@ -364,5 +367,128 @@ func TestMergePartialWalk(t *testing.T) {
 				t.Errorf("images by verdict %v, want %v", counts, tc.counts)
 			}
 		})
+	}
+}
+
+// A previous digest found whole is not walked again before the next
+// periodic walk: status changes back and forth between two digests ask
+// the registry nothing more. One not whole, or unknown, is asked again.
+func TestPreviousWalkedWholeOncePerPeriod(t *testing.T) {
+	t.Parallel()
+	tr := record.Transition{Image: "registry.example/app:latest", From: dA, To: dB}
+	ref := imageref.RunningOf(tr.Image, tr.From)
+	for _, tc := range []struct {
+		name    string
+		found   string
+		nextGen bool
+		walked  bool
+	}{
+		{"never walked", "", false, true},
+		{"whole in this period", "whole", false, false},
+		{"whole in the last period", "whole", true, true},
+		{"not whole", "not whole", false, true},
+		{"unknown: a fault to retry", "unknown", false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k := newWalker(nil)
+			if tc.found != "" {
+				k.whole[ref], k.wholeIn[ref] = tc.found, k.gen
+			}
+			if tc.nextGen {
+				k.take(true)
+			}
+			k.previous(tr)
+			if _, ok := k.prevs[ref]; ok != tc.walked {
+				t.Errorf("walk asked %v, want %v", ok, tc.walked)
+			}
+		})
+	}
+}
+
+// The admission check (Config.Admission) applies to each walk's result,
+// with the walk's Scanner: what it finds is in the series, as in scan
+// --cluster's; one that fails fails the walk, whose references are then
+// walked again.
+func TestWalkAppliesAdmission(t *testing.T) {
+	ctx := context.Background()
+	host := memRegistry(t)
+	image := host + "/shop/web:1"
+	d1, err := fixture.PushSingle(ctx, image, "web 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int32
+	admit := func(_ context.Context, s *scan.Scanner, res *types.Result) error {
+		if s == nil {
+			t.Error("no scanner given to the admission check")
+		}
+		if calls.Add(1) == 1 {
+			return errors.New("policies unreadable")
+		}
+		for _, im := range res.Images {
+			im.Findings = append(im.Findings, types.NewFinding(types.SignatureMissing, "", "", "no signature"))
+			im.UpdateVerdict()
+		}
+		return nil
+	}
+	c := fake.NewClientset(bare("web", image, d1))
+	logs := &logbuf.Buffer{}
+	w, err := New(Config{Client: c, Cluster: "prod", Store: &record.File{Path: filepath.Join(t.TempDir(), "history.json")},
+		FlushInterval: 20 * time.Millisecond, Interval: time.Hour, Debounce: 50 * time.Millisecond, Admission: admit,
+		Logger:      slog.New(slog.NewTextHandler(logs, nil)),
+		ScanOptions: []scan.Option{scan.WithInsecureRegistries(host), scan.WithTransport(http.DefaultTransport)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(rctx) }()
+	defer func() { cancel(); <-done }()
+	waitFor(t, "the admission finding in the series", func() bool {
+		for k := range series(t, w, metrics.UseFindings) {
+			if strings.Contains(k, "code="+string(types.SignatureMissing)) {
+				return true
+			}
+		}
+		return false
+	})
+	if !strings.Contains(logs.String(), "applying the image policies: policies unreadable") {
+		t.Errorf("the failed admission check is not logged:\n%s", logs.String())
+	}
+}
+
+// With PullSecrets the walk reads each pod's pull secrets, as scan
+// --cluster --pull-secrets does: a pod whose secret is gone has its image
+// unknown, credentials-error in its series, and no availability series.
+func TestWalkWithPullSecrets(t *testing.T) {
+	ctx := context.Background()
+	host := memRegistry(t)
+	image := host + "/shop/web:1"
+	d1, err := fixture.PushSingle(ctx, image, "web 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := bare("web", image, d1)
+	p.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "gone"}}
+	w, err := New(Config{Client: fake.NewClientset(p), Cluster: "prod", Store: &record.File{Path: filepath.Join(t.TempDir(), "history.json")},
+		FlushInterval: 20 * time.Millisecond, Interval: time.Hour, Debounce: 50 * time.Millisecond, PullSecrets: true,
+		ScanOptions: []scan.Option{scan.WithInsecureRegistries(host), scan.WithTransport(http.DefaultTransport)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(rctx) }()
+	defer func() { cancel(); <-done }()
+	waitFor(t, "credentials-error in the series", func() bool {
+		for k := range series(t, w, metrics.UseFindings) {
+			if strings.Contains(k, "code="+string(types.CredentialsError)) {
+				return true
+			}
+		}
+		return false
+	})
+	if a := series(t, w, metrics.ContainerImageAvailable); len(a) != 0 {
+		t.Errorf("availability series of an unknown image: %v", a)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/regcheck/regcheck/pullpath"
 	"github.com/regcheck/regcheck/record"
 	"github.com/regcheck/regcheck/scan"
+	"github.com/regcheck/regcheck/types"
 )
 
 // Config is what a Watcher watches, where it writes, and how often.
@@ -46,6 +47,16 @@ type Config struct {
 	// that a set created or changed since is followed); nil walks the
 	// registries themselves. An error fails that walk.
 	PullPath func(ctx context.Context) (*pullpath.Config, error)
+	// PullSecrets makes each walk use the pods' imagePullSecrets and their
+	// service accounts', as the kubelet does (cluster.CheckWithPullSecrets;
+	// Client needs get on secrets and serviceaccounts), as scan --cluster
+	// --pull-secrets does.
+	PullSecrets bool
+	// Admission, when set, is applied to each walk's result, with the
+	// walk's Scanner (the cluster's image policies, as scan --cluster
+	// applies them); an error fails the walk, whose references are then
+	// walked again.
+	Admission func(ctx context.Context, s *scan.Scanner, res *types.Result) error
 	// Leader, when set, makes the watcher write only while it holds the
 	// lease; nil means it always writes.
 	Leader *LeaderConfig
@@ -173,11 +184,14 @@ func (w *Watcher) Run(ctx context.Context) error {
 	w.watchErrors()
 	ictx, stopInformers := context.WithCancel(ctx) // stopped before Shutdown waits for them, on every return
 	w.caches.factory.Start(ictx.Done())
+	w.caches.nodeFactory.Start(ictx.Done())
 	defer w.caches.factory.Shutdown()
+	defer w.caches.nodeFactory.Shutdown()
 	defer stopInformers()
 	if err := w.waitSynced(ctx, w.cfg.SyncTimeout); err != nil {
 		return err
 	}
+	w.waitNodes(ctx, nodeWait)
 	if ctx.Err() != nil {
 		return nil
 	}

@@ -6,19 +6,24 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
 	"github.com/regcheck/regcheck/pullpath"
 	"github.com/regcheck/regcheck/record"
+	"github.com/regcheck/regcheck/scan"
+	"github.com/regcheck/regcheck/types"
 	"github.com/regcheck/regcheck/watch"
 )
 
@@ -38,6 +43,9 @@ type watchFlags struct {
 	leaseDuration time.Duration
 	renewDeadline time.Duration
 	retryPeriod   time.Duration
+	debugPprof    bool
+	pullSecrets   bool
+	policies      policyFlags
 }
 
 func newWatchCmd(s Streams, g *globals) *cobra.Command {
@@ -68,10 +76,12 @@ regcheck_container_image_available per owner container, and the watcher's own
 health), /healthz and /readyz (200 once the informers synced). Every image in
 use is walked down to its blobs each --interval, and a new reference soon
 after it appears (--walk-debounce), with the manifest cache and the
-registry flags scan takes. On OpenShift each walk goes through the
-cluster's mirror sets (ImageDigestMirrorSet, ImageTagMirrorSet,
-ImageContentSourcePolicy), read again before it, as scan --cluster walks
-them; --registries-config names the nodes' configuration instead.
+registry flags scan takes; --pull-secrets and the cluster's image policies
+(--policies) apply to each walk as in scan --cluster. On OpenShift each walk
+goes through the cluster's mirror sets (ImageDigestMirrorSet,
+ImageTagMirrorSet, ImageContentSourcePolicy), read again before it, as scan
+--cluster walks them; --registries-config names the nodes' configuration
+instead.
 
 With --leader-elect, replicas share a Lease: only the holder writes the
 history, walks and exports the image series; every replica is ready.
@@ -98,6 +108,9 @@ configuration error; 3 the cluster or the history could not be read at start.`,
 	fl.DurationVar(&f.leaseDuration, "lease-duration", 15*time.Second, "how long replicas wait after the last renewal before taking the Lease")
 	fl.DurationVar(&f.renewDeadline, "renew-deadline", 10*time.Second, "how long the leader retries renewing before it stops writing")
 	fl.DurationVar(&f.retryPeriod, "retry-period", 2*time.Second, "how often replicas try to take or renew the Lease")
+	fl.BoolVar(&f.pullSecrets, "pull-secrets", false, "walk with each pod's imagePullSecrets and its service account's, as the kubelet does and as scan --cluster --pull-secrets (needs get on secrets and serviceaccounts)")
+	f.policies.addTo(fl, watchPoliciesUsage)
+	fl.BoolVar(&f.debugPprof, "debug-pprof", false, "also serve Go's profiles under /debug/pprof/ on --metrics-bind-address (heap, goroutines, CPU): for measuring, not for an address others reach")
 	f.registry.addTo(fl, true)
 	return cmd
 }
@@ -133,9 +146,14 @@ func runWatch(cmd *cobra.Command, g *globals, f *watchFlags) error {
 	if err != nil {
 		return err
 	}
-	cfg := watch.Config{Client: kt.client, Cluster: kt.name, Namespace: kt.namespace, Store: st,
+	client, err := protobufClient(kt)
+	if err != nil {
+		return err
+	}
+	cfg := watch.Config{Client: client, Cluster: kt.name, Namespace: kt.namespace, Store: st,
 		FlushInterval: f.flushInterval, Interval: f.interval, Debounce: f.walkDebounce, SyncTimeout: f.syncTimeout,
-		ScanOptions: f.registry.options(g), Logger: g.logger, HistoryHint: f.historyHint(where)}
+		ScanOptions: f.registry.options(g), Logger: g.logger, HistoryHint: f.historyHint(where),
+		PullSecrets: f.pullSecrets, Admission: f.admission(kt, g.logger)}
 	if f.registry.pullPath == "" {
 		// As scan --cluster: the OpenShift mirror sets are the nodes' pull
 		// path, read before each walk; --registries-config names it instead.
@@ -151,7 +169,11 @@ func runWatch(cmd *cobra.Command, g *globals, f *watchFlags) error {
 		return usageError(err)
 	}
 	ctx := cmd.Context()
-	stop, err := serveMetrics(ctx, f.metricsAddr, w.Metrics().Handler())
+	h := w.Metrics().Handler()
+	if f.debugPprof {
+		h = withPprof(h)
+	}
+	stop, err := serveMetrics(ctx, f.metricsAddr, h)
 	if err != nil {
 		return usageError(err)
 	}
@@ -162,6 +184,43 @@ func runWatch(cmd *cobra.Command, g *globals, f *watchFlags) error {
 	}
 	g.logger.Info("stopped: pending writes flushed")
 	return nil
+}
+
+// admission applies the cluster's image policies to each walk's result
+// as scan --cluster does (read again at each walk, so that a policy added
+// applies at the next), unless --policies=false: nil then.
+func (f *watchFlags) admission(kt *kubeTarget, logger *slog.Logger) func(context.Context, *scan.Scanner, *types.Result) error {
+	if !f.policies.enabled {
+		return nil
+	}
+	return func(ctx context.Context, s *scan.Scanner, res *types.Result) error {
+		ps, problems, err := clusterPolicies(ctx, kt, logger)
+		if err != nil {
+			return err
+		}
+		res.InputErrors = append(res.InputErrors, problems...)
+		if len(ps.Rules) == 0 && !f.policies.changed() {
+			return nil
+		}
+		return applyPolicies(ctx, s, ps, res, logger)
+	}
+}
+
+// protobufClient is a typed client of kt's cluster that asks for
+// protobuf (JSON for what has none): the informers' LISTs of every pod
+// decode in a fraction of the memory and time JSON takes.
+func protobufClient(kt *kubeTarget) (kubernetes.Interface, error) {
+	if kt.config == nil {
+		return kt.client, nil
+	}
+	cfg := rest.CopyConfig(kt.config)
+	cfg.ContentType = runtime.ContentTypeProtobuf
+	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, usageError(fmt.Errorf("creating a Kubernetes client: %w", err))
+	}
+	return c, nil
 }
 
 // historyHint names the history as pin --from-records reads it.
@@ -213,6 +272,18 @@ func identity() string {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	return host + "_" + hex.EncodeToString(b)
+}
+
+// withPprof serves net/http/pprof's handlers under /debug/pprof/ beside h.
+func withPprof(h http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/", h)
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
 }
 
 // serveMetrics serves h on addr until the returned stop is called; "0"
