@@ -11,7 +11,7 @@ export REGCHECK_BIN
 TEST_FLAGS  ?= -count=1 -timeout 50m
 PKGS        := ./...
 
-.PHONY: all build image test unit integration demo bench lint bins bins-registry bins-bench clean docs fuzz deploy
+.PHONY: all build dist image test unit integration demo bench lint bins bins-registry bins-bench clean docs fuzz deploy
 
 all: build
 
@@ -23,6 +23,15 @@ BUILD_TAGS  ?= kustomize_disable_go_plugin_support
 
 build:
 	$(GO) build -tags $(BUILD_TAGS) -ldflags "-X github.com/regcheck/regcheck/internal/version.stamped=$(VERSION)" -o bin/regcheck ./cmd/regcheck
+
+# Release binaries into dist/ (hack/dist): regcheck_VERSION_OS_ARCH(.exe)
+# for DIST_PLATFORMS (static, -trimpath, the version stamped), the same
+# named kubectl-regcheck (a kubectl plugin) in kubectl-regcheck_VERSION_OS_ARCH.tar.gz
+# (krew's archive), an SPDX SBOM of each, checksums.txt (sha256sum -c checksums.txt) and the krew
+# manifest with the archives' sha256 filled in (regcheck.krew.yaml).
+DIST_PLATFORMS ?= linux/amd64,linux/arm64,darwin/amd64,darwin/arm64,windows/amd64,windows/arm64
+dist:
+	$(GO) run ./hack/dist -out dist -version $(VERSION) -tags $(BUILD_TAGS) -platform $(DIST_PLATFORMS)
 
 # regcheck's container image, without a Docker engine (hack/image): static,
 # non-root, no base image, the same digest from the same sources, Go and CA
@@ -103,4 +112,4 @@ lint:
 	$(GO) vet -tags integration $(PKGS)
 
 clean:
-	rm -rf bin
+	rm -rf bin dist

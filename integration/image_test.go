@@ -54,7 +54,8 @@ func buildImage(t *testing.T, ref, version string) v1.Hash {
 
 // TestImage builds regcheck's image as make image does (twice: the same
 // digest both times), pushes it to distribution 3.1.2, reads it back,
-// checks its config, and runs the binary from its layer.
+// checks its config, runs the binary from its layer, and reads back the
+// SPDX SBOM attached as its referrer.
 func TestImage(t *testing.T) {
 	reg := startEmpty(t, registry.V3)
 	const version = "v0.0.0-imagetest"
@@ -132,6 +133,10 @@ func TestImage(t *testing.T) {
 				t.Errorf("regcheck %s: %v, printed %q, want %s and revision %s", strings.Join(args, " "), err, got, version, imageRevision[:12])
 			}
 		}
+	})
+
+	t.Run("its SBOM is a referrer", func(t *testing.T) {
+		checkImageSBOM(t, reg.Host(), "tools/regcheck", first, version)
 	})
 
 	t.Run("regcheck scans its own image", func(t *testing.T) {

@@ -3,8 +3,10 @@
 // platform, the build machine's CA bundle and a non-root user, assembled by
 // hack/image/ociimage with fixed timestamps, so that the same sources, Go
 // toolchain and CA bundle give the same digest. It pushes the image (an
-// index for several platforms) to -push, or writes an OCI layout to
-// -layout, and prints REF@DIGEST.
+// index for several platforms) to -push, with an SPDX SBOM of each
+// platform's binary as an OCI referrer of that platform's image (see
+// hack/sbom), or writes an OCI layout to -layout (without SBOM), and prints
+// REF@DIGEST.
 //
 // usage: go run ./hack/image [-push REF | -layout DIR] [-version V] [-platform linux/amd64,linux/arm64] [-ca-bundle FILE]
 package main
@@ -32,6 +34,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/regcheck/regcheck/hack/image/ociimage"
+	"github.com/regcheck/regcheck/hack/sbom"
 )
 
 type flags struct {
@@ -81,26 +84,9 @@ func run(ctx context.Context, f flags) error {
 	}
 
 	start := time.Now()
-	tmp, err := os.MkdirTemp("", "regcheck-image-")
+	imgs, bins, err := buildAll(ctx, f, ca, created)
 	if err != nil {
 		return err
-	}
-	defer os.RemoveAll(tmp)
-	var imgs []v1.Image
-	for _, ps := range strings.Split(f.platforms, ",") {
-		p, err := v1.ParsePlatform(strings.TrimSpace(ps))
-		if err != nil {
-			return err
-		}
-		bin, err := goBuild(ctx, *p, f.version, f.revision, filepath.Join(tmp, "regcheck-"+strings.ReplaceAll(p.String(), "/", "-")))
-		if err != nil {
-			return err
-		}
-		img, err := ociimage.Image(ociimage.Spec{Platform: *p, Binary: bin, CABundle: ca, Version: f.version, Revision: f.revision, Created: created})
-		if err != nil {
-			return err
-		}
-		imgs = append(imgs, img)
 	}
 
 	// One platform is an image; several, an index of them.
@@ -135,6 +121,9 @@ func run(ctx context.Context, f flags) error {
 		if err != nil {
 			return fmt.Errorf("pushing %s: %w", ref, err)
 		}
+		if err := attachSBOMs(ref.Context(), imgs, bins, f.version, created, opts); err != nil {
+			return err
+		}
 		dest = ref.Context().String()
 	default:
 		if err := writeLayout(f.layout, what, f.version); err != nil {
@@ -143,6 +132,65 @@ func run(ctx context.Context, f flags) error {
 	}
 	fmt.Fprintf(os.Stderr, "image: %s, %d platform(s), %.1f MiB compressed, built in %s\n", f.platforms, len(imgs), float64(size)/(1<<20), time.Since(start).Round(100*time.Millisecond))
 	fmt.Printf("%s@%s\n", dest, digest)
+	return nil
+}
+
+// buildAll builds regcheck and its image for each of f's platforms, and
+// returns the images with their binaries.
+func buildAll(ctx context.Context, f flags, ca []byte, created time.Time) ([]v1.Image, [][]byte, error) {
+	tmp, err := os.MkdirTemp("", "regcheck-image-")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer os.RemoveAll(tmp)
+	var imgs []v1.Image
+	var bins [][]byte
+	for _, ps := range strings.Split(f.platforms, ",") {
+		p, err := v1.ParsePlatform(strings.TrimSpace(ps))
+		if err != nil {
+			return nil, nil, err
+		}
+		bin, err := goBuild(ctx, *p, f.version, f.revision, filepath.Join(tmp, "regcheck-"+strings.ReplaceAll(p.String(), "/", "-")))
+		if err != nil {
+			return nil, nil, err
+		}
+		img, err := ociimage.Image(ociimage.Spec{Platform: *p, Binary: bin, CABundle: ca, Version: f.version, Revision: f.revision, Created: created})
+		if err != nil {
+			return nil, nil, err
+		}
+		imgs = append(imgs, img)
+		bins = append(bins, bin)
+	}
+	return imgs, bins, nil
+}
+
+// attachSBOMs pushes to repo, as a referrer of each image, the SPDX SBOM
+// of its binary, and names each on stderr.
+func attachSBOMs(repo name.Repository, imgs []v1.Image, bins [][]byte, version string, created time.Time, opts []remote.Option) error {
+	for i, img := range imgs {
+		cf, err := img.ConfigFile()
+		if err != nil {
+			return err
+		}
+		d, err := img.Digest()
+		if err != nil {
+			return err
+		}
+		raw, err := img.RawManifest()
+		if err != nil {
+			return err
+		}
+		mt, err := img.MediaType()
+		if err != nil {
+			return err
+		}
+		o := sbom.Options{Name: "regcheck-" + version + "-" + cf.OS + "-" + cf.Architecture, Version: version, Created: created}
+		sd, err := pushSBOM(repo, bins[i], o, v1.Descriptor{MediaType: mt, Digest: d, Size: int64(len(raw))}, opts)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "image: SPDX SBOM %s@%s, a referrer of %s (%s/%s)\n", repo, sd, d, cf.OS, cf.Architecture)
+	}
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -62,7 +63,17 @@ type globals struct {
 // Run runs regcheck with args (without the program name) and returns the
 // exit code. It prints an error once, to s.Err.
 func Run(ctx context.Context, s Streams, args []string) int {
+	return RunAs(ctx, s, "regcheck", args)
+}
+
+// RunAs is Run for a binary invoked as program (its os.Args[0]). Installed
+// as a kubectl plugin, kubectl-regcheck, the help and usage lines read
+// "kubectl regcheck …", as the user types it.
+func RunAs(ctx context.Context, s Streams, program string, args []string) int {
 	root := newRootCommand(s, &globals{})
+	if name := pluginName(program); name != "" {
+		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: name}
+	}
 	root.SetArgs(args)
 
 	err := root.ExecuteContext(ctx)
@@ -89,6 +100,21 @@ func Run(ctx context.Context, s Streams, args []string) int {
 	}
 	fmt.Fprintln(s.Err, msg)
 	return code
+}
+
+// pluginName is the command line kubectl runs program as ("kubectl
+// regcheck" for kubectl-regcheck, kubectl's rules: a dash separates words,
+// an underscore is a dash), or "" when program is no kubectl plugin's name.
+func pluginName(program string) string {
+	base := filepath.Base(program)
+	if ext := filepath.Ext(base); strings.EqualFold(ext, ".exe") {
+		base = strings.TrimSuffix(base, ext)
+	}
+	name, ok := strings.CutPrefix(base, "kubectl-")
+	if !ok || name == "" {
+		return ""
+	}
+	return "kubectl " + strings.ReplaceAll(strings.ReplaceAll(name, "-", " "), "_", "-")
 }
 
 // incompleteOnFailure makes a command's run errors exit 3 unless they carry
