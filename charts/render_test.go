@@ -193,7 +193,7 @@ func checkWatcherAllOn(t *testing.T, d *appsv1.Deployment) {
 		"--ca-file", "/etc/regcheck/ca/ca.pem",
 		"--image-credential-provider-config", "/etc/kubernetes/credential-providers.yaml",
 		"--image-credential-provider-bin-dir", "/usr/libexec/kubernetes/kubelet-plugins/credential-provider/exec",
-		"--registries-config", "/etc/containerd/certs.d", "--interval", "30m"}
+		"--registries-config", "/etc/containerd/certs.d", "--pull-secrets", "--interval", "30m"}
 	if !slices.Equal(c.Args, want) {
 		t.Errorf("watch args\n %q, want\n %q", c.Args, want)
 	}

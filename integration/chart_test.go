@@ -165,7 +165,7 @@ func checkChartRights(t *testing.T, r chartRelease, sa, nobody kubernetes.Interf
 		"serving.knative.dev": {"services"}, "keda.sh": {"scaledjobs"}, "apps.kruise.io": {"clonesets"},
 		"postgresql.cnpg.io": {"clusters"}, "monitoring.coreos.com": {"prometheuses", "alertmanagers"},
 		"config.openshift.io": {"imagedigestmirrorsets", "imagetagmirrorsets", "images"}, "operator.openshift.io": {"imagecontentsourcepolicies"}}
-	watched := map[string][]string{"": {"pods"}, "apps": {"deployments", "statefulsets", "daemonsets", "replicasets"}, "batch": {"jobs", "cronjobs"}}
+	watched := map[string][]string{"": {"pods", "nodes"}, "apps": {"deployments", "statefulsets", "daemonsets", "replicasets"}, "batch": {"jobs", "cronjobs"}}
 	const coordination = "coordination.k8s.io"
 	ns := r.rel.Namespace
 	needs := func(in string) []right {
