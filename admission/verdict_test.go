@@ -184,11 +184,12 @@ func TestPresenceOfAlternatives(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			r := &Rule{Engine: PolicyController, Kind: "ClusterImagePolicy", Name: "signed", Enforce: true, Alternatives: c.alts}
 			c.set.Image = imgDigest
-			if got := r.presence(c.set).state; got != c.state {
+			sets := &repoSets{got: map[string]repoSet{"": {set: c.set}}}
+			if got := r.presence(context.Background(), sets).state; got != c.state {
 				t.Fatalf("presence %s, want %s", got, c.state)
 			}
 			ru := &ruleUses{rule: r, enforce: true}
-			for _, f := range ru.verdict(c.set, imgDigest) {
+			for _, f := range ru.verdict(context.Background(), sets, imgDigest) {
 				if f.Code.Fault() != (c.state == artifacts.Unknown) {
 					t.Errorf("finding %s (%s) for a rule %s", f.Code, f.Message, c.state)
 				}
