@@ -220,11 +220,22 @@ func (c *apiCheck) catalog(ctx context.Context, host string) error {
 // survey surveys every repository at once (eight at a time); one that
 // could not be is noted. Only the end of ctx is an error.
 func (c *apiCheck) survey(ctx context.Context) error {
+	return surveyAll(ctx, c.rep, &c.problems, 8, len(c.repos),
+		func(ctx context.Context, i int) { c.repos[i].survey(ctx, c.sc, c.rd, c.pinned[c.repos[i].name]) },
+		func(i int) (string, error) { return c.repos[i].name, c.repos[i].err })
+}
+
+// surveyAll runs survey on each of n repositories, limit at a time, then
+// notes, in order, each that could not be examined (failed gives its name
+// and error) and adds its error to problems. Only the end of ctx is an
+// error. API mode and cleanup mode survey this way.
+func surveyAll(ctx context.Context, rep *gcresult.Report, problems *[]error, limit, n int,
+	survey func(ctx context.Context, i int), failed func(i int) (string, error)) error {
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(8)
-	for _, r := range c.repos {
+	g.SetLimit(limit)
+	for i := range n {
 		g.Go(func() error {
-			r.survey(gctx, c.sc, c.rd, c.pinned[r.name])
+			survey(gctx, i)
 			return nil
 		})
 	}
@@ -232,13 +243,24 @@ func (c *apiCheck) survey(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	for _, r := range c.repos {
-		if r.err != nil {
-			c.problems = append(c.problems, r.err)
-			note(c.rep, "", fmt.Sprintf("repository %s was not examined: %v", r.name, r.err))
+	for i := range n {
+		if name, err := failed(i); err != nil {
+			*problems = append(*problems, err)
+			note(rep, "", fmt.Sprintf("repository %s was not examined: %v", name, err))
 		}
 	}
 	return nil
+}
+
+// unexamined says whether an in-use image is left out of the crossing
+// because its repository is not examined (err, skipped with its cause
+// unless the scan could not ask for it either) or the scan could not
+// fully ask for it (unasked).
+func unexamined(rep *gcresult.Report, im InUse, err error, unasked bool) bool {
+	if err != nil && !unasked {
+		rep.Skipped = append(rep.Skipped, gcresult.Skipped{Reference: im.Reference, Reason: err.Error()})
+	}
+	return err != nil || unasked
 }
 
 // run predicts what the collector deletes in each repository surveyed,
@@ -336,13 +358,7 @@ func (c *apiCheck) cross(ctx context.Context) {
 	after := without{Reader: c.rd, deleted: c.deleted}
 	for _, im := range c.inUse {
 		r := c.byName[im.Repository]
-		switch {
-		case r == nil:
-			continue
-		case r.err != nil && !c.unasked[im.Reference]:
-			c.rep.Skipped = append(c.rep.Skipped, gcresult.Skipped{Reference: im.Reference, Reason: r.err.Error()})
-			continue
-		case r.err != nil || c.unasked[im.Reference]:
+		if r == nil || unexamined(c.rep, im, r.err, c.unasked[im.Reference]) {
 			continue
 		}
 		was, now := walkImage(ctx, c.rd, im.ref), walkImage(ctx, after, im.ref)

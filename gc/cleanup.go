@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/regcheck/regcheck/admission"
 	"github.com/regcheck/regcheck/cleanup"
@@ -262,25 +261,12 @@ func (c *cleanupCheck) stateRepository(want string) (name.Repository, error) {
 // that could not be is noted, its images skipped. Only the end of ctx is
 // an error.
 func (c *cleanupCheck) surveyCleaned(ctx context.Context) error {
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(4)
-	for _, r := range c.repos {
-		g.Go(func() error {
-			r.before, r.err = surveyRepository(gctx, c.sc, c.rd, r.repo, r.pins)
-			return nil
-		})
-	}
-	g.Wait()
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	for _, r := range c.repos {
-		if r.err != nil {
-			c.problems = append(c.problems, r.err)
-			note(c.rep, "", fmt.Sprintf("repository %s was not examined: %v", r.name, r.err))
-		}
-	}
-	return nil
+	return surveyAll(ctx, c.rep, &c.problems, 4, len(c.repos),
+		func(ctx context.Context, i int) {
+			r := c.repos[i]
+			r.before, r.err = surveyRepository(ctx, c.sc, c.rd, r.repo, r.pins)
+		},
+		func(i int) (string, error) { return c.repos[i].name, c.repos[i].err })
 }
 
 // mergeStates adds each export to its repository.

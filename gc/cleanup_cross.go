@@ -21,13 +21,7 @@ func (c *cleanupCheck) crossCleanup(ctx context.Context) {
 	before, after := cleanedView{Reader: c.rd, sc: c.sc}, cleanedView{Reader: c.rd, sc: c.sc, gone: c.goneByName()}
 	for _, im := range c.inUse {
 		r := c.byRepo[im.Repository]
-		switch {
-		case r == nil:
-			continue
-		case r.err != nil && !c.unasked[im.Reference]:
-			c.rep.Skipped = append(c.rep.Skipped, gcresult.Skipped{Reference: im.Reference, Reason: r.err.Error()})
-			continue
-		case r.err != nil || c.unasked[im.Reference]:
+		if r == nil || unexamined(c.rep, im, r.err, c.unasked[im.Reference]) {
 			continue
 		}
 		was, now := walkImage(ctx, before, im.ref), walkImage(ctx, after, im.ref)
