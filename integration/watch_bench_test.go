@@ -7,6 +7,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -148,6 +150,9 @@ func BenchmarkWatch(b *testing.B) {
 		b.Fatal(err)
 	}
 	rewalk := waitRewalk(b, alog, due)
+	if b.Failed() {
+		w.diagnose(b)
+	}
 	// A quiet interval: no status changes, no walk due.
 	if err := alog.mark(); err != nil {
 		b.Fatal(err)
@@ -253,10 +258,39 @@ func liveHeap(b *testing.B, w *watcher) int64 {
 	return 0
 }
 
+// diagnose keeps what shows why a watcher stopped answering: its
+// goroutines (from /debug/pprof, else SIGQUIT's dump into its log) and its
+// log, copied out of the benchmark's folders, which are removed.
+func (w *watcher) diagnose(b *testing.B) {
+	dir, err := os.MkdirTemp("", "regcheck-watch-diag-")
+	if err != nil {
+		b.Log(err)
+		return
+	}
+	hc := http.Client{Timeout: 30 * time.Second}
+	if resp, err := hc.Get("http://" + w.addr + "/debug/pprof/goroutine?debug=2"); err == nil {
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		_ = os.WriteFile(filepath.Join(dir, "goroutines.txt"), body, 0o644)
+	} else if !w.exited() {
+		b.Logf("goroutines: %v; sending SIGQUIT for the runtime's dump", err)
+		_ = w.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-w.done:
+		case <-time.After(30 * time.Second):
+		}
+	}
+	if data, err := os.ReadFile(w.log); err == nil {
+		_ = os.WriteFile(filepath.Join(dir, "watch.log"), data, 0o644)
+	}
+	b.Logf("the watcher's goroutines and log are in %s", dir)
+}
+
 // watcherFamilies counts the series of each family the watcher serves.
 func watcherFamilies(b *testing.B, w *watcher) map[string]int {
 	code, body, err := w.get("/metrics")
 	if err != nil || code != 200 {
+		w.diagnose(b)
 		b.Fatalf("GET /metrics: %d %v", code, err)
 	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
@@ -318,7 +352,21 @@ func watchBenchPodList(host string, digests [][2]string) []*corev1.Pod {
 // busy is skipped (the rate achieved is reported). It returns the changes
 // the API server accepted and how long the window lasted.
 func watchBenchChanges(b *testing.B, cs kubernetes.Interface, pods []*corev1.Pod, host string, digests [][2]string) ([]watchBenchChange, time.Duration) {
-	ctx, cancel := context.WithTimeout(context.Background(), watchBenchWindow)
+	return newChurn(len(pods)).run(b, cs, host, digests, watchBenchWindow, watchBenchRate)
+}
+
+// churn is where a run of status changes stands: each pod's restart
+// count and the next pod to change, so that runs follow one another.
+type churn struct {
+	restarts []int32
+	next     int
+}
+
+func newChurn(pods int) *churn { return &churn{restarts: make([]int32, pods)} }
+
+// run changes rate statuses a second for window (see watchBenchChanges).
+func (ch *churn) run(b *testing.B, cs kubernetes.Interface, host string, digests [][2]string, window time.Duration, rate int) ([]watchBenchChange, time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), window)
 	defer cancel()
 	todo := make(chan watchBenchChange)
 	var (
@@ -346,10 +394,10 @@ func watchBenchChanges(b *testing.B, cs kubernetes.Interface, pods []*corev1.Pod
 		}()
 	}
 	start := time.Now()
-	tick := time.NewTicker(time.Second / watchBenchRate)
+	tick := time.NewTicker(time.Second / time.Duration(rate))
 	defer tick.Stop()
-	restarts := make([]int32, len(pods))
-	next, skipped := 0, 0
+	restarts := ch.restarts
+	skipped := 0
 loop:
 	for {
 		select {
@@ -357,11 +405,11 @@ loop:
 			break loop
 		case <-tick.C:
 		}
-		i := next % len(pods)
+		i := ch.next % len(restarts)
 		select {
 		case todo <- watchBenchChange{pod: i, restarts: restarts[i] + 1}:
 			restarts[i]++
-			next++
+			ch.next++
 		default:
 			skipped++
 		}

@@ -128,7 +128,7 @@ func (w *Watcher) leadLocked(ctx context.Context) error {
 	if ctx.Err() != nil {
 		return errNotLeading
 	}
-	w.term = term{n: w.term.n + 1, ctx: ctx}
+	w.setTerm(term{n: w.term.n + 1, ctx: ctx})
 	w.metrics.leader.WithLabelValues().Set(1)
 	return nil
 }
@@ -137,7 +137,7 @@ func (w *Watcher) leadLocked(ctx context.Context) error {
 func (w *Watcher) follow() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.term = term{n: w.term.n + 1}
+	w.setTerm(term{n: w.term.n + 1})
 	w.metrics.leader.WithLabelValues().Set(0)
 }
 
@@ -148,10 +148,17 @@ func (w *Watcher) leading() (term, bool) {
 	return w.term, w.term.live()
 }
 
-// stillLeads reports whether t is the current term and leads now.
+// setTerm makes t the current term; w.mu is held.
+func (w *Watcher) setTerm(t term) {
+	w.term = t
+	w.termN.Store(t.n)
+}
+
+// stillLeads reports whether t is the current term and leads now. It
+// takes no lock: a term's number changes only with a new term, and its
+// context ends when its Lease is lost.
 func (w *Watcher) stillLeads(t term) bool {
-	cur, ok := w.leading()
-	return ok && cur.n == t.n
+	return t.live() && w.termN.Load() == t.n
 }
 
 // within is ctx, also ended when t's term ends.

@@ -174,3 +174,41 @@ func leaderFamilies(t *testing.T, w *Watcher) []string {
 	}
 	return out
 }
+
+// stillLeads answers while w.mu is held: the walker asks it under its own
+// lock, which observe takes under w.mu (walker.previous), and a stillLeads
+// that took w.mu deadlocked the two (BenchmarkWatch: the walk, the flush
+// loop and every pod event stopped for good after a minute of restarts).
+func TestStillLeadsTakesNoLock(t *testing.T) {
+	c := fake.NewClientset()
+	w, err := New(Config{Client: c, Cluster: "prod", Store: &record.File{Path: filepath.Join(t.TempDir(), "h.json")}, Interval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w.mu.Lock()
+	if err := w.leadLocked(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cur := w.term
+	answer := make(chan bool, 1)
+	go func() { answer <- w.stillLeads(cur) }()
+	select {
+	case ok := <-answer:
+		if !ok {
+			t.Error("the live term does not lead")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("stillLeads waited for w.mu")
+	}
+	w.mu.Unlock()
+	cancel()
+	if w.stillLeads(cur) {
+		t.Error("a term whose Lease context ended still leads")
+	}
+	w.follow()
+	if w.stillLeads(term{n: cur.n, ctx: context.Background()}) {
+		t.Error("an ended term's number still leads after follow")
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -93,6 +94,10 @@ type Watcher struct {
 	waiting map[string]time.Time // pods ("ns/name") whose owner is not in the caches yet, since when
 	// term is the leadership held now (see term), guarded by mu.
 	term term
+	// termN is term.n, also readable without mu: stillLeads is asked
+	// under the walker's lock, which observe takes under mu (walker.
+	// previous), so taking mu there would deadlock the two.
+	termN atomic.Uint64
 
 	walks *walker
 	// faults are the LISTs and WATCHes the API server denies now.
