@@ -168,7 +168,7 @@ func BenchmarkWatch(b *testing.B) {
 	}
 	rss := vmHWM(b, w.cmd.Process.Pid)
 	live := liveHeap(b, w)
-	families := watcherFamilies(b, w)
+	families, scrape := scrapeFamilies(b, w)
 	if code, took := w.stop(b, syscall.SIGTERM, 30*time.Second); code != 0 {
 		b.Errorf("exit %d after SIGTERM (%v):\n%s", code, took, w.tail())
 	}
@@ -179,7 +179,7 @@ func BenchmarkWatch(b *testing.B) {
 	reportWatchBench(b, watchBenchFigures{
 		changes: len(changes), rate: float64(len(changes)) / took.Seconds(), lags: lags, missing: missing, rss: rss, live: live, quiet: quiet,
 		ready: ready, synced: synced, walk: walk, prevWalk: prevWalk, rewalk: rewalk, steady: steady, historySize: historySize, window: took,
-		api: diffRequests(before, after), families: families,
+		api: diffRequests(before, after), families: families, scrape: scrape,
 	})
 	if walk.Total()+steady.Total()+prevWalk.Total()+rewalk.Total() == 0 {
 		b.Logf("the watcher sent the registry nothing; its log ends:\n%s", w.tail())
@@ -287,11 +287,29 @@ func (w *watcher) diagnose(b *testing.B) {
 }
 
 // watcherFamilies counts the series of each family the watcher serves.
+// A scrape waits as long as Prometheus's largest usual scrape_timeout.
 func watcherFamilies(b *testing.B, w *watcher) map[string]int {
-	code, body, err := w.get("/metrics")
+	families, _ := scrapeFamilies(b, w)
+	return families
+}
+
+// scrapeFamilies counts the series of each family the watcher serves, and
+// says how long the scrape took.
+func scrapeFamilies(b *testing.B, w *watcher) (map[string]int, time.Duration) {
+	start := time.Now()
+	hc := http.Client{Timeout: 30 * time.Second}
+	resp, err := hc.Get("http://" + w.addr + "/metrics")
+	var body []byte
+	code := 0
+	if err == nil {
+		code = resp.StatusCode
+		body, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+	}
+	took := time.Since(start)
 	if err != nil || code != 200 {
 		w.diagnose(b)
-		b.Fatalf("GET /metrics: %d %v", code, err)
+		b.Fatalf("GET /metrics: %d %v (after %v)", code, err, took)
 	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	mfs, err := parser.TextToMetricFamilies(bytes.NewReader(body))
@@ -302,7 +320,7 @@ func watcherFamilies(b *testing.B, w *watcher) map[string]int {
 	for name, mf := range mfs {
 		out[name] = len(mf.Metric)
 	}
-	return out
+	return out, took
 }
 
 // watchBenchImages pushes two images to each of watchBenchRepos repositories
@@ -606,6 +624,7 @@ type watchBenchFigures struct {
 	window        time.Duration
 	api           map[string]float64 // by "VERB resource", over the watcher's life
 	families      map[string]int     // series the watcher served at the end, by family
+	scrape        time.Duration      // the last GET /metrics
 }
 
 func lagAt(lags []time.Duration, p float64) time.Duration {
@@ -656,6 +675,7 @@ func reportWatchBench(b *testing.B, f watchBenchFigures) {
 	}
 	slices.Sort(keys)
 	b.ReportMetric(float64(f.families["regcheck_container_image_available"]), "availability-series")
+	b.ReportMetric(ms(f.scrape), "scrape-ms")
 	b.ReportMetric(list, "api-LIST")
 	b.ReportMetric(watch, "api-WATCH")
 	b.ReportMetric(get, "api-GET")
