@@ -99,6 +99,7 @@ func Check(ctx context.Context, s *scan.Scanner, inv *inventory.Inventory) (*typ
 				walked[keyOf(u)] = im
 			}
 		}
+		res.Running = runningVerdicts(s, running, rres)
 		res.Duration += rres.Duration
 		res.Reasked += rres.Reasked
 		res.Recovered += rres.Recovered
@@ -112,6 +113,25 @@ func Check(ctx context.Context, s *scan.Scanner, inv *inventory.Inventory) (*typ
 	}
 	res.Requests = s.Requests()
 	return res, nil
+}
+
+// runningVerdicts are the verdicts of the running targets' walk, by each
+// target's reference as given (the scanner names an image by its
+// normalized reference).
+func runningVerdicts(s *scan.Scanner, running []types.Target, rres *types.Result) map[string]types.Verdict {
+	byRef := make(map[string]types.Verdict, len(rres.Images))
+	for _, im := range rres.Images {
+		byRef[im.Reference] = im.Verdict
+	}
+	out := make(map[string]types.Verdict, len(running))
+	for _, t := range running {
+		if n, _, err := s.Parse(t.Ref); err == nil {
+			if v, ok := byRef[n]; ok {
+				out[t.Ref] = v
+			}
+		}
+	}
+	return out
 }
 
 // annotate adds the cluster findings of one image: those of its uses (see

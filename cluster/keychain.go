@@ -320,6 +320,12 @@ func CheckWithPullSecrets(ctx context.Context, c kubernetes.Interface, inv *inve
 		merged.Reasked += res.Reasked
 		merged.Recovered += res.Recovered
 		merged.Requests = append(merged.Requests, res.Requests...)
+		for r, v := range res.Running {
+			if merged.Running == nil {
+				merged.Running = map[string]types.Verdict{}
+			}
+			merged.Running[r] = v
+		}
 		for _, im := range res.Images {
 			for i, f := range im.Findings {
 				if f.Code.Fault() {

@@ -141,6 +141,11 @@ type Result struct {
 	// Shard says which part of a scan split by repository this is; nil
 	// for a whole scan.
 	Shard *Shard `json:"shard,omitempty"`
+	// Running is the verdict of each running digest a cluster check
+	// walked, by its reference as repo@digest: what a caller that
+	// follows the digests up (the watcher) knows without walking them
+	// again. Not written out.
+	Running map[string]Verdict `json:"-"`
 }
 
 // Shard is one part of a scan split by repository (regcheck scan --shard

@@ -148,6 +148,7 @@ func (k *walker) once(ctx context.Context, all bool) {
 		k.mu.Unlock()
 		return
 	}
+	k.learnRunning(res)
 	k.merge(res, all, inv)
 	if !all {
 		kept := *k.result // the published one is never changed
@@ -316,6 +317,21 @@ func (k *walker) walkPrevious(ctx context.Context, s *scan.Scanner, prevs map[st
 		}
 	}
 	return nil
+}
+
+// learnRunning notes how whole each running digest the walk walked was
+// (k.mu held): a container that moves off one of them needs no walk of
+// its previous digest before the next periodic walk, so that during churn
+// the registry is asked about new digests only, not about each status
+// change (BenchmarkWatch: 602 requests in a minute of restarts between
+// digests walked already, before).
+func (k *walker) learnRunning(res *types.Result) {
+	if res == nil {
+		return
+	}
+	for ref, v := range res.Running {
+		k.whole[ref], k.wholeIn[ref] = wholeness(v), k.gen
+	}
 }
 
 func wholeness(v types.Verdict) string {

@@ -492,3 +492,46 @@ func TestWalkWithPullSecrets(t *testing.T) {
 		t.Errorf("availability series of an unknown image: %v", a)
 	}
 }
+
+// The deep walk walks every running digest; the watcher keeps how whole
+// each was, so that a container moving off one asks no walk of it before
+// the next periodic walk (during churn between digests in use, the
+// registry is asked nothing).
+func TestDeepWalkKnowsRunningDigestsWhole(t *testing.T) {
+	ctx := context.Background()
+	host := memRegistry(t)
+	image := host + "/voip/coturn:latest"
+	d1, err := fixture.PushSingle(ctx, image, "coturn 4.6")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, rs := deployment(image)
+	c := fake.NewClientset(d, rs, pod("app-1-x", image, d1, 0, ""))
+	w, err := New(Config{Client: c, Cluster: "prod", Store: &record.File{Path: filepath.Join(t.TempDir(), "history.json")},
+		FlushInterval: 20 * time.Millisecond, Interval: time.Hour, Debounce: 50 * time.Millisecond,
+		ScanOptions: []scan.Option{scan.WithInsecureRegistries(host), scan.WithTransport(http.DefaultTransport)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(rctx) }()
+	defer func() { cancel(); <-done }()
+	waitFor(t, "the first walk", func() bool { return len(series(t, w, metrics.ContainerImageAvailable)) == 1 })
+
+	ref := imageref.RunningOf(image, d1)
+	k := w.walks
+	k.mu.Lock()
+	found, in, gen := k.whole[ref], k.wholeIn[ref], k.gen
+	k.mu.Unlock()
+	if found != "whole" || in != gen {
+		t.Fatalf("after the deep walk, %s is %q in period %d (now %d), want whole in this period", ref, found, in, gen)
+	}
+	k.previous(record.Transition{Image: image, From: d1, To: dB})
+	k.mu.Lock()
+	_, asked := k.prevs[ref]
+	k.mu.Unlock()
+	if asked {
+		t.Errorf("a move off %s asks a walk of it again", ref)
+	}
+}
