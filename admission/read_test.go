@@ -34,7 +34,7 @@ var (
 var ivpSpecMap = map[string]any{"validationActions": []any{"Deny"},
 	"matchImageReferences": []any{map[string]any{"glob": "reg.example/*"}},
 	"attestors":            []any{map[string]any{"name": "k", "cosign": map[string]any{"key": map[string]any{"data": "k"}}}},
-	"validations": []any{map[string]any{"expression": "images.containers.map(image, verifyImageSignatures(image, [attestors.k])).all(e, e > 0)"}}}
+	"validations":          []any{map[string]any{"expression": "images.containers.map(image, verifyImageSignatures(image, [attestors.k])).all(e, e > 0)"}}}
 
 // served is a discovery answer serving gvrs.
 func served(gvrs ...schema.GroupVersionResource) []*metav1.APIResourceList {
