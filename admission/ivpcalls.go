@@ -237,6 +237,9 @@ func ivpEntry(att map[string]any, path string) KeyEntry {
 	out := entries[0] // the first PEM key, as Kyverno reads it
 	out.Path = path + ".cosign" + sub
 	out.Unverifiable = ivpFieldNames.Replace(out.Unverifiable)
+	if out.Unverifiable != "" && sub == ".keyless" {
+		out.Unverifiable += "; Kyverno itself checks keyless signatures against the Fulcio roots (cosign.keyless.roots, else its TUF root) and the Rekor key (cosign.ctlog.rekorPubKey): that is the trust material to supply"
+	}
 	out.Repository = repo
 	return out
 }
