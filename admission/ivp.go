@@ -68,6 +68,11 @@ func isIVP(apiVersion, kind string) bool {
 func ivpRule(obj *unstructured.Unstructured, source string) (*Rule, error) {
 	spec, _, _ := unstructured.NestedMap(obj.Object, "spec")
 	iv := &ivpSpec{actions: stringsAt(spec, "validationActions")}
+	if len(iv.actions) == 0 {
+		// None given is Deny (github.com/kyverno/api
+		// api/policies.kyverno.io/v1beta1, ImageValidatingPolicySpec.ValidationActions).
+		iv.actions = []string{"Deny"}
+	}
 	r := &Rule{Engine: Kyverno, Kind: obj.GetKind(), Name: obj.GetName(), Source: source, ivp: iv,
 		Enforce: slices.ContainsFunc(iv.actions, func(a string) bool { return strings.EqualFold(a, "Deny") })}
 	if ivpKinds[obj.GetKind()] {
@@ -199,11 +204,9 @@ func ivpAutogen(spec map[string]any) []string {
 	return out
 }
 
-// ivpMode is the policy's validationActions, as written.
+// mode is the policy's validationActions, as written (Deny when none
+// is).
 func (iv *ivpSpec) mode() string {
-	if len(iv.actions) == 0 {
-		return "no validationActions"
-	}
 	return strings.Join(iv.actions, ",")
 }
 

@@ -274,6 +274,9 @@ func cpEntry(cos map[string]any) (e map[string]any, sub, why string) {
 			return nil, ".keyless", fmt.Sprintf("keyless with %d identities is not verified offline by regcheck", len(ids))
 		}
 		id, _ := ids[0].(map[string]any)
+		if _, ok := id["subjectExpression"]; ok {
+			return nil, ".keyless.identities[0].subjectExpression", "a subject given by a CEL expression is not evaluated: give it as subject or subjectRegExp"
+		}
 		k := map[string]any{"rekor": rekor}
 		for _, f := range []string{"subject", "issuer", "subjectRegExp", "issuerRegExp"} {
 			if v, _, _ := unstructured.NestedString(id, f); v != "" {
