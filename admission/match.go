@@ -43,8 +43,10 @@ func (ps *Policies) Applying(u types.Use, ref imageref.Ref) []Applied {
 // rests on labels not known.
 func (ps *Policies) applies(r *Rule, u types.Use, ref imageref.Ref) (ok, unsure bool) {
 	ns := namespaceOf(u)
-	switch r.Engine {
-	case Kyverno:
+	switch {
+	case r.ivp != nil:
+		return ps.ivpApplies(r, u, ref)
+	case r.Engine == Kyverno:
 		names := kyvernoNames(u, ref)
 		if !kyvernoMatches(r.Images, names) || len(r.Skip) > 0 && kyvernoMatches(r.Skip, names) {
 			return false, false
@@ -53,7 +55,7 @@ func (ps *Policies) applies(r *Rule, u types.Use, ref imageref.Ref) (ok, unsure 
 			return false, false
 		}
 		return ps.kyvernoSelects(r, u)
-	case PolicyController:
+	case r.Engine == PolicyController:
 		if !globMatches(r.Images, ref) {
 			return false, false
 		}

@@ -78,11 +78,14 @@ type Rule struct {
 	autogen        []string
 	optIn          bool       // policy-controller: only in namespaces labelled policy.sigstore.dev/include=true
 	resources      []cipMatch // policy-controller: spec.match; none selects every resource
+	ivp            *ivpSpec   // Kyverno ImageValidatingPolicy (ivp.go); nil for the other kinds
 }
 
 // Mode names the rule's failure action in its engine's words.
 func (r *Rule) Mode() string {
 	switch {
+	case r.ivp != nil:
+		return r.ivp.mode()
 	case r.Engine == Kyverno && r.Enforce:
 		return "Enforce"
 	case r.Engine == Kyverno:

@@ -16,15 +16,27 @@ import (
 // the order tried: a ClusterImagePolicy is read as v1beta1, or v1alpha1
 // where only that is served.
 var resources = []struct {
-	engine     Engine
+	what       string // the policies, as a notice names them when not served (once each)
 	gvrs       []schema.GroupVersionResource
 	namespaced bool
 }{
-	{Kyverno, []schema.GroupVersionResource{{Group: "kyverno.io", Version: "v1", Resource: "clusterpolicies"}}, false},
-	{Kyverno, []schema.GroupVersionResource{{Group: "kyverno.io", Version: "v1", Resource: "policies"}}, true},
-	{PolicyController, []schema.GroupVersionResource{
+	{"kyverno policies", []schema.GroupVersionResource{{Group: "kyverno.io", Version: "v1", Resource: "clusterpolicies"}}, false},
+	{"kyverno policies", []schema.GroupVersionResource{{Group: "kyverno.io", Version: "v1", Resource: "policies"}}, true},
+	{"kyverno ImageValidatingPolicies", ivpGVRs("imagevalidatingpolicies"), false},
+	{"kyverno ImageValidatingPolicies", ivpGVRs("namespacedimagevalidatingpolicies"), true},
+	{"policy-controller policies", []schema.GroupVersionResource{
 		{Group: "policy.sigstore.dev", Version: "v1beta1", Resource: "clusterimagepolicies"},
 		{Group: "policy.sigstore.dev", Version: "v1alpha1", Resource: "clusterimagepolicies"}}, false},
+}
+
+// ivpGVRs are an ImageValidatingPolicy resource in the versions Kyverno
+// 1.19 serves (its CRD: v1, v1beta1 stored, v1alpha1), in the order tried.
+func ivpGVRs(resource string) []schema.GroupVersionResource {
+	var out []schema.GroupVersionResource
+	for _, v := range []string{"v1", "v1beta1", "v1alpha1"} {
+		out = append(out, schema.GroupVersionResource{Group: "policies.kyverno.io", Version: v, Resource: resource})
+	}
+	return out
 }
 
 var namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
@@ -40,14 +52,14 @@ var namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namesp
 func Read(ctx context.Context, dyn dynamic.Interface, disc discovery.DiscoveryInterface, namespace string) (*Policies, []Problem, error) {
 	ps := &Policies{Labels: map[string]map[string]string{}}
 	var problems []Problem
-	missing := map[Engine]bool{}
+	missing := map[string]bool{}
 	for _, res := range resources {
 		gvrs := servedOf(disc, res.gvrs)
 		if len(gvrs) == 0 {
-			if !missing[res.engine] {
-				problems = append(problems, Problem{Source: "cluster", Message: fmt.Sprintf("no %s policies: %s is not served (its CRDs are not installed)", res.engine, res.gvrs[0].GroupResource())})
+			if !missing[res.what] {
+				problems = append(problems, Problem{Source: "cluster", Message: fmt.Sprintf("no %s: %s is not served (its CRDs are not installed)", res.what, res.gvrs[0].GroupResource())})
 			}
-			missing[res.engine] = true
+			missing[res.what] = true
 			continue
 		}
 		list, gvr, err := listFirstServed(ctx, dyn, gvrs, res.namespaced, namespace)
@@ -56,10 +68,10 @@ func Read(ctx context.Context, dyn dynamic.Interface, disc discovery.DiscoveryIn
 		}
 		switch {
 		case apierrors.IsNotFound(err):
-			if !missing[res.engine] {
-				problems = append(problems, Problem{Source: "cluster", Message: fmt.Sprintf("no %s policies: %s is not served (its CRDs are not installed)", res.engine, gvr.GroupResource())})
+			if !missing[res.what] {
+				problems = append(problems, Problem{Source: "cluster", Message: fmt.Sprintf("no %s: %s is not served (its CRDs are not installed)", res.what, gvr.GroupResource())})
 			}
-			missing[res.engine] = true
+			missing[res.what] = true
 			continue
 		case err != nil:
 			problems = append(problems, Problem{Warning: true, Source: "cluster", Message: fmt.Sprintf("listing %s: %v; its policies are not applied", gvr.GroupResource(), err)})
@@ -153,6 +165,12 @@ func rulesOf(obj *unstructured.Unstructured, source string) ([]*Rule, error) {
 	switch {
 	case gv.Group == "kyverno.io" && (obj.GetKind() == "ClusterPolicy" || obj.GetKind() == "Policy"):
 		return kyvernoRules(obj, source)
+	case isIVP(obj.GetAPIVersion(), obj.GetKind()):
+		r, err := ivpRule(obj, source)
+		if r == nil || err != nil {
+			return nil, err
+		}
+		return []*Rule{r}, nil
 	case gv.Group == "policy.sigstore.dev" && obj.GetKind() == "ClusterImagePolicy":
 		r, err := sigstoreRule(obj, source)
 		if r == nil || err != nil {
@@ -173,6 +191,8 @@ func reads(apiVersion, kind string) bool {
 	case gv.Group == "kyverno.io" && (kind == "ClusterPolicy" || kind == "Policy"):
 		return true
 	case gv.Group == "policy.sigstore.dev" && kind == "ClusterImagePolicy":
+		return true
+	case isIVP(apiVersion, kind):
 		return true
 	}
 	return false

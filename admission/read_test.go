@@ -21,7 +21,20 @@ var (
 	kyvernoPolicies = schema.GroupVersionResource{Group: "kyverno.io", Version: "v1", Resource: "policies"}
 	cipBeta         = schema.GroupVersionResource{Group: "policy.sigstore.dev", Version: "v1beta1", Resource: "clusterimagepolicies"}
 	cipAlpha        = schema.GroupVersionResource{Group: "policy.sigstore.dev", Version: "v1alpha1", Resource: "clusterimagepolicies"}
+	ivpV1           = schema.GroupVersionResource{Group: "policies.kyverno.io", Version: "v1", Resource: "imagevalidatingpolicies"}
+	ivpBeta         = schema.GroupVersionResource{Group: "policies.kyverno.io", Version: "v1beta1", Resource: "imagevalidatingpolicies"}
+	ivpAlpha        = schema.GroupVersionResource{Group: "policies.kyverno.io", Version: "v1alpha1", Resource: "imagevalidatingpolicies"}
+	nivpV1          = schema.GroupVersionResource{Group: "policies.kyverno.io", Version: "v1", Resource: "namespacedimagevalidatingpolicies"}
+	nivpBeta        = schema.GroupVersionResource{Group: "policies.kyverno.io", Version: "v1beta1", Resource: "namespacedimagevalidatingpolicies"}
+	nivpAlpha       = schema.GroupVersionResource{Group: "policies.kyverno.io", Version: "v1alpha1", Resource: "namespacedimagevalidatingpolicies"}
 )
+
+// ivpSpecMap is an ImageValidatingPolicy spec in Deny that requires a
+// signature by one key attestor on images under reg.example.
+var ivpSpecMap = map[string]any{"validationActions": []any{"Deny"},
+	"matchImageReferences": []any{map[string]any{"glob": "reg.example/*"}},
+	"attestors":            []any{map[string]any{"name": "k", "cosign": map[string]any{"key": map[string]any{"data": "k"}}}},
+	"validations":          []any{map[string]any{"expression": "images.containers.map(image, verifyImageSignatures(image, [attestors.k])).all(e, e > 0)"}}}
 
 // served is a discovery answer serving gvrs.
 func served(gvrs ...schema.GroupVersionResource) []*metav1.APIResourceList {
@@ -77,34 +90,47 @@ func TestRead(t *testing.T) {
 		warnings  []string
 		notListed []schema.GroupVersionResource
 	}{
-		{name: "nothing installed", notices: []string{"no kyverno policies", "no policy-controller policies"},
-			notListed: []schema.GroupVersionResource{clusterPolicies, kyvernoPolicies, cipBeta, cipAlpha, namespacesGVR}},
+		{name: "nothing installed", notices: []string{"no kyverno policies", "no kyverno ImageValidatingPolicies", "no policy-controller policies"},
+			notListed: []schema.GroupVersionResource{clusterPolicies, kyvernoPolicies, ivpV1, nivpV1, cipBeta, cipAlpha, namespacesGVR}},
 		{name: "kyverno only", served: served(clusterPolicies, kyvernoPolicies),
 			objects: []runtime.Object{object("kyverno.io/v1", "ClusterPolicy", "", "signed", verifySpec("*")),
 				object("kyverno.io/v1", "Policy", "shop", "shop-signed", verifySpec("reg.example/shop/*"))},
 			rules:     []string{"kyverno ClusterPolicy signed, rule verify (Enforce)", "kyverno Policy shop/shop-signed, rule verify (Enforce)"},
-			notices:   []string{"no policy-controller policies"},
-			notListed: []schema.GroupVersionResource{cipBeta, cipAlpha}},
+			notices:   []string{"no kyverno ImageValidatingPolicies", "no policy-controller policies"},
+			notListed: []schema.GroupVersionResource{cipBeta, cipAlpha, ivpV1, nivpV1}},
+		{name: "ImageValidatingPolicies only, v1beta1", served: served(ivpBeta, nivpBeta),
+			objects: []runtime.Object{object("policies.kyverno.io/v1beta1", "ImageValidatingPolicy", "", "ivp", ivpSpecMap),
+				object("policies.kyverno.io/v1beta1", "NamespacedImageValidatingPolicy", "shop", "nivp", ivpSpecMap)},
+			rules:     []string{"kyverno ImageValidatingPolicy ivp (Deny)", "kyverno NamespacedImageValidatingPolicy shop/nivp (Deny)"},
+			notices:   []string{"no kyverno policies", "no policy-controller policies"},
+			notListed: []schema.GroupVersionResource{clusterPolicies, kyvernoPolicies, ivpV1, nivpV1, ivpAlpha}},
 		{name: "ClusterPolicies forbidden", served: served(clusterPolicies, kyvernoPolicies, cipAlpha),
 			objects: []runtime.Object{object("kyverno.io/v1", "ClusterPolicy", "", "signed", verifySpec("*")),
 				object("kyverno.io/v1", "Policy", "shop", "shop-signed", verifySpec("reg.example/shop/*")),
 				object("policy.sigstore.dev/v1alpha1", "ClusterImagePolicy", "", "cip", cipSpec)},
 			fail:     map[schema.GroupVersionResource]error{clusterPolicies: forbidden},
 			rules:    []string{"kyverno Policy shop/shop-signed, rule verify (Enforce)", "policy-controller ClusterImagePolicy cip (enforce)"},
+			notices:  []string{"no kyverno ImageValidatingPolicies"},
 			warnings: []string{"listing clusterpolicies.kyverno.io"}},
 		{name: "v1beta1 fails, v1alpha1 answers", served: served(cipBeta, cipAlpha),
 			objects:   []runtime.Object{object("policy.sigstore.dev/v1alpha1", "ClusterImagePolicy", "", "cip", cipSpec)},
 			fail:      map[schema.GroupVersionResource]error{cipBeta: unavailable},
 			rules:     []string{"policy-controller ClusterImagePolicy cip (enforce)"},
-			notices:   []string{"no kyverno policies"},
+			notices:   []string{"no kyverno policies", "no kyverno ImageValidatingPolicies"},
 			notListed: []schema.GroupVersionResource{clusterPolicies, kyvernoPolicies}},
 		{name: "no discovery: the lists' 404s say", noDisc: true,
 			fail: map[schema.GroupVersionResource]error{
 				clusterPolicies: apierrors.NewNotFound(clusterPolicies.GroupResource(), ""),
 				kyvernoPolicies: apierrors.NewNotFound(kyvernoPolicies.GroupResource(), ""),
 				cipBeta:         apierrors.NewNotFound(cipBeta.GroupResource(), ""),
-				cipAlpha:        apierrors.NewNotFound(cipAlpha.GroupResource(), "")},
-			notices: []string{"no kyverno policies", "no policy-controller policies"}},
+				cipAlpha:        apierrors.NewNotFound(cipAlpha.GroupResource(), ""),
+				ivpV1:           apierrors.NewNotFound(ivpV1.GroupResource(), ""),
+				ivpBeta:         apierrors.NewNotFound(ivpV1.GroupResource(), ""),
+				ivpAlpha:        apierrors.NewNotFound(ivpV1.GroupResource(), ""),
+				nivpV1:          apierrors.NewNotFound(nivpV1.GroupResource(), ""),
+				nivpBeta:        apierrors.NewNotFound(nivpV1.GroupResource(), ""),
+				nivpAlpha:       apierrors.NewNotFound(nivpV1.GroupResource(), "")},
+			notices: []string{"no kyverno policies", "no kyverno ImageValidatingPolicies", "no policy-controller policies"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			objs := append([]runtime.Object{}, tt.objects...)
@@ -114,7 +140,9 @@ func TestRead(t *testing.T) {
 			objs = append(objs, ns)
 			dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
 				clusterPolicies: "ClusterPolicyList", kyvernoPolicies: "PolicyList", cipBeta: "ClusterImagePolicyList",
-				cipAlpha: "ClusterImagePolicyList", namespacesGVR: "NamespaceList"}, objs...)
+				cipAlpha: "ClusterImagePolicyList", namespacesGVR: "NamespaceList",
+				ivpV1: "ImageValidatingPolicyList", ivpBeta: "ImageValidatingPolicyList", ivpAlpha: "ImageValidatingPolicyList",
+				nivpV1: "NamespacedImageValidatingPolicyList", nivpBeta: "NamespacedImageValidatingPolicyList", nivpAlpha: "NamespacedImageValidatingPolicyList"}, objs...)
 			for gvr, err := range tt.fail {
 				dyn.PrependReactor("list", gvr.Resource, func(a k8stesting.Action) (bool, runtime.Object, error) {
 					if a.GetResource() != gvr {

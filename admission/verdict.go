@@ -78,6 +78,9 @@ func (c *Checker) Findings(ctx context.Context, im *types.Image) []types.Finding
 		if len(fs) == 0 {
 			fs = c.verifyFindings(ctx, a, im)
 		}
+		if len(fs) == 0 {
+			fs = a.notEvaluated(im) // an ImageValidatingPolicy's undecided part (ivp.go)
+		}
 		for _, f := range fs {
 			if f.Code == types.SignatureMissing {
 				raised[artifacts.Signature] = true

@@ -160,7 +160,7 @@ func checkChartObjects(t *testing.T, kc *kubeapi.Cluster) {
 func checkChartRights(t *testing.T, r chartRelease, sa, nobody kubernetes.Interface) {
 	t.Helper()
 	inventory := map[string][]string{"": {"pods", "nodes", "namespaces"}, "apps": {"deployments", "statefulsets", "daemonsets", "replicasets"}, "batch": {"jobs", "cronjobs"},
-		"kyverno.io": {"clusterpolicies", "policies"}, "policy.sigstore.dev": {"clusterimagepolicies"},
+		"kyverno.io": {"clusterpolicies", "policies"}, "policies.kyverno.io": {"imagevalidatingpolicies", "namespacedimagevalidatingpolicies"}, "policy.sigstore.dev": {"clusterimagepolicies"},
 		"argoproj.io": {"rollouts", "workflowtemplates", "cronworkflows"}, "tekton.dev": {"tasks", "pipelines"},
 		"serving.knative.dev": {"services"}, "keda.sh": {"scaledjobs"}, "apps.kruise.io": {"clonesets"},
 		"postgresql.cnpg.io": {"clusters"}, "monitoring.coreos.com": {"prometheuses", "alertmanagers"},

@@ -21,11 +21,17 @@ import (
 // a warning and an input error, so the run is incomplete.
 func TestClusterPoliciesProblems(t *testing.T) {
 	gvrs := map[schema.GroupVersionResource]string{
-		{Group: "kyverno.io", Version: "v1", Resource: "clusterpolicies"}:                     "ClusterPolicyList",
-		{Group: "kyverno.io", Version: "v1", Resource: "policies"}:                            "PolicyList",
-		{Group: "policy.sigstore.dev", Version: "v1beta1", Resource: "clusterimagepolicies"}:  "ClusterImagePolicyList",
-		{Group: "policy.sigstore.dev", Version: "v1alpha1", Resource: "clusterimagepolicies"}: "ClusterImagePolicyList",
-		{Version: "v1", Resource: "namespaces"}:                                               "NamespaceList",
+		{Group: "kyverno.io", Version: "v1", Resource: "clusterpolicies"}:                                  "ClusterPolicyList",
+		{Group: "kyverno.io", Version: "v1", Resource: "policies"}:                                         "PolicyList",
+		{Group: "policy.sigstore.dev", Version: "v1beta1", Resource: "clusterimagepolicies"}:               "ClusterImagePolicyList",
+		{Group: "policy.sigstore.dev", Version: "v1alpha1", Resource: "clusterimagepolicies"}:              "ClusterImagePolicyList",
+		{Group: "policies.kyverno.io", Version: "v1", Resource: "imagevalidatingpolicies"}:                 "ImageValidatingPolicyList",
+		{Group: "policies.kyverno.io", Version: "v1beta1", Resource: "imagevalidatingpolicies"}:            "ImageValidatingPolicyList",
+		{Group: "policies.kyverno.io", Version: "v1alpha1", Resource: "imagevalidatingpolicies"}:           "ImageValidatingPolicyList",
+		{Group: "policies.kyverno.io", Version: "v1", Resource: "namespacedimagevalidatingpolicies"}:       "NamespacedImageValidatingPolicyList",
+		{Group: "policies.kyverno.io", Version: "v1beta1", Resource: "namespacedimagevalidatingpolicies"}:  "NamespacedImageValidatingPolicyList",
+		{Group: "policies.kyverno.io", Version: "v1alpha1", Resource: "namespacedimagevalidatingpolicies"}: "NamespacedImageValidatingPolicyList",
+		{Version: "v1", Resource: "namespaces"}:                                                            "NamespaceList",
 	}
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), gvrs)
 	dyn.PrependReactor("list", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {

@@ -40,11 +40,17 @@ spec:
 // forbidden and whose other policy kinds are not served.
 func forbiddenPolicies() *dynamicfake.FakeDynamicClient {
 	gvrs := map[schema.GroupVersionResource]string{
-		{Group: "kyverno.io", Version: "v1", Resource: "clusterpolicies"}:                     "ClusterPolicyList",
-		{Group: "kyverno.io", Version: "v1", Resource: "policies"}:                            "PolicyList",
-		{Group: "policy.sigstore.dev", Version: "v1beta1", Resource: "clusterimagepolicies"}:  "ClusterImagePolicyList",
-		{Group: "policy.sigstore.dev", Version: "v1alpha1", Resource: "clusterimagepolicies"}: "ClusterImagePolicyList",
-		{Version: "v1", Resource: "namespaces"}:                                               "NamespaceList",
+		{Group: "kyverno.io", Version: "v1", Resource: "clusterpolicies"}:                                  "ClusterPolicyList",
+		{Group: "kyverno.io", Version: "v1", Resource: "policies"}:                                         "PolicyList",
+		{Group: "policy.sigstore.dev", Version: "v1beta1", Resource: "clusterimagepolicies"}:               "ClusterImagePolicyList",
+		{Group: "policy.sigstore.dev", Version: "v1alpha1", Resource: "clusterimagepolicies"}:              "ClusterImagePolicyList",
+		{Group: "policies.kyverno.io", Version: "v1", Resource: "imagevalidatingpolicies"}:                 "ImageValidatingPolicyList",
+		{Group: "policies.kyverno.io", Version: "v1beta1", Resource: "imagevalidatingpolicies"}:            "ImageValidatingPolicyList",
+		{Group: "policies.kyverno.io", Version: "v1alpha1", Resource: "imagevalidatingpolicies"}:           "ImageValidatingPolicyList",
+		{Group: "policies.kyverno.io", Version: "v1", Resource: "namespacedimagevalidatingpolicies"}:       "NamespacedImageValidatingPolicyList",
+		{Group: "policies.kyverno.io", Version: "v1beta1", Resource: "namespacedimagevalidatingpolicies"}:  "NamespacedImageValidatingPolicyList",
+		{Group: "policies.kyverno.io", Version: "v1alpha1", Resource: "namespacedimagevalidatingpolicies"}: "NamespacedImageValidatingPolicyList",
+		{Version: "v1", Resource: "namespaces"}:                                                            "NamespaceList",
 	}
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), gvrs)
 	dyn.PrependReactor("list", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {

@@ -33,6 +33,8 @@ const (
 var policyCRDFiles = []struct{ module, file string }{
 	{KyvernoModule, "config/crds/kyverno/kyverno.io_clusterpolicies.yaml"},
 	{KyvernoModule, "config/crds/kyverno/kyverno.io_policies.yaml"},
+	{KyvernoModule, "config/crds/policies.kyverno.io/policies.kyverno.io_imagevalidatingpolicies.yaml"},
+	{KyvernoModule, "config/crds/policies.kyverno.io/policies.kyverno.io_namespacedimagevalidatingpolicies.yaml"},
 	{PolicyControllerModule, "config/300-clusterimagepolicy.yaml"},
 }
 
@@ -61,8 +63,9 @@ func ModuleDir(ctx context.Context, moduleAtVersion string) (string, error) {
 	return info.Dir, nil
 }
 
-// PolicyCRDs returns the paths of Kyverno's ClusterPolicy and Policy CRDs
-// and policy-controller's ClusterImagePolicy CRD, from their modules.
+// PolicyCRDs returns the paths of Kyverno's ClusterPolicy, Policy,
+// ImageValidatingPolicy and NamespacedImageValidatingPolicy CRDs and
+// policy-controller's ClusterImagePolicy CRD, from their modules.
 func PolicyCRDs(ctx context.Context) ([]string, error) {
 	dirs := map[string]string{}
 	var out []string
