@@ -184,6 +184,7 @@ type lack struct {
 	state     artifacts.Presence
 	seen      []artifacts.Artifact // matching artifacts that are not whole
 	set       artifacts.Set        // where it was looked for
+	format    Format               // the layout the engine looks in
 	err       error                // the set could not be read at all
 }
 
@@ -250,7 +251,7 @@ func needsPresence(set artifacts.Set, n Needs) presence {
 		if st == artifacts.Present {
 			continue
 		}
-		out.lacking = append(out.lacking, lack{kind: q.Kind, predicate: q.PredicateType, state: st, seen: seen, set: set})
+		out.lacking = append(out.lacking, lack{kind: q.Kind, predicate: q.PredicateType, state: st, seen: seen, set: set, format: n.Format})
 		if st == artifacts.Unknown || out.state == artifacts.Present {
 			out.state = st
 		}
@@ -305,7 +306,7 @@ func (ru *ruleUses) missingFinding(l lack, digest string) types.Finding {
 			what += " of predicate type " + l.predicate
 		}
 	}
-	msg := fmt.Sprintf("%s%s requires %s of %s for %s; %s", ru.rule.named(), ru.overridden(), what, types.ShortDigest(digest), usesText(ru.uses), seenText(l.seen))
+	msg := fmt.Sprintf("%s%s requires %s of %s for %s; %s%s", ru.rule.named(), ru.overridden(), what, types.ShortDigest(digest), usesText(ru.uses), seenText(l.seen), invisibleText(l))
 	return ru.act(types.NewFinding(code, digest, "", "%s", msg))
 }
 
