@@ -13,6 +13,8 @@ import (
 	"github.com/sigstore/cosign/v3/pkg/cosign"
 	"github.com/sigstore/cosign/v3/pkg/oci"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/regcheck/regcheck/types"
 )
 
 // Attestation is one attestation a rule requires: its predicate type,
@@ -64,14 +66,14 @@ func (v CosignVerifier) VerifyAttestation(ctx context.Context, ref name.Digest, 
 	if err != nil {
 		return verdictOfAttestation(err)
 	}
-	var types []string
+	var seen []string
 	for _, att := range found {
 		pt, err := attestationPredicate(att)
 		if err != nil {
 			return Verdict{Outcome: Refused, Reason: err.Error()}
 		}
 		if pt != predicateType {
-			types = append(types, pt)
+			seen = append(seen, pt)
 			continue
 		}
 		if !e.Tlog {
@@ -80,7 +82,7 @@ func (v CosignVerifier) VerifyAttestation(ctx context.Context, ref name.Digest, 
 		return attestationTlog(att, e)
 	}
 	// cosign verify-attestation's own words for this.
-	return Verdict{Outcome: Refused, Reason: fmt.Sprintf("none of the attestations matched the predicate type: %s, found: %s", predicateType, strings.Join(types, ","))}
+	return Verdict{Outcome: Refused, Reason: fmt.Sprintf("none of the attestations matched the predicate type: %s, found: %s", predicateType, strings.Join(seen, ","))}
 }
 
 // verdictOfAttestation reads cosign's error for attestations as
@@ -205,9 +207,16 @@ func (c *Checker) attestationResult(ctx context.Context, ref name.Digest, f Form
 	r := c.alternative(ctx, ref, a.Sets, check{format: f, predicate: a.PredicateType, attestation: true})
 	r.attestation, r.predicate = true, a.PredicateType
 	if r.outcome == Verified && a.Conditions != "" {
-		r.outcome = Unverifiable
-		r.entry = KeyEntry{Path: a.Conditions}
-		r.verdict = Verdict{Outcome: Unverifiable, Reason: "the attestation verifies; its conditions (" + a.Conditions + ") are not evaluated by regcheck: check them with the engine (kyverno test, or cosign verify-attestation --policy)"}
+		r.outcome, r.conditions = Unverifiable, a.Conditions
 	}
 	return r
+}
+
+// conditionsFinding says that an attestation verifies and that what the
+// engine checks of its content is not evaluated: unknown, never ok.
+func (ru *ruleUses) conditionsFinding(r altResult, digest string) types.Finding {
+	return types.NewAdvisedFinding(types.SignatureUnverifiable, digest, "",
+		fmt.Sprintf("%s requires an attestation of predicate type %s of %s for %s; it verifies with the attestor's key, and its conditions (%s) are not evaluated by regcheck: whether the engine admits the pod is not known",
+			ru.rule.named(), r.predicate, types.ShortDigest(digest), usesText(ru.uses), r.conditions),
+		"check the attestation's conditions with the engine itself (kyverno test, or cosign verify-attestation --policy for a CUE or Rego policy)")
 }

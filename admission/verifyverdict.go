@@ -121,6 +121,7 @@ type altResult struct {
 	verdict     Verdict
 	attestation bool
 	predicate   string
+	conditions  string // Unverifiable: the attestation verifies, these are not evaluated
 }
 
 // alternative verifies what against attestor sets: every set must pass;
@@ -167,6 +168,9 @@ func (ru *ruleUses) verifyFinding(r altResult, digest string) types.Finding {
 	what, it, refused := "a signature", "the signature", types.SignatureRefused
 	if r.attestation {
 		what, it, refused = "an attestation of predicate type "+r.predicate, "the attestation", types.AttestationRefused
+	}
+	if r.conditions != "" {
+		return ru.conditionsFinding(r, digest)
 	}
 	if r.outcome == Unverifiable {
 		code := types.SignatureUnverifiable

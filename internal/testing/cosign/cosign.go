@@ -168,6 +168,18 @@ func (c *Cosign) VerifyAttestation(ctx context.Context, ref, typ string, f Forma
 	return c.verdict(c.run(ctx, append(append(args, registryFlags...), ref)...))
 }
 
+// VerifyAttestationKey runs cosign verify-attestation on ref for
+// predicate type typ with the public key file pub, in format f, with the
+// engine's log flags, offline as VerifyKey is.
+func (c *Cosign) VerifyAttestationKey(ctx context.Context, ref, pub, typ string, f Format, ignoreTlog bool, rekorPub string) (bool, string, error) {
+	args := append([]string{"verify-attestation", "--key", pub, "--type", typ, fmt.Sprintf("--insecure-ignore-tlog=%v", ignoreTlog), "--offline=true"}, formatFlags(f)...)
+	env := []string{"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9"}
+	if rekorPub != "" {
+		env = append(env, "SIGSTORE_REKOR_PUBLIC_KEY="+rekorPub)
+	}
+	return c.verdict(c.runEnv(ctx, env, append(append(args, registryFlags...), ref)...))
+}
+
 // verdict reads a verify run: exit 0 passed, another exit status failed,
 // anything else is an error.
 func (c *Cosign) verdict(out string, err error) (bool, string, error) {
