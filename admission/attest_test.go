@@ -76,7 +76,7 @@ func attestationsBody(p, extra string) string {
 // cipAttestationPolicy is a ClusterImagePolicy whose key authority
 // requires a provenance attestation, with its policy block (or none).
 func cipAttestationPolicy(p, format, policy string) string {
-	return cipPolicy(keyAuthority(p, false)+"      signatureFormat: "+format+"\n      attestations:\n        - name: prov\n          predicateType: "+slsa+"\n"+policy)
+	return cipPolicy(keyAuthority(p, false) + "      signatureFormat: " + format + "\n      attestations:\n        - name: prov\n          predicateType: " + slsa + "\n" + policy)
 }
 
 // TestVerifyBundleAndAttestations: bundle signatures and attestations
