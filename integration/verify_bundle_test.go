@@ -51,6 +51,14 @@ const kyvernoAttestationsBlock = `          attestations:
                         rekor: {ignoreTlog: true}
 `
 
+// conditionsBlock is a condition on the attestation's predicate.
+const conditionsBlock = `              conditions:
+                - all:
+                    - key: "{{ builder.id }}"
+                      operator: Equals
+                      value: https://example.com/builder
+`
+
 // cipBundlePolicy is a policy-controller ClusterImagePolicy on HOST/REPO*
 // with one key authority (no ctlog: the log is ignored) in FORMAT, with
 // ATTESTATIONS ("" for none: a signature is required).
@@ -118,6 +126,11 @@ func TestVerifyBundle(t *testing.T) {
 	verify := func(f cosign.Format, ignoreTlog bool) func(string) (bool, string, error) {
 		return func(ref string) (bool, string, error) { return a.VerifyKey(ctx, ref, a.Pub, f, ignoreTlog, rekor) }
 	}
+	root, err := a.TrustedRoot(ctx, rekor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	verifyRoot := func(ref string) (bool, string, error) { return a.VerifyKeyRoot(ctx, ref, a.Pub, root, cosign.Bundle) }
 	verifyAtt := func(f cosign.Format) func(string) (bool, string, error) {
 		return func(ref string) (bool, string, error) {
 			return a.VerifyAttestationKey(ctx, ref, a.Pub, "slsaprovenance", f, true, rekor)
@@ -142,8 +155,10 @@ func TestVerifyBundle(t *testing.T) {
 		{name: "v3 bundle, policy-controller, the wrong key", im: pushAndSignBundle(t, b, host, "bwrongcip"),
 			policy: cip("bwrongcip", "bundle", "", a), cosign: verify(cosign.Bundle, true),
 			want: types.Broken, code: types.SignatureRefused, says: "signed-by-key"},
+		// The log required: cosign checks a bundle's log proof against a
+		// trusted root only (one naming the test's Rekor key).
 		{name: "v3 bundle, no log entry under Kyverno's default", im: pushAndSignBundle(t, a, host, "bnotlog"),
-			policy: kyverno("bnotlog", "SigstoreBundle", attestors(""), a), cosign: verify(cosign.Bundle, false),
+			policy: kyverno("bnotlog", "SigstoreBundle", attestors(""), a), cosign: verifyRoot,
 			want: types.Broken, code: types.SignatureRefused, says: "no transparency-log entry"},
 		{name: "v3 bundle under Kyverno type Cosign: invisible", im: pushAndSignBundle(t, a, host, "binvisible"),
 			policy: kyverno("binvisible", "Cosign", attestors(ignore), a), cosign: verify(cosign.Legacy, true),
@@ -153,6 +168,11 @@ func TestVerifyBundle(t *testing.T) {
 			want: types.Broken, code: types.SignedAttestationMissing},
 		{name: "legacy attestation, good", im: attest(a, "agood", cosign.Legacy),
 			policy: kyverno("agood", "Cosign", kyvernoAttestationsBlock, a), cosign: verifyAtt(cosign.Legacy), want: types.OK, cosignOK: true},
+		// cosign verifies the signature only: the conditions are the
+		// engine's, which regcheck does not evaluate: unknown, not ok.
+		{name: "legacy attestation with conditions", im: attest(a, "acond", cosign.Legacy),
+			policy: kyverno("acond", "Cosign", kyvernoAttestationsBlock+conditionsBlock, a), cosign: verifyAtt(cosign.Legacy),
+			want: types.Unknown, code: types.SignatureUnverifiable, says: "attestations[0].conditions (JMESPath)", cosignOK: true},
 		{name: "legacy attestation, the wrong key", im: attest(b, "awrong", cosign.Legacy),
 			policy: kyverno("awrong", "Cosign", kyvernoAttestationsBlock, a), cosign: verifyAtt(cosign.Legacy),
 			want: types.Broken, code: types.AttestationRefused, says: "attestations[0].attestors[0].entries[0].keys.publicKeys"},
