@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -88,7 +89,8 @@ func (v CosignVerifier) VerifyAttestation(ctx context.Context, ref name.Digest, 
 // verdictOfAttestation reads cosign's error for attestations as
 // verdictOf does for signatures: ErrNoMatchingAttestations is a refusal.
 func verdictOfAttestation(err error) Verdict {
-	if _, ok := err.(*cosign.ErrNoMatchingAttestations); ok {
+	var none *cosign.ErrNoMatchingAttestations
+	if errors.As(err, &none) {
 		return Verdict{Outcome: Refused, Reason: err.Error()}
 	}
 	return verdictOf(err)

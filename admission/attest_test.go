@@ -2,6 +2,9 @@ package admission
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -182,4 +185,46 @@ func TestInvisibleFormat(t *testing.T) {
 		!strings.Contains(im.Findings[0].Message, "a sigstore bundle") || !strings.Contains(im.Findings[0].Message, "type: SigstoreBundle") {
 		t.Errorf("verdict %s: %+v", im.Verdict, im.Findings)
 	}
+}
+
+// TestCosignVerifierGone: a registry that cannot be asked leaves bundles
+// and attestations unverifiable, a fault, never refused; an entry that
+// cannot be checked offline says why without asking.
+func TestCosignVerifierGone(t *testing.T) {
+	gone, _ := name.NewRepository("127.0.0.1:1/team/web", name.Insecure)
+	ref := gone.Digest(imgDigest)
+	e := KeyEntry{PEM: testPEMKey(t)}
+	for _, c := range []struct {
+		name  string
+		run   func() Verdict
+		fault bool
+	}{
+		{"bundle signature", func() Verdict { return CosignVerifier{}.VerifyBundle(context.Background(), ref, gone, e) }, true},
+		{"legacy attestation", func() Verdict {
+			return CosignVerifier{}.VerifyAttestation(context.Background(), ref, gone, e, Legacy, slsa)
+		}, true},
+		{"bundle attestation", func() Verdict {
+			return CosignVerifier{}.VerifyAttestation(context.Background(), ref, gone, e, Bundle, slsa)
+		}, true},
+		{"a KMS key", func() Verdict {
+			return CosignVerifier{}.VerifyAttestation(context.Background(), ref, gone, KeyEntry{Unverifiable: "a KMS key"}, Bundle, slsa)
+		}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			v := c.run()
+			if v.Outcome != Unverifiable || v.Fault != c.fault {
+				t.Errorf("got %+v; want unverifiable, fault %v", v, c.fault)
+			}
+		})
+	}
+}
+
+// testPEMKey is a fresh P-256 public key as PEM.
+func testPEMKey(t *testing.T) string {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pemOf(t, k)
 }
