@@ -108,6 +108,8 @@ func TestVerifyBundleAndAttestations(t *testing.T) {
 			[]artifacts.Artifact{sigBundle}, false, types.Broken, "signature-refused/critical", "the signature is there, and cosign refuses it", "bundle"},
 		{"bundle signature, a Verifier of legacy signatures only: presence", kyvernoRulePolicy("Enforce", "SigstoreBundle", "          attestors:\n            - entries:\n"+keyEntry(b, ignoreTlog)),
 			[]artifacts.Artifact{sigBundle}, true, types.OK, "", "", ""},
+		{"policy-controller, a refused legacy authority and a bundle authority with no bundle: broken", cipPolicy(keyAuthority(b, false), keyAuthority(a, false)+"      signatureFormat: bundle\n"),
+			[]artifacts.Artifact{sig(artifacts.CosignTag, true)}, false, types.Broken, "signature-refused/critical", "", ""},
 		{"legacy attestation, the key verifies", kyvernoRulePolicy("Enforce", "Cosign", attestationsBody(a, "")),
 			[]artifacts.Artifact{attIn(artifacts.CosignTag, slsa)}, false, types.OK, "", "", "legacy " + slsa},
 		{"legacy attestation, another key", kyvernoRulePolicy("Enforce", "Cosign", attestationsBody(b, "")),

@@ -76,7 +76,7 @@ func (c *Checker) Findings(ctx context.Context, im *types.Image) []types.Finding
 	for _, a := range applied {
 		fs := a.verdict(ctx, sets, im.Digest)
 		if len(fs) == 0 {
-			fs = c.verifyFindings(ctx, a, im)
+			fs = c.verifyFindings(ctx, a, im, sets)
 		}
 		for _, f := range fs {
 			if f.Code == types.SignatureMissing {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
+	"github.com/regcheck/regcheck/artifacts"
 	"github.com/regcheck/regcheck/types"
 )
 
@@ -63,8 +64,9 @@ func (c *Checker) verifyEntry(ctx context.Context, ref name.Digest, e KeyEntry, 
 // when an alternative verifies (policy-controller: any authority), else
 // SignatureRefused or AttestationRefused when cosign refused what could
 // be checked, else SignatureUnverifiable (or the fault) when what is left
-// cannot be decided offline.
-func (c *Checker) verifyFindings(ctx context.Context, ru *ruleUses, im *types.Image) []types.Finding {
+// cannot be decided offline. An alternative whose artifacts are missing
+// (another one was present) is passed over.
+func (c *Checker) verifyFindings(ctx context.Context, ru *ruleUses, im *types.Image, sets *repoSets) []types.Finding {
 	if c.Verifier == nil {
 		return nil
 	}
@@ -74,6 +76,9 @@ func (c *Checker) verifyFindings(ctx context.Context, ru *ruleUses, im *types.Im
 	}
 	var worst *altResult
 	for _, n := range ru.rule.Alternatives {
+		if needsIn(ctx, sets, n).state == artifacts.Missing {
+			continue // not there: it admits nothing, and cosign has nothing to refuse
+		}
 		r := c.needsResult(ctx, ref, n)
 		if r.outcome == Verified {
 			return nil
