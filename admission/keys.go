@@ -42,8 +42,19 @@ type AttestorSet struct {
 // buildCosignOptions: cosignOpts.IgnoreTlog = opts.IgnoreTlog, which only
 // rekor.ignoreTlog sets).
 func kyvernoAttestors(vi map[string]any) []AttestorSet {
-	var sets []AttestorSet
 	atts, _, _ := unstructured.NestedSlice(vi, "attestors")
+	sets := attestorSets(atts, "")
+	if key, ok, _ := unstructured.NestedString(vi, "key"); ok && len(atts) == 0 {
+		// The deprecated single key: one set of one entry, the log required.
+		sets = append(sets, AttestorSet{Entries: pemEntries(key, true, "key", "a KMS or Secret key")})
+	}
+	return sets
+}
+
+// attestorSets reads a list of Kyverno attestor sets (a rule's attestors,
+// or an attestation's), its paths starting with prefix.
+func attestorSets(atts []any, prefix string) []AttestorSet {
+	var sets []AttestorSet
 	for i, raw := range atts {
 		a, _ := raw.(map[string]any)
 		set := AttestorSet{}
@@ -54,16 +65,12 @@ func kyvernoAttestors(vi map[string]any) []AttestorSet {
 		for j, rawE := range entries {
 			e, _ := rawE.(map[string]any)
 			repo, _, _ := unstructured.NestedString(e, "repository")
-			for _, ke := range kyvernoEntry(e, fmt.Sprintf("attestors[%d].entries[%d]", i, j)) {
+			for _, ke := range kyvernoEntry(e, fmt.Sprintf("%sattestors[%d].entries[%d]", prefix, i, j)) {
 				ke.Repository = repo
 				set.Entries = append(set.Entries, ke)
 			}
 		}
 		sets = append(sets, set)
-	}
-	if key, ok, _ := unstructured.NestedString(vi, "key"); ok && len(atts) == 0 {
-		// The deprecated single key: one set of one entry, the log required.
-		sets = append(sets, AttestorSet{Entries: pemEntries(key, true, "key", "a KMS or Secret key")})
 	}
 	return sets
 }

@@ -176,8 +176,10 @@ func kyvernoNeeds(vi map[string]any) Needs {
 	_, hasRoots := vi["roots"]
 	n.Signature = len(atts) > 0 || hasKey || hasRoots
 	n.Repository, _, _ = unstructured.NestedString(vi, "repository")
+	sets := kyvernoAttestors(vi)
+	n.Attestations = kyvernoAttestations(vi, sets, n.Repository)
 	if n.Signature {
-		n.Sets = kyvernoAttestors(vi)
+		n.Sets = sets
 		n.entryRepositories()
 	}
 	as, _, _ := unstructured.NestedSlice(vi, "attestations")

@@ -44,6 +44,11 @@ type Needs struct {
 	// cosign's COSIGN_REPOSITORY; policy-controller's source[].oci); ""
 	// is the image's own repository.
 	Repository string
+	// Attestations are the attestations verified against their
+	// attestors (Kyverno attestations[].attestors, or the rule's; a
+	// policy-controller authority's key); one with no attestor sets is
+	// checked for presence alone (Predicates).
+	Attestations []Attestation
 	// PerEntry: the attestor entries name different repositories
 	// (Kyverno entries[].repository), so presence is not judged in one
 	// place: each entry's verification looks in its own.

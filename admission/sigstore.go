@@ -136,6 +136,8 @@ func authorityNeeds(a map[string]any) (Needs, bool) {
 	if n.Signature {
 		n.Sets = authorityAttestors(a)
 		n.entryRepositories()
+	} else if len(n.Predicates) > 0 {
+		n.Attestations = authorityAttestations(a, authorityAttestors(a), n.Repository)
 	}
 	return n, false
 }

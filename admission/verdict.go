@@ -76,7 +76,7 @@ func (c *Checker) Findings(ctx context.Context, im *types.Image) []types.Finding
 	for _, a := range applied {
 		fs := a.verdict(ctx, sets, im.Digest)
 		if len(fs) == 0 {
-			fs = c.verifyFindings(ctx, a, im)
+			fs = c.verifyFindings(ctx, a, im, sets)
 		}
 		if len(fs) == 0 {
 			fs = a.notEvaluated(im) // an ImageValidatingPolicy's undecided part (ivp.go)
@@ -187,6 +187,7 @@ type lack struct {
 	state     artifacts.Presence
 	seen      []artifacts.Artifact // matching artifacts that are not whole
 	set       artifacts.Set        // where it was looked for
+	format    Format               // the layout the engine looks in
 	err       error                // the set could not be read at all
 }
 
@@ -253,7 +254,7 @@ func needsPresence(set artifacts.Set, n Needs) presence {
 		if st == artifacts.Present {
 			continue
 		}
-		out.lacking = append(out.lacking, lack{kind: q.Kind, predicate: q.PredicateType, state: st, seen: seen, set: set})
+		out.lacking = append(out.lacking, lack{kind: q.Kind, predicate: q.PredicateType, state: st, seen: seen, set: set, format: n.Format})
 		if st == artifacts.Unknown || out.state == artifacts.Present {
 			out.state = st
 		}
@@ -308,7 +309,7 @@ func (ru *ruleUses) missingFinding(l lack, digest string) types.Finding {
 			what += " of predicate type " + l.predicate
 		}
 	}
-	msg := fmt.Sprintf("%s%s requires %s of %s for %s; %s", ru.rule.named(), ru.overridden(), what, types.ShortDigest(digest), usesText(ru.uses), seenText(l.seen))
+	msg := fmt.Sprintf("%s%s requires %s of %s for %s; %s%s", ru.rule.named(), ru.overridden(), what, types.ShortDigest(digest), usesText(ru.uses), seenText(l.seen), invisibleText(l))
 	return ru.act(types.NewFinding(code, digest, "", "%s", msg))
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
+	"github.com/regcheck/regcheck/artifacts"
 	"github.com/regcheck/regcheck/types"
 )
 
@@ -17,19 +18,29 @@ type verifyCache struct {
 	seen map[verifyKey]Verdict
 }
 
-// verifyKey is one verification: an image digest and a key entry.
+// verifyKey is one verification: an image digest, a key entry and what
+// is verified.
 type verifyKey struct {
 	ref, pem, repo string
 	tlog           bool
+	what           check
+}
+
+// check is what an entry verifies: the signature, or an attestation of a
+// predicate type, in a format.
+type check struct {
+	format      Format
+	predicate   string
+	attestation bool
 }
 
 // verifyEntry verifies ref against e, once per Checker.
-func (c *Checker) verifyEntry(ctx context.Context, ref name.Digest, e KeyEntry) Verdict {
+func (c *Checker) verifyEntry(ctx context.Context, ref name.Digest, e KeyEntry, what check) Verdict {
 	sigs, err := c.repository(ref, e.Repository)
 	if err != nil {
 		return Verdict{Outcome: Unverifiable, Reason: fmt.Sprintf("the repository %q at %s does not parse: %v", e.Repository, e.Path, err)}
 	}
-	k := verifyKey{ref.String(), e.PEM, sigs.String(), e.Tlog}
+	k := verifyKey{ref.String(), e.PEM, sigs.String(), e.Tlog, what}
 	if e.Unverifiable == "" {
 		c.verified.mu.Lock()
 		v, ok := c.verified.seen[k]
@@ -38,7 +49,7 @@ func (c *Checker) verifyEntry(ctx context.Context, ref name.Digest, e KeyEntry) 
 			return v
 		}
 	}
-	v := c.Verifier.VerifyLegacy(ctx, ref, sigs, e)
+	v := c.verifyWith(ctx, ref, sigs, e, what)
 	c.verified.mu.Lock()
 	if c.verified.seen == nil {
 		c.verified.seen = map[verifyKey]Verdict{}
@@ -48,14 +59,14 @@ func (c *Checker) verifyEntry(ctx context.Context, ref name.Digest, e KeyEntry) 
 	return v
 }
 
-// verifyFindings verifies, where the rule names keys, the legacy
-// signature its presence check found: none when an alternative verifies
-// (policy-controller: any authority), else SignatureRefused when cosign
-// refused every entry that could be checked, else SignatureUnverifiable
-// (or the fault) when what is left cannot be decided offline. A bundle
-// rule is checked for presence alone (not verified yet, said in
-// docs/admission.md).
-func (c *Checker) verifyFindings(ctx context.Context, ru *ruleUses, im *types.Image) []types.Finding {
+// verifyFindings verifies, where the rule names keys, the signature
+// (legacy or bundle) and the attestations its presence check found: none
+// when an alternative verifies (policy-controller: any authority), else
+// SignatureRefused or AttestationRefused when cosign refused what could
+// be checked, else SignatureUnverifiable (or the fault) when what is left
+// cannot be decided offline. An alternative whose artifacts are missing
+// (another one was present) is passed over.
+func (c *Checker) verifyFindings(ctx context.Context, ru *ruleUses, im *types.Image, sets *repoSets) []types.Finding {
 	if c.Verifier == nil {
 		return nil
 	}
@@ -65,10 +76,10 @@ func (c *Checker) verifyFindings(ctx context.Context, ru *ruleUses, im *types.Im
 	}
 	var worst *altResult
 	for _, n := range ru.rule.Alternatives {
-		if !n.Signature || len(n.Sets) == 0 || n.Format == Bundle {
-			return nil // an alternative met by presence alone
+		if needsIn(ctx, sets, n).state == artifacts.Missing {
+			continue // not there: it admits nothing, and cosign has nothing to refuse
 		}
-		r := c.alternative(ctx, ref, n)
+		r := c.needsResult(ctx, ref, n)
 		if r.outcome == Verified {
 			return nil
 		}
@@ -107,20 +118,24 @@ func (c *Checker) repository(ref name.Digest, repo string) (name.Repository, err
 }
 
 // altResult is one alternative's verification and the entry that says
-// why it did not pass.
+// why it did not pass; attestation and predicate when an attestation did
+// not.
 type altResult struct {
-	outcome Outcome
-	entry   KeyEntry
-	verdict Verdict
+	outcome     Outcome
+	entry       KeyEntry
+	verdict     Verdict
+	attestation bool
+	predicate   string
+	conditions  string // Unverifiable: the attestation verifies, these are not evaluated
 }
 
-// alternative verifies one alternative: every set must pass; a set
-// passes when Count of its entries (all, when 0) verify. A set that
+// alternative verifies what against attestor sets: every set must pass;
+// a set passes when Count of its entries (all, when 0) verify. A set that
 // fails is unverifiable when its undecided entries could still make the
 // count, refused otherwise.
-func (c *Checker) alternative(ctx context.Context, ref name.Digest, n Needs) altResult {
+func (c *Checker) alternative(ctx context.Context, ref name.Digest, sets []AttestorSet, what check) altResult {
 	out := altResult{outcome: Verified}
-	for _, set := range n.Sets {
+	for _, set := range sets {
 		need := set.Count
 		if need <= 0 || need > len(set.Entries) {
 			need = len(set.Entries)
@@ -128,7 +143,7 @@ func (c *Checker) alternative(ctx context.Context, ref name.Digest, n Needs) alt
 		var verified, open int
 		var refused, undecided *altResult
 		for _, e := range set.Entries {
-			v := c.verifyEntry(ctx, ref, e)
+			v := c.verifyEntry(ctx, ref, e, what)
 			switch v.Outcome {
 			case Verified:
 				verified++
@@ -155,17 +170,24 @@ func (c *Checker) alternative(ctx context.Context, ref name.Digest, n Needs) alt
 // enforcing rule, at-risk under an auditing or unsure one), or what
 // could not be decided (unknown).
 func (ru *ruleUses) verifyFinding(r altResult, digest string) types.Finding {
+	what, it, refused := "a signature", "the signature", types.SignatureRefused
+	if r.attestation {
+		what, it, refused = "an attestation of predicate type "+r.predicate, "the attestation", types.AttestationRefused
+	}
+	if r.conditions != "" {
+		return ru.conditionsFinding(r, digest)
+	}
 	if r.outcome == Unverifiable {
 		code := types.SignatureUnverifiable
 		if r.verdict.Fault {
 			code = types.RegistryFault
 		}
 		return types.NewAdvisedFinding(code, digest, "",
-			fmt.Sprintf("%s requires a signature of %s by %s for %s; whether it verifies could not be decided offline: %s",
-				ru.rule.named(), types.ShortDigest(digest), r.entry.Path, usesText(ru.uses), r.verdict.Reason),
+			fmt.Sprintf("%s requires %s of %s by %s for %s; whether it verifies could not be decided offline: %s",
+				ru.rule.named(), what, types.ShortDigest(digest), r.entry.Path, usesText(ru.uses), r.verdict.Reason),
 			code.Advice("", digest))
 	}
-	msg := fmt.Sprintf("%s%s requires a signature of %s by %s for %s; the signature is there, and cosign refuses it: %s",
-		ru.rule.named(), ru.overridden(), types.ShortDigest(digest), r.entry.Path, usesText(ru.uses), r.verdict.Reason)
-	return ru.act(types.NewFinding(types.SignatureRefused, digest, "", "%s", msg))
+	msg := fmt.Sprintf("%s%s requires %s of %s by %s for %s; %s is there, and cosign refuses it: %s",
+		ru.rule.named(), ru.overridden(), what, types.ShortDigest(digest), r.entry.Path, usesText(ru.uses), it, r.verdict.Reason)
+	return ru.act(types.NewFinding(refused, digest, "", "%s", msg))
 }

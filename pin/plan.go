@@ -314,7 +314,7 @@ func (pl *plan) walked(im *types.Image) {
 		pl.problems = append(pl.problems, string(f.Code)+": "+f.Message)
 		switch {
 		case f.Severity < types.SeverityCritical:
-		case f.Code == types.SignatureMissing || f.Code == types.SignedAttestationMissing || f.Code == types.SignatureRefused:
+		case f.Code == types.SignatureMissing || f.Code == types.SignedAttestationMissing || f.Code == types.SignatureRefused || f.Code == types.AttestationRefused:
 			pl.refused = append(pl.refused, string(f.Code)+": "+f.Message)
 		default:
 			treeBroken = true

@@ -83,6 +83,12 @@ const (
 	// log proof where the engine requires one): the pod is refused. An
 	// audit or warn policy lowers it to a warning.
 	SignatureRefused Code = "signature-refused"
+	// AttestationRefused: an attestation an enforcing policy requires is
+	// there, of its predicate type, and cosign refuses it with the
+	// attestor's keys (another key, a tampered envelope, an attestation of
+	// another digest, no log proof where the engine requires one): the
+	// pod is refused. An audit or warn policy lowers it to a warning.
+	AttestationRefused Code = "attestation-refused"
 	// SignatureUnverifiable: whether the signature verifies cannot be
 	// decided offline (a KMS key, keyless identities without a trust
 	// root, a log proof without a Rekor key): unknown, never ok.
@@ -202,6 +208,8 @@ var codes = map[Code]codeInfo{
 		description: "an attestation an enforcing admission policy requires is gone or not whole: the pod will be refused"},
 	SignatureRefused: {severity: SeverityCritical, advice: says("sign the running digest again (cosign sign --key) with the key the policy names, or fix the policy's key if it was rotated; cosign verify --key with the policy's key shows the same refusal"),
 		description: "the signature an enforcing admission policy requires is there, and cosign refuses it with the policy's keys: the pod will be refused"},
+	AttestationRefused: {severity: SeverityCritical, advice: says("attest the running digest again (cosign attest --key --type) with the key the policy's attestor names, or fix the attestor's key if it was rotated; cosign verify-attestation --key --type with that key shows the same refusal"),
+		description: "an attestation an enforcing admission policy requires is there, and cosign refuses it with the attestor's keys: the pod will be refused"},
 	SignatureUnverifiable: {severity: SeverityWarning, fault: true, advice: says("give the policy's public key inline (Kyverno keys.publicKeys, policy-controller key.data), or verify with cosign where the key or trust root is at hand"),
 		description: "whether the signature verifies with the policy's keys cannot be decided offline (a KMS or Secret key, keyless without a trust root, a log proof without a Rekor key)"},
 	ArtifactMissing: {severity: SeverityInfo, advice: says(""),

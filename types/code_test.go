@@ -35,6 +35,7 @@ func TestCodes(t *testing.T) {
 		SignedAttestationMissing: {SeverityCritical, false, false},
 		ArtifactMissing:          {SeverityInfo, false, false},
 		SignatureRefused:         {SeverityCritical, false, false},
+		AttestationRefused:       {SeverityCritical, false, false},
 		SignatureUnverifiable:    {SeverityWarning, true, false},
 		MirrorOnly:               {SeverityWarning, false, false},
 		MirrorLacks:              {SeverityInfo, false, false},

@@ -168,6 +168,39 @@ func (c *Cosign) VerifyAttestation(ctx context.Context, ref, typ string, f Forma
 	return c.verdict(c.run(ctx, append(append(args, registryFlags...), ref)...))
 }
 
+// TrustedRoot writes, with cosign trusted-root create, a trusted root
+// whose only transparency log has the public key file rekorPub (a key
+// the test makes): a log proof is checked against it, offline.
+func (c *Cosign) TrustedRoot(ctx context.Context, rekorPub string) (string, error) {
+	out := filepath.Join(c.dir, fmt.Sprintf("trusted-root-%d.json", time.Now().UnixNano()))
+	log := "url=https://rekor.invalid,public-key=" + rekorPub + ",start-time=2024-01-01T00:00:00Z"
+	if o, err := c.run(ctx, "trusted-root", "create", "--rekor", log, "--out", out); err != nil {
+		return "", fmt.Errorf("cosign trusted-root create: %w\n%s", err, o)
+	}
+	return out, nil
+}
+
+// VerifyKeyRoot runs cosign verify on ref with the public key file pub,
+// in format f, the log required and checked against the trusted root
+// file root, offline as VerifyKey is.
+func (c *Cosign) VerifyKeyRoot(ctx context.Context, ref, pub, root string, f Format) (bool, string, error) {
+	args := append([]string{"verify", "--key", pub, "--insecure-ignore-tlog=false", "--offline=true", "--trusted-root", root}, formatFlags(f)...)
+	env := []string{"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9"}
+	return c.verdict(c.runEnv(ctx, env, append(append(args, registryFlags...), ref)...))
+}
+
+// VerifyAttestationKey runs cosign verify-attestation on ref for
+// predicate type typ with the public key file pub, in format f, with the
+// engine's log flags, offline as VerifyKey is.
+func (c *Cosign) VerifyAttestationKey(ctx context.Context, ref, pub, typ string, f Format, ignoreTlog bool, rekorPub string) (bool, string, error) {
+	args := append([]string{"verify-attestation", "--key", pub, "--type", typ, fmt.Sprintf("--insecure-ignore-tlog=%v", ignoreTlog), "--offline=true"}, formatFlags(f)...)
+	env := []string{"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9"}
+	if rekorPub != "" {
+		env = append(env, "SIGSTORE_REKOR_PUBLIC_KEY="+rekorPub)
+	}
+	return c.verdict(c.runEnv(ctx, env, append(append(args, registryFlags...), ref)...))
+}
+
 // verdict reads a verify run: exit 0 passed, another exit status failed,
 // anything else is an error.
 func (c *Cosign) verdict(out string, err error) (bool, string, error) {

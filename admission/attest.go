@@ -1,0 +1,224 @@
+package admission
+
+import (
+	"cmp"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/sigstore/cosign/v3/pkg/cosign"
+	"github.com/sigstore/cosign/v3/pkg/oci"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/regcheck/regcheck/types"
+)
+
+// Attestation is one attestation a rule requires: its predicate type,
+// the attestor sets that must have signed it, and the conditions on its
+// content regcheck does not evaluate.
+type Attestation struct {
+	// PredicateType is the in-toto predicate type (a URI).
+	PredicateType string
+	// Sets are the attestor sets, every one of which must pass; none:
+	// presence alone is checked.
+	Sets []AttestorSet
+	// Conditions names the checks on the attestation's content the
+	// engine makes and regcheck does not (Kyverno conditions,
+	// policy-controller policy): "" when there are none.
+	Conditions string
+	// Path is where the attestation is in the policy.
+	Path string
+}
+
+// AttestationVerifier verifies the attestations of an image digest, of
+// one predicate type, in format f (legacy .att tags, or sigstore bundle
+// referrers), read in sigs, against one key entry, offline. A Verifier
+// that also implements it has a rule's attestations verified; one that
+// does not leaves them to the presence check.
+type AttestationVerifier interface {
+	VerifyAttestation(ctx context.Context, ref name.Digest, sigs name.Repository, e KeyEntry, f Format, predicateType string) Verdict
+}
+
+var _ AttestationVerifier = CosignVerifier{}
+
+// VerifyAttestation verifies ref's attestations of predicateType with
+// e's key, as cosign verify-attestation --key --type does: in bundles
+// (--new-bundle-format) or in the .att tag (cosign.VerifyImageAttestations,
+// the in-toto subject checked against the digest), then the predicate
+// type of those that verified.
+func (v CosignVerifier) VerifyAttestation(ctx context.Context, ref name.Digest, sigs name.Repository, e KeyEntry, f Format, predicateType string) Verdict {
+	if f == Bundle {
+		return v.verifyBundles(ctx, ref, sigs, e, func(p string) bool { return p == predicateType }, "attestation")
+	}
+	if e.Unverifiable != "" {
+		return Verdict{Outcome: Unverifiable, Reason: e.Unverifiable}
+	}
+	co, err := v.checkOpts(ctx, ref, sigs, e)
+	if err != nil {
+		return Verdict{Outcome: Unverifiable, Reason: err.Error()}
+	}
+	co.ClaimVerifier = cosign.IntotoSubjectClaimVerifier
+	found, _, err := cosign.VerifyImageAttestations(ctx, ref, co, nameOptions(ref)...)
+	if err != nil {
+		return verdictOfAttestation(err)
+	}
+	var seen []string
+	for _, att := range found {
+		pt, err := attestationPredicate(att)
+		if err != nil {
+			return Verdict{Outcome: Refused, Reason: err.Error()}
+		}
+		if pt != predicateType {
+			seen = append(seen, pt)
+			continue
+		}
+		if !e.Tlog {
+			return Verdict{Outcome: Verified}
+		}
+		return attestationTlog(att, e)
+	}
+	// cosign verify-attestation's own words for this.
+	return Verdict{Outcome: Refused, Reason: fmt.Sprintf("none of the attestations matched the predicate type: %s, found: %s", predicateType, strings.Join(seen, ","))}
+}
+
+// verdictOfAttestation reads cosign's error for attestations as
+// verdictOf does for signatures: ErrNoMatchingAttestations is a refusal.
+func verdictOfAttestation(err error) Verdict {
+	var none *cosign.ErrNoMatchingAttestations
+	if errors.As(err, &none) {
+		return Verdict{Outcome: Refused, Reason: err.Error()}
+	}
+	return verdictOf(err)
+}
+
+// attestationTlog is a legacy attestation's log proof where the engine
+// requires one, judged as VerifyLegacy judges a signature's: none carried
+// is a refusal; one carried is not checked offline yet.
+func attestationTlog(att oci.Signature, e KeyEntry) Verdict {
+	if b, err := att.Bundle(); err == nil && b != nil {
+		return Verdict{Outcome: Unverifiable, Reason: "the attestation carries a transparency-log proof (dev.sigstore.cosign/bundle), which regcheck does not check offline yet: the key verifies, the log proof is not checked"}
+	}
+	return Verdict{Outcome: Refused, Reason: fmt.Sprintf("the attestation verifies with the key at %s, but carries no transparency-log proof, which the policy requires (attested with --tlog-upload=false); set rekor.ignoreTlog: true if the log is not used, or attest again with the log", e.Path)}
+}
+
+// attestationPredicate is the predicate type of a legacy attestation's
+// in-toto statement (a DSSE envelope whose payload is base64).
+func attestationPredicate(att oci.Signature) (string, error) {
+	raw, err := att.Payload()
+	if err != nil {
+		return "", fmt.Errorf("reading the attestation: %w", err)
+	}
+	var env struct {
+		Payload string `json:"payload"`
+	}
+	if err := json.Unmarshal(raw, &env); err != nil {
+		return "", fmt.Errorf("the attestation is not a DSSE envelope: %w", err)
+	}
+	body, err := base64.StdEncoding.DecodeString(env.Payload)
+	if err != nil {
+		return "", fmt.Errorf("the attestation's DSSE payload is not base64: %w", err)
+	}
+	var st struct {
+		PredicateType string `json:"predicateType"`
+	}
+	if err := json.Unmarshal(body, &st); err != nil {
+		return "", fmt.Errorf("the attestation's payload is not an in-toto statement: %w", err)
+	}
+	return st.PredicateType, nil
+}
+
+// kyvernoAttestations reads a verifyImages entry's attestations[]: the
+// predicate type (type, or the older predicateType), its attestors (or,
+// where it names none, the rule's, as the older form verified
+// attestations with the rule's attestors), and whether it has
+// conditions. Each entry reads in its own repository, else the rule's.
+func kyvernoAttestations(vi map[string]any, rule []AttestorSet, repo string) []Attestation {
+	as, _, _ := unstructured.NestedSlice(vi, "attestations")
+	var out []Attestation
+	for i, raw := range as {
+		a, _ := raw.(map[string]any)
+		t, _, _ := unstructured.NestedString(a, "type")
+		if t == "" {
+			t, _, _ = unstructured.NestedString(a, "predicateType")
+		}
+		if t == "" {
+			continue
+		}
+		path := fmt.Sprintf("attestations[%d]", i)
+		at := Attestation{PredicateType: t, Path: path, Sets: rule}
+		if list, _, _ := unstructured.NestedSlice(a, "attestors"); len(list) > 0 {
+			at.Sets = attestorSets(list, path+".")
+		}
+		at.Sets = withRepository(at.Sets, repo)
+		if _, ok := a["conditions"]; ok {
+			at.Conditions = path + ".conditions (JMESPath)"
+		}
+		out = append(out, at)
+	}
+	return out
+}
+
+// authorityAttestations reads a ClusterImagePolicy authority's
+// attestations[]: each signed by the authority's key (its sets), with
+// its policy (CUE or Rego) unevaluated.
+func authorityAttestations(a map[string]any, sets []AttestorSet, repo string) []Attestation {
+	atts, _, _ := unstructured.NestedSlice(a, "attestations")
+	var out []Attestation
+	for i, raw := range atts {
+		at, _ := raw.(map[string]any)
+		t, _, _ := unstructured.NestedString(at, "predicateType")
+		if t == "" {
+			continue
+		}
+		path := fmt.Sprintf("attestations[%d]", i)
+		x := Attestation{PredicateType: t, Path: path, Sets: withRepository(sets, repo)}
+		if _, ok := at["policy"]; ok {
+			kind, _, _ := unstructured.NestedString(at, "policy", "type")
+			x.Conditions = fmt.Sprintf("%s.policy (%s)", path, cmp.Or(kind, "a policy"))
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+// withRepository is sets with repo as the repository of each entry that
+// names none.
+func withRepository(sets []AttestorSet, repo string) []AttestorSet {
+	out := slices.Clone(sets)
+	for i := range out {
+		out[i].Entries = slices.Clone(out[i].Entries)
+		for j := range out[i].Entries {
+			if out[i].Entries[j].Repository == "" {
+				out[i].Entries[j].Repository = repo
+			}
+		}
+	}
+	return out
+}
+
+// attestationResult verifies one attestation a rule requires against its
+// sets: as a signature's sets are verified, then, when it verifies and
+// the engine checks its content too, unverifiable: the conditions are
+// not evaluated, never ok by silence.
+func (c *Checker) attestationResult(ctx context.Context, ref name.Digest, f Format, a Attestation) altResult {
+	r := c.alternative(ctx, ref, a.Sets, check{format: f, predicate: a.PredicateType, attestation: true})
+	r.attestation, r.predicate = true, a.PredicateType
+	if r.outcome == Verified && a.Conditions != "" {
+		r.outcome, r.conditions = Unverifiable, a.Conditions
+	}
+	return r
+}
+
+// conditionsFinding says that an attestation verifies and that what the
+// engine checks of its content is not evaluated: unknown, never ok.
+func (ru *ruleUses) conditionsFinding(r altResult, digest string) types.Finding {
+	return types.NewAdvisedFinding(types.SignatureUnverifiable, digest, "",
+		fmt.Sprintf("%s requires an attestation of predicate type %s of %s for %s; it verifies with the attestor's key, and its conditions (%s) are not evaluated by regcheck: whether the engine admits the pod is not known",
+			ru.rule.named(), r.predicate, types.ShortDigest(digest), usesText(ru.uses), r.conditions),
+		"check the attestation's conditions with the engine itself (kyverno test, or cosign verify-attestation --policy for a CUE or Rego policy)")
+}

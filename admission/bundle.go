@@ -1,0 +1,238 @@
+package admission
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/sigstore/cosign/v3/pkg/cosign"
+	"github.com/sigstore/cosign/v3/pkg/oci/static"
+	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
+	sgbundle "github.com/sigstore/sigstore-go/pkg/bundle"
+	"github.com/sigstore/sigstore-go/pkg/verify"
+
+	"github.com/regcheck/regcheck/artifacts"
+)
+
+// cosignSignPredicate is the in-toto predicate type of the statement
+// cosign v3 signs an image with in the bundle format: a signature, not an
+// attestation (the artifacts package reads bundles the same way).
+const cosignSignPredicate = "https://sigstore.dev/cosign/sign/v1"
+
+// BundleVerifier verifies the sigstore bundle signatures of an image
+// digest (cosign v3's format: OCI 1.1 referrers of the digest), read in
+// sigs, against one key entry, offline. A Verifier that also implements
+// it has a rule's bundles verified; one that does not leaves them to the
+// presence check.
+type BundleVerifier interface {
+	VerifyBundle(ctx context.Context, ref name.Digest, sigs name.Repository, e KeyEntry) Verdict
+}
+
+var _ BundleVerifier = CosignVerifier{}
+
+// VerifyBundle verifies ref's signature bundles with e's key, as cosign
+// verify --new-bundle-format does (pkg/cosign GetBundles, then
+// VerifyNewBundle on each with the digest as the artifact), the log
+// ignored first (the key decides), then, where the engine requires a log
+// proof, holding the bundle that verified to bundleTlog. Bundles that
+// carry an attestation rather than a signature are not signatures here,
+// as the artifacts finder reads them.
+func (v CosignVerifier) VerifyBundle(ctx context.Context, ref name.Digest, sigs name.Repository, e KeyEntry) Verdict {
+	return v.verifyBundles(ctx, ref, sigs, e, func(predicate string) bool {
+		return predicate == "" || predicate == cosignSignPredicate
+	}, "signature")
+}
+
+// verifyBundles verifies the bundles of ref whose in-toto predicate type
+// wants accepts ("" for a message signature), with e's key: Verified
+// when one verifies (and its log proof passes where the engine requires
+// one), Refused with cosign's text when every one is refused.
+func (v CosignVerifier) verifyBundles(ctx context.Context, ref name.Digest, sigs name.Repository, e KeyEntry, wants func(string) bool, what string) Verdict {
+	if e.Unverifiable != "" {
+		return Verdict{Outcome: Unverifiable, Reason: e.Unverifiable}
+	}
+	co, err := v.checkOpts(ctx, ref, sigs, e)
+	if err != nil {
+		return Verdict{Outcome: Unverifiable, Reason: err.Error()}
+	}
+	co.NewBundleFormat = true
+	co.ClaimVerifier = cosign.IntotoSubjectClaimVerifier
+	bundles, h, err := cosign.GetBundles(ctx, ref, co.RegistryClientOpts, nameOptions(ref)...)
+	if err != nil {
+		// GetBundles passes over a referrer it cannot read (a fault as
+		// well as a garbled bundle): after the finder found the bundle,
+		// "none" is no refusal.
+		return Verdict{Outcome: Unverifiable, Fault: true, Reason: "reading the bundles: " + err.Error()}
+	}
+	digest, err := hex.DecodeString(h.Hex)
+	if err != nil {
+		return Verdict{Outcome: Unverifiable, Reason: fmt.Sprintf("the digest %s: %v", h, err)}
+	}
+	policy := verify.WithArtifactDigest(h.Algorithm, digest)
+	var errs []error
+	var seen []string
+	for _, b := range bundles {
+		pt, err := bundlePredicate(b)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !wants(pt) {
+			seen = append(seen, pt)
+			continue
+		}
+		if err := verifyOneBundle(ctx, co, policy, b, *h); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !e.Tlog {
+			return Verdict{Outcome: Verified}
+		}
+		return v.bundleTlog(ctx, b, e)
+	}
+	if len(errs) == 0 {
+		return Verdict{Outcome: Refused, Reason: fmt.Sprintf("no %s bundle of the digest is there (bundles of predicate types %v are)", what, seen)}
+	}
+	return Verdict{Outcome: Refused, Reason: "no matching bundles: " + errors.Join(errs...).Error()}
+}
+
+// verifyOneBundle is cosign's check of one bundle
+// (verifyImageAttestationsSigstoreBundle): the signature with the key and
+// the artifact digest, then the in-toto statement's subject against it.
+func verifyOneBundle(ctx context.Context, co *cosign.CheckOpts, policy verify.ArtifactPolicyOption, b *sgbundle.Bundle, h v1.Hash) error {
+	if _, err := cosign.VerifyNewBundle(ctx, co, policy, b); err != nil {
+		return err
+	}
+	env, ok := b.Content.(*protobundle.Bundle_DsseEnvelope)
+	if !ok {
+		return nil // a message signature: the digest is what was signed
+	}
+	body, err := json.Marshal(env.DsseEnvelope)
+	if err != nil {
+		return fmt.Errorf("reading the bundle's DSSE envelope: %w", err)
+	}
+	att, err := static.NewAttestation(body)
+	if err != nil {
+		return fmt.Errorf("reading the bundle's DSSE envelope: %w", err)
+	}
+	return co.ClaimVerifier(att, h, co.Annotations)
+}
+
+// bundlePredicate is the in-toto predicate type of a bundle's DSSE
+// statement, "" for a message signature.
+func bundlePredicate(b *sgbundle.Bundle) (string, error) {
+	env, ok := b.Content.(*protobundle.Bundle_DsseEnvelope)
+	if !ok || env.DsseEnvelope == nil {
+		return "", nil
+	}
+	var st struct {
+		PredicateType string `json:"predicateType"`
+	}
+	if err := json.Unmarshal(env.DsseEnvelope.GetPayload(), &st); err != nil {
+		return "", fmt.Errorf("the bundle's DSSE payload is not an in-toto statement: %w", err)
+	}
+	return st.PredicateType, nil
+}
+
+// bundleTlog decides the transparency-log proof of a bundle that verified
+// with the key, where the engine requires one: none carried is a refusal
+// (signed with --tlog-upload=false); one carried cannot be checked
+// offline without a Rekor key or trust root: unverifiable.
+//
+// This is the one place a bundle's log proof is judged: the Rekor key /
+// --trusted-root check of the legacy SETs (verify.go) is to fill it.
+func (v CosignVerifier) bundleTlog(_ context.Context, b *sgbundle.Bundle, e KeyEntry) Verdict {
+	entries, err := b.TlogEntries()
+	if err != nil {
+		return Verdict{Outcome: Unverifiable, Reason: "reading the bundle's transparency-log entries: " + err.Error()}
+	}
+	if len(entries) == 0 {
+		return Verdict{Outcome: Refused, Reason: fmt.Sprintf("the bundle verifies with the key at %s, but carries no transparency-log entry, which the policy requires (signed with --tlog-upload=false); set rekor.ignoreTlog: true (policy-controller: no ctlog) if the log is not used, or sign again with the log", e.Path)}
+	}
+	return Verdict{Outcome: Unverifiable, Reason: "the bundle carries a transparency-log entry, which regcheck does not check offline yet: the key verifies, the log proof is not checked"}
+}
+
+// nameOptions are the name options a reference to ref's repository
+// needs: plain HTTP where the registry client reaches it so.
+func nameOptions(ref name.Digest) []name.Option {
+	if ref.Context().Registry.Scheme() == "http" {
+		return []name.Option{name.Insecure}
+	}
+	return nil
+}
+
+// verifyWith runs the verification what asks for with the Checker's
+// Verifier: the legacy signature, the bundle signature (BundleVerifier),
+// or an attestation (AttestationVerifier).
+func (c *Checker) verifyWith(ctx context.Context, ref name.Digest, sigs name.Repository, e KeyEntry, what check) Verdict {
+	switch {
+	case what.attestation:
+		return c.Verifier.(AttestationVerifier).VerifyAttestation(ctx, ref, sigs, e, what.format, what.predicate)
+	case what.format == Bundle:
+		return c.Verifier.(BundleVerifier).VerifyBundle(ctx, ref, sigs, e)
+	}
+	return c.Verifier.VerifyLegacy(ctx, ref, sigs, e)
+}
+
+// verifies reports whether the Checker's Verifier verifies what: a
+// Verifier that does not implement the bundle or attestation check leaves
+// it to the presence check.
+func (c *Checker) verifies(what check) bool {
+	switch {
+	case what.attestation:
+		_, ok := c.Verifier.(AttestationVerifier)
+		return ok
+	case what.format == Bundle:
+		_, ok := c.Verifier.(BundleVerifier)
+		return ok
+	}
+	return true
+}
+
+// needsResult verifies one alternative: its signature, where it names
+// keys, and each attestation that names attestors. All must pass: a
+// refusal of any is the alternative's refusal; else an undecided one
+// leaves it unverifiable. What names no keys was met by presence.
+func (c *Checker) needsResult(ctx context.Context, ref name.Digest, n Needs) altResult {
+	out := altResult{outcome: Verified}
+	sig := check{format: n.Format}
+	if n.Signature && len(n.Sets) > 0 && c.verifies(sig) {
+		out = c.alternative(ctx, ref, n.Sets, sig)
+	}
+	for _, a := range n.Attestations {
+		if out.outcome == Refused {
+			break
+		}
+		if len(a.Sets) == 0 || !c.verifies(check{format: n.Format, attestation: true}) {
+			continue
+		}
+		if r := c.attestationResult(ctx, ref, n.Format, a); r.outcome != Verified && (out.outcome == Verified || r.outcome == Refused) {
+			out = r
+		}
+	}
+	return out
+}
+
+// invisibleText says, of an artifact the engine's format does not find,
+// that one is there in the other format, which the engine does not read
+// (a v3 bundle under Kyverno type: Cosign or policy-controller's default
+// legacy format; a .sig under type: SigstoreBundle), and what to do.
+func invisibleText(l lack) string {
+	if l.format == AnyFormat {
+		return ""
+	}
+	for _, a := range l.set.Match(artifacts.Query{Kind: l.kind, PredicateType: l.predicate}) {
+		if !a.Whole || inFormat(a.Layout, l.format) {
+			continue
+		}
+		if l.format == Legacy {
+			return fmt.Sprintf("; a sigstore bundle (%s) is there, which this rule does not read (it reads the legacy .sig/.att tags): set Kyverno type: SigstoreBundle (policy-controller signatureFormat: bundle), or sign again with --new-bundle-format=false", a.Ref)
+		}
+		return fmt.Sprintf("; a legacy %s is there, which this rule does not read (it reads sigstore bundles): set Kyverno type: Cosign (policy-controller signatureFormat: legacy), or sign again with --new-bundle-format", a.Ref)
+	}
+	return ""
+}

@@ -1,0 +1,231 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/regcheck/regcheck/internal/testing/cosign"
+	"github.com/regcheck/regcheck/internal/testing/registry"
+	"github.com/regcheck/regcheck/types"
+)
+
+// kyvernoBundlePolicy is a Kyverno Enforce ClusterPolicy on HOST/REPO*
+// of type TYPE (Cosign, SigstoreBundle); BODY is its attestors or
+// attestations block.
+const kyvernoBundlePolicy = `apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: require-signed
+spec:
+  rules:
+    - name: verify-signature
+      match:
+        any:
+          - resources:
+              kinds: [Pod]
+      verifyImages:
+        - imageReferences: ["HOST/REPO*"]
+          failureAction: Enforce
+          type: TYPE
+BODY`
+
+// kyvernoAttestorsBlock is a rule's attestors: one entry, the key PUB;
+// REKOR is its rekor block or "".
+const kyvernoAttestorsBlock = `          attestors:
+            - entries:
+                - keys:
+                    publicKeys: "PUB"
+REKOR`
+
+// kyvernoAttestationsBlock requires a SLSA v0.2 provenance attestation
+// signed by PUB, the log ignored.
+const kyvernoAttestationsBlock = `          attestations:
+            - type: https://slsa.dev/provenance/v0.2
+              attestors:
+                - entries:
+                    - keys:
+                        publicKeys: "PUB"
+                        rekor: {ignoreTlog: true}
+`
+
+// conditionsBlock is a condition on the attestation's predicate.
+const conditionsBlock = `              conditions:
+                - all:
+                    - key: "{{ builder.id }}"
+                      operator: Equals
+                      value: https://example.com/builder
+`
+
+// cipBundlePolicy is a policy-controller ClusterImagePolicy on HOST/REPO*
+// with one key authority (no ctlog: the log is ignored) in FORMAT, with
+// ATTESTATIONS ("" for none: a signature is required).
+const cipBundlePolicy = `apiVersion: policy.sigstore.dev/v1beta1
+kind: ClusterImagePolicy
+metadata:
+  name: signed-by-key
+spec:
+  images:
+    - glob: "HOST/REPO*"
+  authorities:
+    - key:
+        data: "PUB"
+      signatureFormat: FORMAT
+ATTESTATIONS---
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: default
+  labels:
+    policy.sigstore.dev/include: "true"
+`
+
+const cipAttestations = `      attestations:
+        - name: provenance
+          predicateType: https://slsa.dev/provenance/v0.2
+`
+
+// bundleCase is one fixture: the image, the policy regcheck reads, the
+// cosign run that is its ground truth, and what both must say.
+type bundleCase struct {
+	name     string
+	im       admImage
+	policy   string
+	cosign   func(ref string) (bool, string, error)
+	want     types.Verdict
+	code     types.Code
+	says     string // in the finding's message
+	cosignOK bool
+}
+
+// TestVerifyBundle holds regcheck's verdict on v3 sigstore bundles and on
+// attestations (legacy .att and bundle) to cosign verify /
+// verify-attestation v3.1.3 run with the engine's flags on the same
+// fixture: Kyverno type: SigstoreBundle and policy-controller
+// signatureFormat: bundle read bundles (--new-bundle-format), Kyverno
+// type: Cosign reads the legacy tags only (--new-bundle-format=false);
+// the log is ignored where the policy ignores it (--insecure-ignore-tlog).
+// Verified = ok and exit 0; refused = broken and exit non-zero.
+func TestVerifyBundle(t *testing.T) {
+	ctx := context.Background()
+	a, b := newCosign(t), newCosign(t)
+	r := startEmpty(t, registry.V3)
+	host := r.Host()
+	rekor := rekorKey(t)
+	kyverno := func(repo, typ, body string, c *cosign.Cosign) string {
+		p := strings.Replace(kyvernoBundlePolicy, "BODY", body, 1)
+		return strings.NewReplacer("HOST", host, "REPO", repo, "TYPE", typ, "PUB", pubYAML(t, c)).Replace(p)
+	}
+	attestors := func(rekor string) string { return strings.Replace(kyvernoAttestorsBlock, "REKOR", rekor, 1) }
+	ignore := "                    rekor: {ignoreTlog: true}\n"
+	cip := func(repo, format, atts string, c *cosign.Cosign) string {
+		return strings.NewReplacer("HOST", host, "REPO", repo, "FORMAT", format, "ATTESTATIONS", atts, "PUB", pubYAML(t, c)).Replace(cipBundlePolicy)
+	}
+	verify := func(f cosign.Format, ignoreTlog bool) func(string) (bool, string, error) {
+		return func(ref string) (bool, string, error) { return a.VerifyKey(ctx, ref, a.Pub, f, ignoreTlog, rekor) }
+	}
+	root, err := a.TrustedRoot(ctx, rekor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	verifyRoot := func(ref string) (bool, string, error) { return a.VerifyKeyRoot(ctx, ref, a.Pub, root, cosign.Bundle) }
+	verifyAtt := func(f cosign.Format) func(string) (bool, string, error) {
+		return func(ref string) (bool, string, error) {
+			return a.VerifyAttestationKey(ctx, ref, a.Pub, "slsaprovenance", f, true, rekor)
+		}
+	}
+	attest := func(c *cosign.Cosign, repo string, f cosign.Format) admImage {
+		ref := host + "/" + repo + ":v1"
+		d := pushSingle(t, ref, "attest "+repo)
+		if err := c.Attest(ctx, host+"/"+repo+"@"+d, "slsaprovenance", slsaPredicate, f); err != nil {
+			t.Fatal(err)
+		}
+		return admImage{ref: ref, digest: d}
+	}
+	cases := []bundleCase{
+		{name: "good v3 bundle, Kyverno SigstoreBundle ignoreTlog", im: pushAndSignBundle(t, a, host, "bgood"),
+			policy: kyverno("bgood", "SigstoreBundle", attestors(ignore), a), cosign: verify(cosign.Bundle, true), want: types.OK, cosignOK: true},
+		{name: "good v3 bundle, policy-controller signatureFormat bundle", im: pushAndSignBundle(t, a, host, "bgoodcip"),
+			policy: cip("bgoodcip", "bundle", "", a), cosign: verify(cosign.Bundle, true), want: types.OK, cosignOK: true},
+		{name: "v3 bundle, the wrong key", im: pushAndSignBundle(t, b, host, "bwrong"),
+			policy: kyverno("bwrong", "SigstoreBundle", attestors(ignore), a), cosign: verify(cosign.Bundle, true),
+			want: types.Broken, code: types.SignatureRefused, says: "attestors[0].entries[0].keys.publicKeys"},
+		{name: "v3 bundle, policy-controller, the wrong key", im: pushAndSignBundle(t, b, host, "bwrongcip"),
+			policy: cip("bwrongcip", "bundle", "", a), cosign: verify(cosign.Bundle, true),
+			want: types.Broken, code: types.SignatureRefused, says: "signed-by-key"},
+		// The log required: cosign checks a bundle's log proof against a
+		// trusted root only (one naming the test's Rekor key).
+		{name: "v3 bundle, no log entry under Kyverno's default", im: pushAndSignBundle(t, a, host, "bnotlog"),
+			policy: kyverno("bnotlog", "SigstoreBundle", attestors(""), a), cosign: verifyRoot,
+			want: types.Broken, code: types.SignatureRefused, says: "no transparency-log entry"},
+		{name: "v3 bundle under Kyverno type Cosign: invisible", im: pushAndSignBundle(t, a, host, "binvisible"),
+			policy: kyverno("binvisible", "Cosign", attestors(ignore), a), cosign: verify(cosign.Legacy, true),
+			want: types.Broken, code: types.SignatureMissing, says: "sigstore bundle"},
+		{name: "legacy attestation missing", im: pushAndSign(t, a, host, "amissing"),
+			policy: kyverno("amissing", "Cosign", kyvernoAttestationsBlock, a), cosign: verifyAtt(cosign.Legacy),
+			want: types.Broken, code: types.SignedAttestationMissing},
+		{name: "legacy attestation, good", im: attest(a, "agood", cosign.Legacy),
+			policy: kyverno("agood", "Cosign", kyvernoAttestationsBlock, a), cosign: verifyAtt(cosign.Legacy), want: types.OK, cosignOK: true},
+		// cosign verifies the signature only: the conditions are the
+		// engine's, which regcheck does not evaluate: unknown, not ok.
+		{name: "legacy attestation with conditions", im: attest(a, "acond", cosign.Legacy),
+			policy: kyverno("acond", "Cosign", kyvernoAttestationsBlock+conditionsBlock, a), cosign: verifyAtt(cosign.Legacy),
+			want: types.Unknown, code: types.SignatureUnverifiable, says: "attestations[0].conditions (JMESPath)", cosignOK: true},
+		{name: "legacy attestation, the wrong key", im: attest(b, "awrong", cosign.Legacy),
+			policy: kyverno("awrong", "Cosign", kyvernoAttestationsBlock, a), cosign: verifyAtt(cosign.Legacy),
+			want: types.Broken, code: types.AttestationRefused, says: "attestations[0].attestors[0].entries[0].keys.publicKeys"},
+		{name: "legacy attestation, policy-controller, the wrong key", im: attest(b, "awrongcip", cosign.Legacy),
+			policy: cip("awrongcip", "legacy", cipAttestations, a), cosign: verifyAtt(cosign.Legacy),
+			want: types.Broken, code: types.AttestationRefused, says: "signed-by-key"},
+		{name: "bundle attestation missing", im: pushAndSignBundle(t, a, host, "bamissing"),
+			policy: kyverno("bamissing", "SigstoreBundle", kyvernoAttestationsBlock, a), cosign: verifyAtt(cosign.Bundle),
+			want: types.Broken, code: types.SignedAttestationMissing},
+		{name: "bundle attestation, good", im: attest(a, "bagood", cosign.Bundle),
+			policy: kyverno("bagood", "SigstoreBundle", kyvernoAttestationsBlock, a), cosign: verifyAtt(cosign.Bundle), want: types.OK, cosignOK: true},
+		{name: "bundle attestation, the wrong key", im: attest(b, "bawrong", cosign.Bundle),
+			policy: kyverno("bawrong", "SigstoreBundle", kyvernoAttestationsBlock, a), cosign: verifyAtt(cosign.Bundle),
+			want: types.Broken, code: types.AttestationRefused, says: "cosign refuses it"},
+		{name: "bundle attestation, policy-controller, good", im: attest(a, "bagoodcip", cosign.Bundle),
+			policy: cip("bagoodcip", "bundle", cipAttestations, a), cosign: verifyAtt(cosign.Bundle), want: types.OK, cosignOK: true},
+	}
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) { checkBundleCase(t, host, tt) })
+	}
+}
+
+// checkBundleCase scans the case's image under its policy, runs its
+// cosign, and holds both to the case.
+func checkBundleCase(t *testing.T, host string, tt bundleCase) {
+	t.Helper()
+	repo := strings.SplitN(strings.TrimPrefix(tt.im.ref, host+"/"), ":", 2)[0]
+	got := scanWithPolicy(t, tt.im.ref, tt.policy)
+	ok, out, err := tt.cosign(host + "/" + repo + "@" + tt.im.digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("regcheck %s %v; cosign passed=%v: %s", got.Verdict, codesOf(got), ok, lastLines(out, 1))
+	if ok != tt.cosignOK {
+		t.Fatalf("cosign passed=%v, want %v (the fixture is not what the case says):\n%s", ok, tt.cosignOK, lastLines(out, 5))
+	}
+	if got.Verdict != tt.want || (tt.code != "" && findingOf(got, tt.code) == nil) {
+		t.Fatalf("regcheck: verdict %s, want %s with %s; cosign passed=%v:\n%+v\ncosign: %s", got.Verdict, tt.want, tt.code, ok, got.Findings, lastLines(out, 3))
+	}
+	if tt.code == "" {
+		return
+	}
+	f := findingOf(got, tt.code)
+	if !strings.Contains(f.Message, tt.says) || !strings.Contains(f.Message, "require-signed") && !strings.Contains(f.Message, "signed-by-key") {
+		t.Errorf("the finding does not name the policy and %q: %s", tt.says, f.Message)
+	}
+}
+
+// codesOf lists an image's finding codes.
+func codesOf(im *types.Image) []types.Code {
+	var out []types.Code
+	for _, f := range im.Findings {
+		out = append(out, f.Code)
+	}
+	return out
+}
