@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Builds the real registry, etcd and kube-apiserver binaries that the demo and
 # the integration tests run, and the crane that make bench runs beside
-# regcheck, into a cache folder outside the clone keyed by version. A binary
+# regcheck, and the helm and kustomize CLIs the oracle test holds regcheck's
+# inventory to, into a cache folder outside the clone keyed by version. A binary
 # already there is not rebuilt: cold, all of them take about 20 minutes on 2
 # cores; warm, this script takes well under a second.
 #
-# usage: hack/build-bins.sh [registry|cluster|s3|metrics|containerd|crane|cosign|crio|bench|all]   (default: all)
+# usage: hack/build-bins.sh [registry|cluster|s3|metrics|containerd|crane|cosign|crio|helm|kustomize|bench|all]   (default: all)
 #   registry  the two registries (all make demo needs)
 #   cluster   etcd and kube-apiserver
 #   s3        the S3 server (gofakes3) the s3-backed registry tests store into
@@ -15,6 +16,8 @@
 #   cosign    sigstore's cosign, which the artifact tests sign, attest and verify with
 #   crio      crio-registries (tools/crio-registries): containers/image's sysregistriesv2,
 #             which CRI-O reads registries.conf with, for the pull path's differential test
+#   helm      the Helm v3 CLI, the ground truth the oracle test holds chart inventories to
+#   kustomize the kustomize v5 CLI, the ground truth for kustomize trees (its api is regcheck's)
 #   bench     what make bench runs: the registries, etcd and kube-apiserver, crane
 set -euo pipefail
 
@@ -29,6 +32,8 @@ CONTAINERD_VERSION=v2.4.2
 CRANE_VERSION=v0.22.1 # github.com/google/go-containerregistry, as regcheck's go.mod requires it
 COSIGN_VERSION=v3.1.3 # github.com/sigstore/cosign/v3, the newest v3 the proxy served
 CRIO_IMAGE_VERSION=v5.42.1 # go.podman.io/image/v5, pinned in tools/crio-registries/go.mod
+HELM_VERSION=v3.21.4 # helm.sh/helm/v3, the CLI (regcheck links Helm v4's engine)
+KUSTOMIZE_VERSION=v5.8.2 # sigs.k8s.io/kustomize/kustomize/v5, whose api v0.21.2 regcheck's go.mod has
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 bin=${REGCHECK_BIN:-${XDG_CACHE_HOME:-$HOME/.cache}/regcheck/bin}
@@ -104,6 +109,24 @@ cosign() {
 # library is already compiled, 6.5 min with an empty build cache on 2 busy
 # cores.
 crioregistries() { (cd "$top/tools/crio-registries" && CGO_ENABLED=0 go build -mod=readonly -trimpath -tags containers_image_openpgp,exclude_graphdriver_btrfs -ldflags="-s -w" -o "$out" .); }
+# Helm v3's go.mod has no replace or exclude directives: go install builds
+# the CLI as released.
+helm() {
+	local gobin
+	gobin=$(mktemp -d)
+	GOBIN=$gobin CGO_ENABLED=0 GOFLAGS=-trimpath go install -ldflags="-s -w" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+	mv "$gobin/helm" "$out"
+	rmdir "$gobin"
+}
+# kustomize v5.8.2's go.mod has no replace directives either: go install
+# builds the CLI as released, on the kustomize api regcheck links.
+kustomize() {
+	local gobin
+	gobin=$(mktemp -d)
+	GOBIN=$gobin CGO_ENABLED=0 GOFLAGS=-trimpath go install -ldflags="-s -w" "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION"
+	mv "$gobin/kustomize" "$out"
+	rmdir "$gobin"
+}
 apiserver() { (cd "$top/tools/kube-apiserver" && go build -mod=readonly -trimpath -ldflags="-s -w" -o "$out" k8s.io/kubernetes/cmd/kube-apiserver); }
 
 what=${1:-all}
@@ -135,8 +158,14 @@ cosign|all)
 	;;&
 crio|all)
 	build "crio-registries-$CRIO_IMAGE_VERSION" crioregistries
+	;;&
+helm|all)
+	build "helm-$HELM_VERSION" helm
+	;;&
+kustomize|all)
+	build "kustomize-$KUSTOMIZE_VERSION" kustomize
 	;;
-registry|cluster|s3|metrics|containerd|crane|cosign|bench) ;;
-*) echo "usage: $0 [registry|cluster|s3|metrics|containerd|crane|cosign|crio|bench|all]" >&2; exit 2 ;;
+registry|cluster|s3|metrics|containerd|crane|cosign|crio|helm|kustomize|bench) ;;
+*) echo "usage: $0 [registry|cluster|s3|metrics|containerd|crane|cosign|crio|helm|kustomize|bench|all]" >&2; exit 2 ;;
 esac
 echo "$bin"

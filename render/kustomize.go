@@ -423,7 +423,9 @@ func (g *kgraph) filesystems(files map[string][]byte, dirs []string, mk *markers
 }
 
 // markLiterals returns a manifest's bytes with each container image's (and
-// image volume reference's) tag replaced by a marker (its name kept, so that images entries match it as
+// image volume reference's, and each image field's of the custom kinds
+// yamlfile knows: a Tekton step's, an Argo template's, CloudNativePG's
+// imageName) tag replaced by a marker (its name kept, so that images entries match it as
 // before), or data as it is when it holds none.
 func markLiterals(path string, data []byte, mk *markers, items *[]markItem) []byte {
 	switch strings.ToLower(filepath.Ext(path)) {
@@ -448,9 +450,7 @@ func markLiterals(path string, data []byte, mk *markers, items *[]markItem) []by
 	}
 	n := 0
 	for _, s := range sites {
-		switch s.Field {
-		case "containers", "initContainers", "ephemeralContainers", yamlfile.FieldImageVolumes:
-		default:
+		if !markedField(s.Field) {
 			continue
 		}
 		v := byPos[[2]int{s.Value.Line, s.Value.Column}]
@@ -467,6 +467,22 @@ func markLiterals(path string, data []byte, mk *markers, items *[]markItem) []by
 		return data
 	}
 	return out
+}
+
+// markedField reports whether markLiterals marks the images of a
+// yamlfile.Image Field: a pod spec's, and a custom kind's image field
+// (Tekton's steps, sidecars, stepTemplate; Argo's container, script;
+// imageName, package, image; Strimzi's kafka, zookeeper, cruiseControl,
+// topicOperator, userOperator); not a GitOps object's Helm values, which
+// are no image field of the object.
+func markedField(field string) bool {
+	switch field {
+	case "containers", "initContainers", "ephemeralContainers", yamlfile.FieldImageVolumes,
+		"steps", "sidecars", "stepTemplate", "container", "script", "imageName", "package", "image",
+		"kafka", "zookeeper", "cruiseControl", "topicOperator", "userOperator":
+		return true
+	}
+	return false
 }
 
 // encodeDocs writes documents as one stream.

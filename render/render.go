@@ -315,12 +315,35 @@ func Images(root string, opts ...Option) ([]yamlfile.Image, []error) {
 	// a Pipeline may pass a value to a Task of another file.
 	imgs, notes := yamlfile.ResolveParams(imgs, params)
 	errs = append(errs, notes...)
+	kparams := t.kustomizedParams()
 	for _, a := range slices.Concat(t.Apps, t.GitOps) {
+		var found []yamlfile.Image
 		for _, u := range a.Uses {
-			imgs = append(imgs, u.Image)
+			found = append(found, u.Image)
 		}
+		if a.Kind == Kustomize && len(kparams) > 0 {
+			found, notes = yamlfile.ResolveParams(found, kparams)
+			errs = append(errs, notes...)
+		}
+		imgs = append(imgs, found...)
 	}
 	return imgs, errs
+}
+
+// kustomizedParams are the files the kustomizations read that may hold
+// Tekton or Argo Workflows objects: kustomize passes their parameters
+// through as written, so each image a kustomization renders from such a
+// file (a use at the line of its literal) is filled in from these files
+// as a Plain file's is from the Plain files.
+func (t *Tree) kustomizedParams() []yamlfile.Source {
+	var out []yamlfile.Source
+	for _, p := range t.kfiles {
+		abs, err := filepath.Abs(p)
+		if data, ok := t.files[abs]; err == nil && ok && yamlfile.MayHoldParams(data) {
+			out = append(out, yamlfile.Source{Name: p, Data: data})
+		}
+	}
+	return out
 }
 
 // discover finds the kustomization folders and the chart folders under

@@ -30,6 +30,9 @@ var imageFields = map[groupKind][]string{
 	{"argoproj.io", "WorkflowTemplate"}:        argoTemplates("spec"),
 	{"argoproj.io", "ClusterWorkflowTemplate"}: argoTemplates("spec"),
 	{"argoproj.io", "CronWorkflow"}:            argoTemplates("spec.workflowSpec"),
+	// An executor plugin's sidecar, which runs beside every workflow pod
+	// (argo-workflows.readthedocs.io/en/latest/executor_plugins/).
+	{"argoproj.io", "ExecutorPlugin"}: {"spec.sidecar.container.image"},
 	// CloudNativePG: the cluster's PostgreSQL image, and the catalogs
 	// clusters pick it from.
 	{"postgresql.cnpg.io", "Cluster"}:             {"spec.imageName"},

@@ -33,6 +33,7 @@ func TestParseCustomKinds(t *testing.T) {
 			`98:14 Cluster db/pg  imageName "ghcr.io/cloudnative-pg/postgresql:16.4" policy=IfNotPresent`,
 			`112:10 Prometheus /k8s  image "quay.io/prometheus/prometheus:v2.55.0"`,
 			`121:12 Provider /aws  package "xpkg.upbound.io/upbound/provider-aws-s3:v1.1.0"`,
+			`136:14 ExecutorPlugin /hello  container "registry.example.com/wf/hello-plugin:1"`,
 		}, nil},
 		{"gitops.yaml", []string{
 			`15:12 HelmRelease apps/podinfo image spec.values "ghcr.io/stefanprodan/podinfo:6.7.0"`,

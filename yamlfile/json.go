@@ -2,13 +2,14 @@ package yamlfile
 
 import "encoding/json"
 
-// notObjects reports whether data, which the YAML parser refused, is JSON
-// that holds no Kubernetes object nor compose project (a Grafana
-// dashboard, a package.json beside the manifests). JSON is YAML only
+// notObjects reports whether data is JSON that holds no Kubernetes object
+// nor compose project (a Grafana dashboard, a package.json beside the
+// manifests). Such a file is skipped with a notice, whether the YAML
+// parser refused it or not (a .json file it reads): JSON is YAML only
 // nearly: "\/" and a surrogate pair in "\u…" escapes, and a key longer
-// than 1024 characters, are valid JSON the YAML parser refuses. Such a
-// file is skipped with a notice, not an input that could not be read.
-// JSON that does hold an object stays an error: its images would be lost.
+// than 1024 characters, are valid JSON the YAML parser refuses. Refused
+// JSON that does hold an object stays an error: its images would be
+// lost.
 func notObjects(data []byte) bool {
 	var v any
 	if !json.Valid(data) || json.Unmarshal(data, &v) != nil {

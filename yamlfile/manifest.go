@@ -140,6 +140,11 @@ func read(name string, data []byte) (sites []Site, notes []error, charts []Chart
 		}
 		return nil, nil, nil, parseErrorAt(name, data, err)
 	}
+	if strings.EqualFold(filepath.Ext(name), ".json") && notObjects(data) {
+		// JSON the YAML parser reads too (most Grafana dashboards): the
+		// same notice as for the JSON it refuses.
+		return nil, nil, nil, &SkipError{File: name, Reason: "JSON that holds no Kubernetes object"}
+	}
 	if template && hasComplexKey(docs) {
 		return nil, nil, nil, &SkipError{File: name, Reason: "Helm template"}
 	}

@@ -133,6 +133,9 @@ func TestParseErrors(t *testing.T) {
 		{"list.json", `{"items": [{"apiVersion": "v1", "x": "\/"}]}`, false, "list.json:1:"},
 		{"compose.json", `{"services": {"a": {"image": "\/"}}}`, false, "compose.json:1:"},
 		{"not-json.json", `{"a": "\/"`, false, "not-json.json:"},
+		// JSON the YAML parser reads: a dashboard is skipped all the same.
+		{"dashboard-yaml.json", `{"title": "Requests", "panels": [{"targets": [{"expr": "sum(rate(x[5m]))", "legendFormat": "{{path}}"}]}]}`, true, "dashboard-yaml.json: skipped: JSON that holds no Kubernetes object"},
+		{"empty.json", `[]`, true, "empty.json: skipped: JSON that holds no"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
