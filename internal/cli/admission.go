@@ -61,6 +61,10 @@ func clusterPolicies(ctx context.Context, kt *kubeTarget, logger *slog.Logger) (
 	if err != nil {
 		return nil, nil, err
 	}
+	// The keys the policies keep in Secrets: a GET on each one named.
+	if err := (admission.SecretReader{Client: kt.client}).ReadSecrets(ctx, ps); err != nil {
+		return nil, nil, err
+	}
 	return ps, policyProblems(problems, logger), nil
 }
 
@@ -161,6 +165,11 @@ func pinAdmission(ctx context.Context, f *pinFlags, kt *kubeTarget, s *scan.Scan
 	}
 	ps, problems := filePolicies(paths, logger)
 	if kt != nil {
+		// The pinned files' policies are the cluster's to be: their
+		// Secret keys are read there too.
+		if err := (admission.SecretReader{Client: kt.client}).ReadSecrets(ctx, ps); err != nil {
+			return nil, nil, err
+		}
 		cps, cproblems, err := clusterPolicies(ctx, kt, logger)
 		if err != nil {
 			return nil, nil, err
