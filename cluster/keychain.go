@@ -270,6 +270,20 @@ func (r *reader) keychain(ctx context.Context, k credentials) (authn.Keychain, [
 //
 // It needs get on secrets and serviceaccounts (deploy/rbac-pull-secrets.yaml).
 func CheckWithPullSecrets(ctx context.Context, c kubernetes.Interface, inv *inventory.Inventory, opts ...scan.Option) (*types.Result, error) {
+	return CheckWithPullSecretsThen(ctx, c, inv, nil, opts...)
+}
+
+// Then is more work on one credentials group's result, with the Scanner
+// that walked it (the group's pull secrets asked first): the image
+// policies, whose signatures are read with the same credentials.
+type Then func(ctx context.Context, s *scan.Scanner, res *types.Result) error
+
+// CheckWithPullSecretsThen is CheckWithPullSecrets, applying then (when
+// not nil) to each walked group's result with the group's Scanner, before
+// the groups are merged: its fault findings, as the walk's, name the
+// credentials that met them. A group whose credentials cannot be used is
+// not walked, and then is not applied to it. then's error is returned.
+func CheckWithPullSecretsThen(ctx context.Context, c kubernetes.Interface, inv *inventory.Inventory, then Then, opts ...scan.Option) (*types.Result, error) {
 	rd := newReader(c)
 	groups := map[credentials]*inventory.Inventory{}
 	var order []credentials
@@ -311,6 +325,11 @@ func CheckWithPullSecrets(ctx context.Context, c kubernetes.Interface, inv *inve
 			res, err = Check(ctx, s, groups[k])
 			if err != nil {
 				return nil, err
+			}
+			if then != nil {
+				if err := then(ctx, s, res); err != nil {
+					return nil, err
+				}
 			}
 		}
 		if merged.Started.IsZero() {
