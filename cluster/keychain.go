@@ -332,41 +332,47 @@ func CheckWithPullSecretsThen(ctx context.Context, c kubernetes.Interface, inv *
 				}
 			}
 		}
-		if merged.Started.IsZero() {
-			merged.Started = res.Started
-		}
-		merged.Duration += res.Duration
-		merged.Reasked += res.Reasked
-		merged.Recovered += res.Recovered
-		merged.Requests = append(merged.Requests, res.Requests...)
-		for _, im := range res.Images {
-			for i, f := range im.Findings {
-				if f.Code.Fault() {
-					im.Findings[i].Message = fmt.Sprintf("with the pull credentials of %s: %s", k, f.Message)
-				}
-			}
-			prev, ok := byRef[im.Reference]
-			if !ok {
-				byRef[im.Reference] = im
-				merged.Images = append(merged.Images, im)
-				continue
-			}
-			prev.Uses = append(prev.Uses, im.Uses...)
-			if prev.Digest == "" {
-				prev.Digest, prev.MediaType = im.Digest, im.MediaType
-			}
-			for _, f := range im.Findings {
-				if !slices.Contains(prev.Findings, f) {
-					prev.Findings = append(prev.Findings, f)
-				}
-			}
-		}
+		mergeGroup(merged, byRef, k, res)
 	}
 	for _, im := range merged.Images {
 		im.UpdateVerdict()
 	}
 	merged.Requests = types.SumRequests(merged.Requests)
 	return merged, nil
+}
+
+// mergeGroup adds the result of group k to merged, per reference
+// (byRef): a fault finding names k's credentials, which met it.
+func mergeGroup(merged *types.Result, byRef map[string]*types.Image, k credentials, res *types.Result) {
+	if merged.Started.IsZero() {
+		merged.Started = res.Started
+	}
+	merged.Duration += res.Duration
+	merged.Reasked += res.Reasked
+	merged.Recovered += res.Recovered
+	merged.Requests = append(merged.Requests, res.Requests...)
+	for _, im := range res.Images {
+		for i, f := range im.Findings {
+			if f.Code.Fault() {
+				im.Findings[i].Message = fmt.Sprintf("with the pull credentials of %s: %s", k, f.Message)
+			}
+		}
+		prev, ok := byRef[im.Reference]
+		if !ok {
+			byRef[im.Reference] = im
+			merged.Images = append(merged.Images, im)
+			continue
+		}
+		prev.Uses = append(prev.Uses, im.Uses...)
+		if prev.Digest == "" {
+			prev.Digest, prev.MediaType = im.Digest, im.MediaType
+		}
+		for _, f := range im.Findings {
+			if !slices.Contains(prev.Findings, f) {
+				prev.Findings = append(prev.Findings, f)
+			}
+		}
+	}
 }
 
 // unchecked is the result of a group whose credentials cannot be used: no
