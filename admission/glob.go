@@ -138,13 +138,15 @@ func globMatch(glob, name string) bool {
 }
 
 // globMatches reports whether any of globs matches ref as
-// policy-controller reads them.
+// policy-controller reads them: on ref.Name() alone
+// (imageref.PolicyControllerName; pkg/webhook/validator.go calls
+// GetMatchingPolicies(ref.Name(), ...)), so an image with a tag and a
+// digest is matched on repository@digest, never on its tag.
 func globMatches(globs []string, ref imageref.Ref) bool {
-	for _, n := range ref.PolicyControllerNames() {
-		for _, g := range globs {
-			if globMatch(g, n) {
-				return true
-			}
+	n := ref.PolicyControllerName()
+	for _, g := range globs {
+		if globMatch(g, n) {
+			return true
 		}
 	}
 	return false

@@ -24,6 +24,9 @@ type KeyEntry struct {
 	// Repository is where this entry's signatures are read when not
 	// beside the image ("" is the image's own repository).
 	Repository string
+	// Secret, when set, is the Kubernetes Secret the engine reads the
+	// key from (secretkeys.go): unverifiable until SecretReader reads it.
+	Secret *SecretKey
 }
 
 // AttestorSet is a set of entries of which Count must accept the
@@ -46,7 +49,11 @@ func kyvernoAttestors(vi map[string]any) []AttestorSet {
 	sets := attestorSets(atts, "")
 	if key, ok, _ := unstructured.NestedString(vi, "key"); ok && len(atts) == 0 {
 		// The deprecated single key: one set of one entry, the log required.
-		sets = append(sets, AttestorSet{Entries: pemEntries(key, true, "key", "a KMS or Secret key")})
+		if sk, ok := k8sSecretRef(key); ok {
+			sets = append(sets, AttestorSet{Entries: []KeyEntry{secretEntry(sk, true, "key")}})
+		} else {
+			sets = append(sets, AttestorSet{Entries: pemEntries(key, true, "key", "a KMS or Secret key")})
+		}
 	}
 	return sets
 }
@@ -90,9 +97,19 @@ func kyvernoEntry(e map[string]any, path string) []KeyEntry {
 	}
 	ignore, _, _ := unstructured.NestedBool(keys, "rekor", "ignoreTlog")
 	if pub, _, _ := unstructured.NestedString(keys, "publicKeys"); pub != "" {
-		return pemEntries(pub, !ignore, path+".keys.publicKeys", "a KMS URI or a k8s:// Secret reference")
+		if sk, ok := k8sSecretRef(pub); ok {
+			return []KeyEntry{secretEntry(sk, !ignore, path+".keys.publicKeys")}
+		}
+		return pemEntries(pub, !ignore, path+".keys.publicKeys", "a KMS URI")
 	}
-	what := "a Secret key (keys.secret)"
+	// keys.secret: Kyverno hands cosign k8s://namespace/name
+	// (pkg/engine/internal/imageverifier.go), which reads cosign.pub.
+	ns, _, _ := unstructured.NestedString(keys, "secret", "namespace")
+	if name, _, _ := unstructured.NestedString(keys, "secret", "name"); name != "" && ns != "" {
+		sk := SecretKey{Namespace: ns, Name: name, DataKey: cosignPubKey, Inline: "keys.publicKeys"}
+		return []KeyEntry{secretEntry(sk, !ignore, path+".keys.secret")}
+	}
+	what := "a Secret key (keys.secret) without a name and namespace"
 	if _, kms := keys["kms"]; kms {
 		what = "a KMS key (keys.kms)"
 	}
@@ -140,7 +157,13 @@ func authorityAttestors(a map[string]any) []AttestorSet {
 		if data, _, _ := unstructured.NestedString(key, "data"); data != "" {
 			return []AttestorSet{{Entries: pemEntries(data, ctlog, "key.data", "a KMS or Secret key")}}
 		}
-		what := "a Secret key (key.secretRef)"
+		if name, _, _ := unstructured.NestedString(key, "secretRef", "name"); name != "" {
+			// Read in policy-controller's own namespace, whatever
+			// secretRef.namespace says (inlineAndTrackSecret).
+			sk := SecretKey{Name: name, Inline: "key.data"}
+			return []AttestorSet{{Entries: []KeyEntry{secretEntry(sk, ctlog, "key.secretRef")}}}
+		}
+		what := "a Secret key (key.secretRef) without a name"
 		if _, kms := key["kms"]; kms {
 			what = "a KMS key (key.kms)"
 		}

@@ -130,7 +130,7 @@ func TestVerifyFindings(t *testing.T) {
 		{"kyverno, two keys in one publicKeys, all required", kyvernoPolicy("Enforce", 0, keyEntry(b+a, ignoreTlog)), types.Broken, "signature-refused/critical", "", "false false"},
 		{"kyverno, a KMS key: unknown", kyvernoPolicy("Enforce", 0, "                - keys:\n                    kms: gcpkms://projects/p/keys/k\n"), types.Unknown,
 			"signature-unverifiable/warning", "a KMS key (keys.kms) cannot be read offline", ""},
-		{"kyverno, a k8s:// Secret: unknown", kyvernoPolicy("Enforce", 0, keyEntry("k8s://ns/cosign", "")), types.Unknown, "signature-unverifiable/warning", "is not a PEM public key", ""},
+		{"kyverno, a k8s:// Secret not read: unknown", kyvernoPolicy("Enforce", 0, keyEntry("k8s://ns/cosign", "")), types.Unknown, "signature-unverifiable/warning", "the key is kept in Secret ns/cosign (cosign.pub), which is read only with the cluster's policies", ""},
 		{"kyverno, keyless: unknown", kyvernoPolicy("Enforce", 0, "                - keyless:\n                    subject: a@example.com\n"), types.Unknown, "signature-unverifiable/warning", "keyless", ""},
 		{"kyverno, count 1, a KMS key and a refused key: unknown", kyvernoPolicy("Enforce", 1, keyEntry(b, ignoreTlog), "                - keys:\n                    kms: awskms:///k\n"),
 			types.Unknown, "signature-unverifiable/warning", "", "false"},

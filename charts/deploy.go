@@ -41,6 +41,9 @@ var deployFiles = []deployFile{
 	{path: "rbac.yaml", templates: []string{"templates/namespace.yaml", "templates/rbac.yaml"}},
 	{path: "cronjob.yaml", templates: []string{"templates/cronjob.yaml"}},
 	{path: "rbac-pull-secrets.yaml", templates: []string{"templates/rbac-pull-secrets.yaml"}, more: map[string]any{"pullSecrets": map[string]any{"enabled": true}}},
+	// An example: the names are the cluster's own (policyKeySecrets).
+	{path: "rbac-policy-keys.yaml", templates: []string{"templates/rbac-policy-keys.yaml"}, more: map[string]any{"policyKeySecrets": []any{
+		map[string]any{"namespace": "cosign-system", "name": "cosign-key"}, map[string]any{"namespace": "kyverno", "name": "cosign-public-key"}}}},
 	{path: "watch/rbac.yaml", templates: []string{"templates/watch/rbac.yaml"}},
 	{path: "watch/deployment.yaml", templates: []string{"templates/watch/deployment.yaml"}},
 	{path: "watch/service.yaml", templates: []string{"templates/watch/service.yaml"}},

@@ -270,6 +270,20 @@ func (r *reader) keychain(ctx context.Context, k credentials) (authn.Keychain, [
 //
 // It needs get on secrets and serviceaccounts (deploy/rbac-pull-secrets.yaml).
 func CheckWithPullSecrets(ctx context.Context, c kubernetes.Interface, inv *inventory.Inventory, opts ...scan.Option) (*types.Result, error) {
+	return CheckWithPullSecretsThen(ctx, c, inv, nil, opts...)
+}
+
+// Then is more work on one credentials group's result, with the Scanner
+// that walked it (the group's pull secrets asked first): the image
+// policies, whose signatures are read with the same credentials.
+type Then func(ctx context.Context, s *scan.Scanner, res *types.Result) error
+
+// CheckWithPullSecretsThen is CheckWithPullSecrets, applying then (when
+// not nil) to each walked group's result with the group's Scanner, before
+// the groups are merged: its fault findings, as the walk's, name the
+// credentials that met them. A group whose credentials cannot be used is
+// not walked, and then is not applied to it. then's error is returned.
+func CheckWithPullSecretsThen(ctx context.Context, c kubernetes.Interface, inv *inventory.Inventory, then Then, opts ...scan.Option) (*types.Result, error) {
 	rd := newReader(c)
 	groups := map[credentials]*inventory.Inventory{}
 	var order []credentials
@@ -312,48 +326,59 @@ func CheckWithPullSecrets(ctx context.Context, c kubernetes.Interface, inv *inve
 			if err != nil {
 				return nil, err
 			}
-		}
-		if merged.Started.IsZero() {
-			merged.Started = res.Started
-		}
-		merged.Duration += res.Duration
-		merged.Reasked += res.Reasked
-		merged.Recovered += res.Recovered
-		merged.Requests = append(merged.Requests, res.Requests...)
-		for r, v := range res.Running {
-			if merged.Running == nil {
-				merged.Running = map[string]types.Verdict{}
-			}
-			merged.Running[r] = v
-		}
-		for _, im := range res.Images {
-			for i, f := range im.Findings {
-				if f.Code.Fault() {
-					im.Findings[i].Message = fmt.Sprintf("with the pull credentials of %s: %s", k, f.Message)
-				}
-			}
-			prev, ok := byRef[im.Reference]
-			if !ok {
-				byRef[im.Reference] = im
-				merged.Images = append(merged.Images, im)
-				continue
-			}
-			prev.Uses = append(prev.Uses, im.Uses...)
-			if prev.Digest == "" {
-				prev.Digest, prev.MediaType = im.Digest, im.MediaType
-			}
-			for _, f := range im.Findings {
-				if !slices.Contains(prev.Findings, f) {
-					prev.Findings = append(prev.Findings, f)
+			if then != nil {
+				if err := then(ctx, s, res); err != nil {
+					return nil, err
 				}
 			}
 		}
+		mergeGroup(merged, byRef, k, res)
 	}
 	for _, im := range merged.Images {
 		im.UpdateVerdict()
 	}
 	merged.Requests = types.SumRequests(merged.Requests)
 	return merged, nil
+}
+
+// mergeGroup adds the result of group k to merged, per reference
+// (byRef): a fault finding names k's credentials, which met it.
+func mergeGroup(merged *types.Result, byRef map[string]*types.Image, k credentials, res *types.Result) {
+	if merged.Started.IsZero() {
+		merged.Started = res.Started
+	}
+	merged.Duration += res.Duration
+	merged.Reasked += res.Reasked
+	merged.Recovered += res.Recovered
+	merged.Requests = append(merged.Requests, res.Requests...)
+	for r, v := range res.Running {
+		if merged.Running == nil {
+			merged.Running = map[string]types.Verdict{}
+		}
+		merged.Running[r] = v
+	}
+	for _, im := range res.Images {
+		for i, f := range im.Findings {
+			if f.Code.Fault() {
+				im.Findings[i].Message = fmt.Sprintf("with the pull credentials of %s: %s", k, f.Message)
+			}
+		}
+		prev, ok := byRef[im.Reference]
+		if !ok {
+			byRef[im.Reference] = im
+			merged.Images = append(merged.Images, im)
+			continue
+		}
+		prev.Uses = append(prev.Uses, im.Uses...)
+		if prev.Digest == "" {
+			prev.Digest, prev.MediaType = im.Digest, im.MediaType
+		}
+		for _, f := range im.Findings {
+			if !slices.Contains(prev.Findings, f) {
+				prev.Findings = append(prev.Findings, f)
+			}
+		}
+	}
 }
 
 // unchecked is the result of a group whose credentials cannot be used: no

@@ -228,21 +228,31 @@ func (k *walker) walk(ctx context.Context, inv *inventory.Inventory, prevs map[s
 // check walks inv's images with s, or with the pods' pull secrets
 // (PullSecrets), then applies Admission.
 func (k *walker) check(ctx context.Context, s *scan.Scanner, inv *inventory.Inventory) (*types.Result, error) {
+	var admit cluster.Then
+	var unread []types.InputError
+	if a := k.w.cfg.Admission; a != nil {
+		var err error
+		if admit, unread, err = a(ctx); err != nil {
+			return nil, fmt.Errorf("applying the image policies: %w", err)
+		}
+	}
 	var res *types.Result
 	var err error
 	if k.w.cfg.PullSecrets {
-		res, err = cluster.CheckWithPullSecrets(ctx, k.w.cfg.Client, inv, k.w.cfg.ScanOptions...)
-	} else {
-		res, err = cluster.Check(ctx, s, inv)
+		res, err = cluster.CheckWithPullSecretsThen(ctx, k.w.cfg.Client, inv, admit, k.w.cfg.ScanOptions...)
+		if err != nil && admit != nil && ctx.Err() == nil {
+			// It fails otherwise only when ctx ends.
+			err = fmt.Errorf("applying the image policies: %w", err)
+		}
+	} else if res, err = cluster.Check(ctx, s, inv); err == nil && admit != nil {
+		if err = admit(ctx, s, res); err != nil {
+			err = fmt.Errorf("applying the image policies: %w", err)
+		}
 	}
 	if err != nil {
 		return nil, err
 	}
-	if a := k.w.cfg.Admission; a != nil {
-		if err := a(ctx, s, res); err != nil {
-			return nil, fmt.Errorf("applying the image policies: %w", err)
-		}
-	}
+	res.InputErrors = append(res.InputErrors, unread...)
 	return res, nil
 }
 

@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/regcheck/regcheck/cluster"
 	"github.com/regcheck/regcheck/imageref"
 	"github.com/regcheck/regcheck/internal/testing/fixture"
 	"github.com/regcheck/regcheck/internal/testing/logbuf"
@@ -434,7 +435,8 @@ func TestWalkAppliesAdmission(t *testing.T) {
 	c := fake.NewClientset(bare("web", image, d1))
 	logs := &logbuf.Buffer{}
 	w, err := New(Config{Client: c, Cluster: "prod", Store: &record.File{Path: filepath.Join(t.TempDir(), "history.json")},
-		FlushInterval: 20 * time.Millisecond, Interval: time.Hour, Debounce: 50 * time.Millisecond, Admission: admit,
+		FlushInterval: 20 * time.Millisecond, Interval: time.Hour, Debounce: 50 * time.Millisecond,
+		Admission:   func(context.Context) (cluster.Then, []types.InputError, error) { return admit, nil, nil },
 		Logger:      slog.New(slog.NewTextHandler(logs, nil)),
 		ScanOptions: []scan.Option{scan.WithInsecureRegistries(host), scan.WithTransport(http.DefaultTransport)}})
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/regcheck/regcheck/cluster"
 	"github.com/regcheck/regcheck/inventory"
 	"github.com/regcheck/regcheck/pullpath"
 	"github.com/regcheck/regcheck/record"
@@ -53,11 +54,16 @@ type Config struct {
 	// Client needs get on secrets and serviceaccounts), as scan --cluster
 	// --pull-secrets does.
 	PullSecrets bool
-	// Admission, when set, is applied to each walk's result, with the
-	// walk's Scanner (the cluster's image policies, as scan --cluster
-	// applies them); an error fails the walk, whose references are then
+	// Admission, when set, is asked at each walk for the check to apply
+	// (the cluster's image policies, read again each time, as scan
+	// --cluster applies them; nil applies none) and the input errors
+	// the walk's result carries (policies that could not be read): the
+	// check is applied to the walk's result with the walk's Scanner, or
+	// with PullSecrets to each credentials group's result with the
+	// group's Scanner, so that signatures are read with the pods' pull
+	// secrets too. An error fails the walk, whose references are then
 	// walked again.
-	Admission func(ctx context.Context, s *scan.Scanner, res *types.Result) error
+	Admission func(ctx context.Context) (cluster.Then, []types.InputError, error)
 	// Leader, when set, makes the watcher write only while it holds the
 	// lease; nil means it always writes.
 	Leader *LeaderConfig

@@ -13,6 +13,7 @@ import (
 
 	"github.com/regcheck/regcheck/admission"
 	"github.com/regcheck/regcheck/artifacts"
+	"github.com/regcheck/regcheck/cluster"
 	"github.com/regcheck/regcheck/results/pinresult"
 	"github.com/regcheck/regcheck/scan"
 	"github.com/regcheck/regcheck/types"
@@ -61,6 +62,10 @@ func clusterPolicies(ctx context.Context, kt *kubeTarget, logger *slog.Logger) (
 	if err != nil {
 		return nil, nil, err
 	}
+	// The keys the policies keep in Secrets: a GET on each one named.
+	if err := (admission.SecretReader{Client: kt.client}).ReadSecrets(ctx, ps); err != nil {
+		return nil, nil, err
+	}
 	return ps, policyProblems(problems, logger), nil
 }
 
@@ -94,22 +99,36 @@ func policyProblems(problems []admission.Problem, logger *slog.Logger) []types.I
 }
 
 // clusterAdmission applies the cluster's image policies to res, unless
-// --policies=false. A cluster with no policy of either engine costs no
-// request: artifacts are looked for only when a rule was read, or when
-// --policies was given.
+// --policies=false, with the run's Scanner.
 func (r *scanRun) clusterAdmission(ctx context.Context, kt *kubeTarget, res *types.Result) error {
-	if !r.f.policies.enabled {
-		return nil
-	}
-	ps, problems, err := clusterPolicies(ctx, kt, r.g.logger)
+	check, problems, err := r.clusterPolicyCheck(ctx, kt)
 	if err != nil {
 		return err
 	}
 	res.InputErrors = append(res.InputErrors, problems...)
-	if len(ps.Rules) == 0 && !r.f.policies.changed() {
+	if check == nil {
 		return nil
 	}
-	return applyPolicies(ctx, r.scanner, ps, res, r.g.logger)
+	return check(ctx, r.scanner, res)
+}
+
+// clusterPolicyCheck reads the cluster's image policies: the check to
+// apply to each result walked (nil with --policies=false), and the
+// policies that could not be read. A cluster with no policy of either
+// engine costs no request: the check is nil unless --policies was given.
+func (r *scanRun) clusterPolicyCheck(ctx context.Context, kt *kubeTarget) (cluster.Then, []types.InputError, error) {
+	if !r.f.policies.enabled {
+		return nil, nil, nil
+	}
+	ps, problems, err := clusterPolicies(ctx, kt, r.g.logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(ps.Rules) == 0 && !r.f.policies.changed() {
+		return nil, problems, nil
+	}
+	r.g.logger.Info("image policies read", "rules", len(ps.Rules))
+	return policyCheck(ps), problems, nil
 }
 
 // fileAdmission applies the image policies among the -f files to res,
@@ -135,13 +154,27 @@ func (r *scanRun) fileAdmission(ctx context.Context, res *types.Result) error {
 // applyPolicies adds what the policies say to each image of res, looking
 // for artifacts through s, and logs how many rules were applied.
 func applyPolicies(ctx context.Context, s *scan.Scanner, ps *admission.Policies, res *types.Result, logger *slog.Logger) error {
-	c := &admission.Checker{Policies: ps, Finder: artifacts.NewFinder(s), Parse: s.Parse, Verifier: admission.CosignVerifier{}}
-	if err := c.Apply(ctx, res); err != nil {
+	if err := policyCheck(ps)(ctx, s, res); err != nil {
 		return err
 	}
-	res.Requests = s.Requests()
 	logger.Info("image policies applied", "rules", len(ps.Rules))
 	return nil
+}
+
+// policyCheck applies ps to a result with the Scanner that walked it: its
+// artifacts are looked for, and their signatures verified, with that
+// Scanner's credentials (with --pull-secrets, the pods' pull secrets
+// first, as for the walk).
+func policyCheck(ps *admission.Policies) cluster.Then {
+	return func(ctx context.Context, s *scan.Scanner, res *types.Result) error {
+		c := &admission.Checker{Policies: ps, Finder: artifacts.NewFinder(s), Parse: s.Parse,
+			Verifier: admission.CosignVerifier{Keychain: s.Keychain()}}
+		if err := c.Apply(ctx, res); err != nil {
+			return err
+		}
+		res.Requests = s.Requests()
+		return nil
+	}
 }
 
 // pinAdmission is the admission check pin applies to each digest before
@@ -161,6 +194,11 @@ func pinAdmission(ctx context.Context, f *pinFlags, kt *kubeTarget, s *scan.Scan
 	}
 	ps, problems := filePolicies(paths, logger)
 	if kt != nil {
+		// The pinned files' policies are the cluster's to be: their
+		// Secret keys are read there too.
+		if err := (admission.SecretReader{Client: kt.client}).ReadSecrets(ctx, ps); err != nil {
+			return nil, nil, err
+		}
 		cps, cproblems, err := clusterPolicies(ctx, kt, logger)
 		if err != nil {
 			return nil, nil, err
@@ -173,7 +211,7 @@ func pinAdmission(ctx context.Context, f *pinFlags, kt *kubeTarget, s *scan.Scan
 	if len(ps.Rules) == 0 {
 		return nil, unread, nil
 	}
-	c := &admission.Checker{Policies: ps, Finder: artifacts.NewFinder(s), Parse: s.Parse, Verifier: admission.CosignVerifier{}}
+	c := &admission.Checker{Policies: ps, Finder: artifacts.NewFinder(s), Parse: s.Parse, Verifier: admission.CosignVerifier{Keychain: s.Keychain()}}
 	return c.Apply, unread, nil
 }
 

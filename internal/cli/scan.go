@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/regcheck/regcheck/cluster"
+	"github.com/regcheck/regcheck/inventory"
 	"github.com/regcheck/regcheck/report"
 	"github.com/regcheck/regcheck/scan"
 	"github.com/spf13/cobra"
@@ -208,17 +209,30 @@ func (r *scanRun) cluster(ctx context.Context) error {
 	}
 	var res *types.Result
 	if r.f.pullSecrets {
-		res, err = cluster.CheckWithPullSecrets(ctx, kt.client, inv, r.opts...)
-	} else {
-		res, err = cluster.Check(ctx, r.scanner, inv)
+		res, err = r.pullSecretsCheck(ctx, kt, inv)
+	} else if res, err = cluster.Check(ctx, r.scanner, inv); err == nil {
+		err = r.clusterAdmission(ctx, kt, res)
 	}
 	if err != nil {
 		return &exitError{code: ExitIncomplete, err: err}
 	}
-	if err := r.clusterAdmission(ctx, kt, res); err != nil {
-		return &exitError{code: ExitIncomplete, err: err}
-	}
 	return r.finish(res)
+}
+
+// pullSecretsCheck walks inv with each pod's pull secrets and applies the
+// cluster's image policies to each credentials group with its own
+// Scanner: the signatures are read with the credentials the images are.
+func (r *scanRun) pullSecretsCheck(ctx context.Context, kt *kubeTarget, inv *inventory.Inventory) (*types.Result, error) {
+	check, problems, err := r.clusterPolicyCheck(ctx, kt)
+	if err != nil {
+		return nil, err
+	}
+	res, err := cluster.CheckWithPullSecretsThen(ctx, kt.client, inv, check, r.opts...)
+	if err != nil {
+		return nil, err
+	}
+	res.InputErrors = append(res.InputErrors, problems...)
+	return res, nil
 }
 
 // clusterPullPath walks the images through the cluster's OpenShift mirror

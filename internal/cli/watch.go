@@ -20,9 +20,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
+	"github.com/regcheck/regcheck/cluster"
 	"github.com/regcheck/regcheck/pullpath"
 	"github.com/regcheck/regcheck/record"
-	"github.com/regcheck/regcheck/scan"
 	"github.com/regcheck/regcheck/types"
 	"github.com/regcheck/regcheck/watch"
 )
@@ -186,23 +186,20 @@ func runWatch(cmd *cobra.Command, g *globals, f *watchFlags) error {
 	return nil
 }
 
-// admission applies the cluster's image policies to each walk's result
-// as scan --cluster does (read again at each walk, so that a policy added
-// applies at the next), unless --policies=false: nil then.
-func (f *watchFlags) admission(kt *kubeTarget, logger *slog.Logger) func(context.Context, *scan.Scanner, *types.Result) error {
+// admission reads the cluster's image policies at each walk, as scan
+// --cluster does (so that a policy added applies at the next walk): the
+// check applied to its results, and the policies that could not be read;
+// nil with --policies=false.
+func (f *watchFlags) admission(kt *kubeTarget, logger *slog.Logger) func(context.Context) (cluster.Then, []types.InputError, error) {
 	if !f.policies.enabled {
 		return nil
 	}
-	return func(ctx context.Context, s *scan.Scanner, res *types.Result) error {
+	return func(ctx context.Context) (cluster.Then, []types.InputError, error) {
 		ps, problems, err := clusterPolicies(ctx, kt, logger)
-		if err != nil {
-			return err
+		if err != nil || len(ps.Rules) == 0 && !f.policies.changed() {
+			return nil, problems, err
 		}
-		res.InputErrors = append(res.InputErrors, problems...)
-		if len(ps.Rules) == 0 && !f.policies.changed() {
-			return nil
-		}
-		return applyPolicies(ctx, s, ps, res, logger)
+		return policyCheck(ps), problems, nil
 	}
 }
 
