@@ -178,7 +178,12 @@ func (t *Tree) valuesFrom(cs yamlfile.ChartSource, objs []object) ([]source, boo
 			all = all && v.Optional
 			continue
 		}
-		out = append(out, source{file: ob.file, data: laidOutBlock(ob.data, val)})
+		if val.Style&yaml.LiteralStyle == 0 {
+			out = append(out, source{file: ob.file, data: []byte(val.Value),
+				why: fmt.Sprintf("set in ConfigMap %s's %s, not a literal block (key: |): pin it by hand", ob.name, v.Key)})
+		} else {
+			out = append(out, t.block(ob.file, laidOutBlock(ob.data, val)))
+		}
 		if abs, err := filepath.Abs(ob.file); err == nil {
 			t.files[abs] = ob.data
 		}

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -55,6 +56,7 @@ func (t *Tree) gitopsChart(o *options, p string, data []byte, cs yamlfile.ChartS
 		return
 	}
 	dir := t.dirOf(p, cs.Path, isChart)
+	why := ""
 	switch {
 	case dir == "" && cs.Path != "":
 		t.unrendered(cs, fmt.Sprintf("%s of %s %s is not in this tree (a source outside it is not fetched)", cs.Path, cmpOr(cs.Source.Kind, "its source"), cs.Source.Name))
@@ -63,18 +65,19 @@ func (t *Tree) gitopsChart(o *options, p string, data []byte, cs yamlfile.ChartS
 		if dir = t.remoteChart(o, cs, objs); dir == "" {
 			return
 		}
+		why = fmt.Sprintf("set in the default values of chart %s, fetched (not in this tree): set it in %s %s's values to pin it", cmpOr(cs.Chart, filepath.Base(dir)), cs.Kind, objectName(cs))
 	case dir == "":
 		return
 	}
 	extra, all := t.valuesFrom(cs, objs)
 	for _, v := range cs.Values {
-		extra = append(extra, source{file: p, data: v})
+		extra = append(extra, t.block(p, v))
 	}
 	if abs, err := filepath.Abs(p); err == nil {
 		t.files[abs] = data
 	}
 	n := len(t.GitOps)
-	t.chart(dir, o, &t.GitOps, extra)
+	t.chart(dir, o, &t.GitOps, extra, why)
 	if len(t.GitOps) == n {
 		return // not rendered: its errors say why, and the values are read as written
 	}
@@ -86,6 +89,37 @@ func (t *Tree) gitopsChart(o *options, p string, data []byte, cs yamlfile.ChartS
 		t.Errs = append(t.Errs, &Error{File: p, Line: cs.Notice.Line, Notice: true,
 			Msg: cs.Kind + " " + objectName(cs) + ": " + cs.Unrendered + " not applied to the chart rendered (" + display(t.Root, dir) + ")"})
 	}
+}
+
+// block is the values document data written in file p (a GitOps object's
+// values, a ConfigMap's literal block), laid out on its lines there, as a
+// source of a chart's render: kept for pin (see Values).
+func (t *Tree) block(p string, data []byte) source {
+	s := source{file: p, data: data, block: bytes.Count(data, []byte("\n")) - bytes.Count(bytes.TrimLeft(data, "\n"), []byte("\n")) + 1}
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return source{file: p, data: data, why: "values not edited: " + err.Error()}
+	}
+	if t.blocks == nil {
+		t.blocks = map[string]map[int][]byte{}
+	}
+	if t.blocks[abs] == nil {
+		t.blocks[abs] = map[int][]byte{}
+	}
+	t.blocks[abs][s.block] = data
+	return s
+}
+
+// Values is the values document that starts at line block of file (an
+// Edit's File and Block), as a GitOps chart was rendered with it: laid
+// out on the lines it has in file, blank lines before it. Nil when no
+// render read one there.
+func (t *Tree) Values(file string, block int) []byte {
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return nil
+	}
+	return t.blocks[abs][block]
 }
 
 // findGitOpsFiles sets t.GitOpsFiles: the files kustomizations render

@@ -33,12 +33,22 @@ type chartDir struct {
 	errs       []error  // the last run's: templates whose output is not YAML
 	missing    []string // dependencies left out (see dependencies), stubbed
 	apps       *[]*App  // where its App goes: Tree.Apps, or Tree.GitOps
+	// why is set when pin must not edit the chart's values.yaml: a chart
+	// fetched for a GitOps object, not in the tree.
+	why string
 }
 
 // source is a values file and what it holds.
 type source struct {
 	file string // as shown
 	data []byte
+	// block is, for values written in a manifest (a Flux HelmRelease's
+	// spec.values, an Argo CD Application's helm values, a ConfigMap's
+	// literal block), the line of file data's first line of text is at:
+	// data is laid out on its lines in file. 0 for a values file.
+	block int
+	// why is set when pin must not edit these values' keys (see valueKey).
+	why string
 }
 
 // rendered is one render of a chart: the images of each template, by the
@@ -46,12 +56,13 @@ type source struct {
 type rendered map[string][]yamlfile.Site
 
 // helm renders the chart in folder dir (absolute) and adds it to t.
-func (t *Tree) helm(dir string, o *options) { t.chart(dir, o, &t.Apps, nil) }
+func (t *Tree) helm(dir string, o *options) { t.chart(dir, o, &t.Apps, nil, "") }
 
 // chart renders the chart in folder dir (absolute) with extra values
-// after the options', adding its App to apps.
-func (t *Tree) chart(dir string, o *options, apps *[]*App, extra []source) {
-	h := &chartDir{t: t, dir: dir, disp: display(t.Root, dir), apps: apps}
+// after the options', adding its App to apps; why, when set, says why
+// pin must not edit its values.yaml.
+func (t *Tree) chart(dir string, o *options, apps *[]*App, extra []source, why string) {
+	h := &chartDir{t: t, dir: dir, disp: display(t.Root, dir), apps: apps, why: why}
 	chartFile := filepath.Join(h.disp, "Chart.yaml")
 	defer t.recoverInput(chartFile)
 	c, err := loader.LoadDir(dir)
@@ -270,7 +281,7 @@ func (h *chartDir) marked(refs []string, mk *markers, keys *[]valueKey) (rendere
 		return nil, err
 	}
 	if data := h.file("values.yaml"); data != nil {
-		m, err := markValues(filepath.Join(h.disp, "values.yaml"), data, refs, mk, keys, "")
+		m, err := markValues(filepath.Join(h.disp, "values.yaml"), data, refs, mk, keys, h.why)
 		if err != nil {
 			return nil, err
 		}
@@ -283,9 +294,13 @@ func (h *chartDir) marked(refs []string, mk *markers, keys *[]valueKey) (rendere
 	}
 	var datas [][]byte
 	for _, s := range h.release {
-		m, err := markValues(s.file, s.data, refs, mk, keys, "")
+		n := len(*keys)
+		m, err := markValues(s.file, s.data, refs, mk, keys, s.why)
 		if err != nil {
 			return nil, err
+		}
+		for i := n; i < len(*keys); i++ {
+			(*keys)[i].block = s.block
 		}
 		datas = append(datas, m)
 	}
@@ -430,7 +445,7 @@ func (h *chartDir) origin(u *Use, tpl, marked, probed string, mk *markers, keys 
 			u.Origin.Why = keys[i].why
 			return
 		}
-		ed.File, ed.Line, ed.Column, ed.Path = keys[i].File, keys[i].Line, keys[i].column, keys[i].Path
+		ed.File, ed.Line, ed.Column, ed.Path, ed.Block = keys[i].File, keys[i].Line, keys[i].column, keys[i].Path, keys[i].block
 		u.Origin.Edit = ed
 	}
 	_, realTag, _ := splitRef(u.Ref)
@@ -485,7 +500,7 @@ func (h *chartDir) digestKey(u *Use, p ValuesPath, found []int, keys []valueKey,
 		return
 	}
 	ed.Path, ed.Line, ed.Column = p.Key("digest"), 0, 0
-	if docs, err := yamlfile.Documents(h.source(keys[i].File)); err == nil {
+	if docs, err := yamlfile.Documents(h.source(keys[i].File, keys[i].block)); err == nil {
 		if m, at := p.Mapping(docs); m != nil {
 			if v := ed.Path.Find(docs[at]); v != nil {
 				ed.Line, ed.Column = v.Line, v.Column
@@ -496,10 +511,11 @@ func (h *chartDir) digestKey(u *Use, p ValuesPath, found []int, keys []valueKey,
 	// (the digest key is empty); pin writes the digest at ed.
 }
 
-// source is what a values file of this chart holds.
-func (h *chartDir) source(file string) []byte {
+// source is what a values file of this chart holds (the values laid
+// out from line block of file, for values written in a manifest).
+func (h *chartDir) source(file string, block int) []byte {
 	for _, s := range h.release {
-		if s.file == file {
+		if s.file == file && s.block == block {
 			return s.data
 		}
 	}
