@@ -240,7 +240,8 @@ func (h *chartDir) render() {
 	}
 	var mk markers
 	var keys []valueKey
-	marked, markErr := h.marked(refs, &mk, &keys)
+	marked, failed := h.marked(refs, &mk, &keys)
+	h.failedNotices(real, failed, &mk, keys)
 	probe, fakes := h.probe(user, real, marked, &mk, keys)
 	for _, name := range slices.Sorted(maps.Keys(real)) {
 		for i, s := range real[name] {
@@ -252,8 +253,8 @@ func (h *chartDir) render() {
 			default:
 				u.File, u.Line, u.Column = h.template(name), 0, 0
 				u.Origin = Origin{Kind: Untraced, Why: "the chart's values could not be followed to its images"}
-				if markErr != nil {
-					u.Origin.Why += ": " + unmarked(markErr.Error(), &mk, keys)
+				if err := failed[name]; err != nil {
+					u.Origin.Why += ": " + unmarked(err.Error(), &mk, keys)
 				}
 			}
 			app.Uses = append(app.Uses, u)
@@ -270,74 +271,6 @@ func at(r, real rendered, name string, i int) (yamlfile.Site, bool) {
 	}
 	x, y := a[i].Image, b[i].Image
 	return a[i], x.Kind == y.Kind && x.Field == y.Field && x.Container == y.Container
-}
-
-// marked renders the chart with every value that could be part of an
-// image (see markValues) replaced by a marker: values.yaml, the release's
-// files, and the values of its dependencies.
-func (h *chartDir) marked(refs []string, mk *markers, keys *[]valueKey) (rendered, error) {
-	c, err := h.load()
-	if err != nil {
-		return nil, err
-	}
-	if data := h.file("values.yaml"); data != nil {
-		m, err := markValues(filepath.Join(h.disp, "values.yaml"), data, refs, mk, keys, h.why)
-		if err != nil {
-			return nil, err
-		}
-		if c.Values, err = loader.LoadValues(bytes.NewReader(m)); err != nil {
-			return nil, err
-		}
-	}
-	if err := h.markDependencies(c, "", refs, mk, keys); err != nil {
-		return nil, err
-	}
-	var datas [][]byte
-	for _, s := range h.release {
-		n := len(*keys)
-		m, err := markValues(s.file, s.data, refs, mk, keys, s.why)
-		if err != nil {
-			return nil, err
-		}
-		for i := n; i < len(*keys); i++ {
-			(*keys)[i].block = s.block
-		}
-		datas = append(datas, m)
-	}
-	user, err := values(datas)
-	if err != nil {
-		return nil, err
-	}
-	r, _, err := h.run(c, user)
-	return r, err
-}
-
-// markDependencies marks the values of c's dependencies: a key there is
-// not pin's to edit (a dependency is another project's chart).
-func (h *chartDir) markDependencies(c *chart.Chart, prefix string, refs []string, mk *markers, keys *[]valueKey) error {
-	for _, sub := range c.Dependencies() {
-		var data []byte
-		for _, f := range sub.Raw {
-			if f.Name == "values.yaml" {
-				data = f.Data
-			}
-		}
-		name := path.Join(prefix, "charts", sub.Name())
-		if data != nil {
-			why := fmt.Sprintf("set in the values of dependency %s: override it in %s's values under %s", sub.Name(), h.name, sub.Name())
-			m, err := markValues(filepath.Join(h.disp, filepath.FromSlash(name), "values.yaml"), data, refs, mk, keys, why)
-			if err != nil {
-				return err
-			}
-			if sub.Values, err = loader.LoadValues(bytes.NewReader(m)); err != nil {
-				return err
-			}
-		}
-		if err := h.markDependencies(sub, name, refs, mk, keys); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // probe renders the chart as it is plus a digest under the mapping of
