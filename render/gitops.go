@@ -61,7 +61,7 @@ func (t *Tree) gitopsChart(o *options, p string, data []byte, cs yamlfile.ChartS
 	case dir == "" && cs.Path != "":
 		t.unrendered(cs, fmt.Sprintf("%s of %s %s is not in this tree (a source outside it is not fetched)", cs.Path, cmpOr(cs.Source.Kind, "its source"), cs.Source.Name))
 		return
-	case dir == "" && cs.Kind == "HelmRelease":
+	case dir == "" && (cs.Kind == "HelmRelease" || cs.Chart != ""):
 		if dir = t.remoteChart(o, cs, objs); dir == "" {
 			return
 		}
