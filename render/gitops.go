@@ -27,6 +27,7 @@ import (
 func (t *Tree) renderGitOps(o *options) {
 	t.findGitOpsFiles(o)
 	files := slices.Concat(t.Plain, t.GitOpsFiles)
+	t.fluxKustomizations(o, slices.Concat(t.Plain, t.kfiles))
 	var objs []object
 	for _, p := range files {
 		data, err := o.read(p)
@@ -47,6 +48,50 @@ func (t *Tree) renderGitOps(o *options) {
 			t.gitopsChart(o, p, data, cs, objs)
 		}
 	}
+}
+
+// fluxSelf is the GitRepository flux bootstrap creates for the repository
+// it syncs: a Flux Kustomization of that source reads this tree.
+const fluxSelf = "flux-system"
+
+// fluxKustomizations gives a notice for each Flux Kustomization of files
+// whose manifests are not in this tree: its source is another repository
+// (a GitRepository other than flux-system, an OCIRepository, a Bucket),
+// or its spec.path leaves the tree or is not in it. The manifests of a
+// path in the tree are read where they are, as every file of the tree is.
+func (t *Tree) fluxKustomizations(o *options, files []string) {
+	for _, ob := range t.objects(o, files, "Kustomization") {
+		if !strings.HasPrefix(scalar(ob.node, "apiVersion"), "kustomize.toolkit.fluxcd.io/") {
+			continue
+		}
+		spec := child(ob.node, "spec")
+		p, ref := cmpOr(scalar(spec, "path"), "./"), child(spec, "sourceRef")
+		line := ob.node.Line
+		if n := child(spec, "path"); n != nil {
+			line = n.Line
+		}
+		name := ob.name
+		if ob.ns != "" {
+			name = ob.ns + "/" + ob.name
+		}
+		kind, src := scalar(ref, "kind"), scalar(ref, "name")
+		var why string
+		switch {
+		case kind != "GitRepository" || src != fluxSelf:
+			why = fmt.Sprintf("its source %s %s is another repository than this tree (flux-system's): spec.path %s is not read (a source outside this tree is not fetched)", cmpOr(kind, "(none)"), src, p)
+		case t.dirOf(ob.file, p, isDir) == "":
+			why = fmt.Sprintf("spec.path %s is not in this tree (it leaves it, or is not there): its manifests are not read", p)
+		default:
+			continue
+		}
+		t.Errs = append(t.Errs, &Error{File: ob.file, Line: line, Notice: true, Msg: "Kustomization " + name + ": " + why})
+	}
+}
+
+// isDir reports whether dir is a folder.
+func isDir(dir string) bool {
+	fi, err := os.Stat(dir)
+	return err == nil && fi.IsDir()
 }
 
 // gitopsChart renders the chart of cs, a GitOps object of file p, with

@@ -253,3 +253,36 @@ func TestGitOpsApplicationHelmRepository(t *testing.T) {
 		}
 	}
 }
+
+// TestFluxKustomizationPaths: a Flux Kustomization whose manifests are
+// not in the tree (a path that leaves it or is not there, a source that
+// is another repository) is a notice naming it; one whose path is in the
+// tree, of the repository flux bootstrap syncs, is none (its files are
+// read where they are).
+func TestFluxKustomizationPaths(t *testing.T) {
+	t.Parallel()
+	ks := func(name, path, kind, src string) string {
+		return "---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: " + name + ", namespace: flux-system}\nspec:\n" +
+			"  interval: 1h\n  path: " + path + "\n  sourceRef: {kind: " + kind + ", name: " + src + "}\n"
+	}
+	root := writeTree(t, map[string]string{
+		"clusters/prod/sync.yaml": ks("apps", "./apps", "GitRepository", "flux-system") + ks("up", "../../outside", "GitRepository", "flux-system") +
+			ks("gone", "./infrastructure", "GitRepository", "flux-system") + ks("other", "./apps", "GitRepository", "platform") +
+			ks("oci", "./", "OCIRepository", "manifests"),
+		"apps/app.yaml": deployment("app", "reg.example.com/app:1"),
+	})
+	_, errs := Images(root)
+	var got []string
+	for _, e := range errs {
+		got = append(got, strings.TrimPrefix(filepath.ToSlash(e.Error()), filepath.ToSlash(root)+"/"))
+	}
+	want := []string{
+		"clusters/prod/sync.yaml:15: Kustomization flux-system/up: spec.path ../../outside is not in this tree (it leaves it, or is not there): its manifests are not read",
+		"clusters/prod/sync.yaml:23: Kustomization flux-system/gone: spec.path ./infrastructure is not in this tree (it leaves it, or is not there): its manifests are not read",
+		"clusters/prod/sync.yaml:31: Kustomization flux-system/other: its source GitRepository platform is another repository than this tree (flux-system's): spec.path ./apps is not read (a source outside this tree is not fetched)",
+		"clusters/prod/sync.yaml:39: Kustomization flux-system/oci: its source OCIRepository manifests is another repository than this tree (flux-system's): spec.path ./ is not read (a source outside this tree is not fetched)",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
