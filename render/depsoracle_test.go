@@ -77,19 +77,19 @@ func TestFindHelmTagsImportValues(t *testing.T) {
 			"- name: metrics\n  version: 0.1.0\n  tags: [monitoring]\n" +
 			"- name: logs\n  version: 0.1.0\n  tags: [monitoring, logging]\n  condition: logs.enabled\n" +
 			"- name: lib\n  version: 0.1.0\n  import-values:\n  - child: image\n    parent: fromChild\n  - data\n",
-		"app/values.yaml":         "tags:\n  monitoring: false\nimage: reg.example.com/app:1.0\n",
-		"app/templates/pod.yaml":  pod("app", "{{ .Values.image }}"),
-		"app/templates/from.yaml": pod("from", `"{{ .Values.fromChild.repository }}:{{ .Values.fromChild.tag }}"`) + "---\n" + pod("exported", `{{ .Values.exported.image }}`),
-		"app/charts/metrics/Chart.yaml":        "apiVersion: v2\nname: metrics\nversion: 0.1.0\n",
-		"app/charts/metrics/values.yaml":       "image: reg.example.com/metrics:2.0\n",
-		"app/charts/metrics/templates/p.yaml":  pod("metrics", "{{ .Values.image }}"),
-		"app/charts/logs/Chart.yaml":           "apiVersion: v2\nname: logs\nversion: 0.1.0\n",
-		"app/charts/logs/values.yaml":          "enabled: true\nimage: reg.example.com/logs:3.0\n",
-		"app/charts/logs/templates/p.yaml":     pod("logs", "{{ .Values.image }}"),
-		"app/charts/lib/Chart.yaml":            "apiVersion: v2\nname: lib\nversion: 0.1.0\n",
-		"app/charts/lib/values.yaml":           "image:\n  repository: reg.example.com/child\n  tag: \"4.1\"\nexports:\n  data:\n    exported:\n      image: reg.example.com/exported:5.0\n",
-		"values/monitoring-on.yaml":            "tags:\n  monitoring: true\n",
-		"values/logs-off.yaml":                 "tags:\n  monitoring: true\nlogs:\n  enabled: false\n",
+		"app/values.yaml":                     "tags:\n  monitoring: false\nimage: reg.example.com/app:1.0\n",
+		"app/templates/pod.yaml":              pod("app", "{{ .Values.image }}"),
+		"app/templates/from.yaml":             pod("from", `"{{ .Values.fromChild.repository }}:{{ .Values.fromChild.tag }}"`) + "---\n" + pod("exported", `{{ .Values.exported.image }}`),
+		"app/charts/metrics/Chart.yaml":       "apiVersion: v2\nname: metrics\nversion: 0.1.0\n",
+		"app/charts/metrics/values.yaml":      "image: reg.example.com/metrics:2.0\n",
+		"app/charts/metrics/templates/p.yaml": pod("metrics", "{{ .Values.image }}"),
+		"app/charts/logs/Chart.yaml":          "apiVersion: v2\nname: logs\nversion: 0.1.0\n",
+		"app/charts/logs/values.yaml":         "enabled: true\nimage: reg.example.com/logs:3.0\n",
+		"app/charts/logs/templates/p.yaml":    pod("logs", "{{ .Values.image }}"),
+		"app/charts/lib/Chart.yaml":           "apiVersion: v2\nname: lib\nversion: 0.1.0\n",
+		"app/charts/lib/values.yaml":          "image:\n  repository: reg.example.com/child\n  tag: \"4.1\"\nexports:\n  data:\n    exported:\n      image: reg.example.com/exported:5.0\n",
+		"values/monitoring-on.yaml":           "tags:\n  monitoring: true\n",
+		"values/logs-off.yaml":                "tags:\n  monitoring: true\nlogs:\n  enabled: false\n",
 	})
 	chart := filepath.Join(dir, "app")
 	for _, tc := range []struct {
