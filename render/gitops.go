@@ -342,7 +342,13 @@ func (t *Tree) kustomized(o *options, dir string, cs yamlfile.ChartSource) bool 
 			u.File, u.Line, u.Column = cs.File, cs.Notice.Line, 0
 			if ok && u.Origin.Kind == ImagesEntry {
 				u.Line, u.Column = arg.Line, arg.Column
-				u.Origin = Origin{Kind: ImagesEntry, Why: "set by the " + cs.Kind + "'s kustomize.images: pin pins it there"}
+				u.Origin = Origin{Kind: ImagesEntry, Edit: &Edit{Op: SetRef, File: cs.File, Line: arg.Line, Column: arg.Column}}
+				if _, ref, renamed := strings.Cut(arg.Value, "="); renamed && ref != u.Ref || !renamed && arg.Value != u.Ref {
+					// The entry does not write the reference whole (a
+					// rename that keeps the tag): its tag is not there.
+					u.Origin.Edit = nil
+					u.Origin.Why = fmt.Sprintf("set by the %s's kustomize.images entry %s, which does not write the tag %s uses: write it there to pin it", cs.Kind, arg.Value, u.Ref)
+				}
 			}
 		}
 	}
