@@ -17,7 +17,10 @@ import (
 	"helm.sh/helm/v4/pkg/engine"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/regcheck/regcheck/pin"
 	"github.com/regcheck/regcheck/render"
+	"github.com/regcheck/regcheck/results/pinresult"
+	"github.com/regcheck/regcheck/scan"
 	"github.com/regcheck/regcheck/yamlfile"
 )
 
@@ -152,5 +155,43 @@ func TestFluxTree(t *testing.T) {
 	}
 	if len(imgs) != 0 {
 		t.Errorf("offline: images %v, want none (the releases' values name no repository)", imgs)
+	}
+}
+
+// TestFluxTreePin: pin on Flux's reference layout, the charts fetched.
+// Each image a HelmRelease listed by a kustomization deploys is pinned at
+// the release's spec.values key that ends it (its tag gains the digest
+// its registry serves), nothing else in the tree changes, and a second
+// run changes nothing.
+func TestFluxTreePin(t *testing.T) {
+	r := newChartDepsRig(t)
+	root := t.TempDir()
+	copyTree(t, "testdata/flux", root, r.repl)
+	releases := filepath.Join(root, "infrastructure", "controllers", "helmrelease.yaml")
+	exporter := pushSingle(t, r.host+"/charts/exporter-mirror:1.2", "exporter 1.2")
+	agent := pushSingle(t, r.host+"/charts/agent:2.5", "agent 2.5")
+	before := readFile(t, releases)
+	want := strings.Replace(strings.Replace(before, `tag: "1.2"`, `tag: "1.2@`+exporter+`"`, 1), `tag: "2.5"`, `tag: "2.5@`+agent+`"`, 1)
+	s, err := scan.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fetch := render.Fetch{Dir: t.TempDir(), Helm: r.settings, Insecure: []string{r.host}}
+	for run := 1; run <= 2; run++ {
+		rep, err := pin.Run(context.Background(), []string{root}, pin.Config{Scanner: s, Write: true, Fetch: &fetch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range rep.Findings {
+			if f.Kind != pinresult.KindLeftOut { // the release whose chart is in another repository
+				t.Errorf("run %d: %s %s:%d %s", run, f.Kind, f.File, f.Line, f.Message)
+			}
+		}
+		if got := readFile(t, releases); got != want {
+			t.Errorf("run %d: %s:\n%s", run, releases, pinresult.Diff(releases, []byte(want), []byte(got)))
+		}
+		if n := len(rep.Changes); run == 1 && n != 2 || run == 2 && n != 0 {
+			t.Errorf("run %d: changes %v", run, rep.Changes)
+		}
 	}
 }

@@ -43,11 +43,13 @@ type renderedUse struct {
 	app  *render.App
 }
 
-// uses lists the wanted images of every app of trees.
+// uses lists the wanted images of every app of trees: its kustomizations
+// and charts, and the charts its GitOps objects deploy, rendered with
+// their values.
 func (c Config) uses(trees []*render.Tree) []renderedUse {
 	var out []renderedUse
 	for _, t := range trees {
-		for _, a := range t.Apps {
+		for _, a := range slices.Concat(t.Apps, t.GitOps) {
 			for _, u := range a.Uses {
 				if c.wanted(u.Image) {
 					out = append(out, renderedUse{Use: u, tree: t, app: a})
@@ -247,50 +249,88 @@ type editedFile struct {
 	old, new []byte
 }
 
-// editFile applies the targets of one file. A file of manifests or
-// kustomizations is edited by Rewrite (its own check included); a values
-// file here, checked by reading it back.
+// editFile applies the targets of one file. The images written in a
+// manifest or kustomization are edited by Rewrite (its own check
+// included); then each values key (of a values file, or of values
+// written in a manifest, see blockEdit), from the file's end up, checked
+// by reading it back.
 func (c Config) editFile(file string, data []byte, ts []*place) ([]byte, *place, error) {
-	switch ts[0].edit.Op {
-	case render.SetRef, render.EntryDigest:
-		byPos := map[[2]int]*place{}
-		o, err := makeOptions(c.options())
-		if err != nil {
-			return nil, ts[0], err
+	var rw, vals []*place
+	for _, t := range ts {
+		if t.edit.Op == render.SetRef || t.edit.Op == render.EntryDigest {
+			rw = append(rw, t)
+		} else {
+			vals = append(vals, t)
 		}
-		o.entryTags = map[[2]int]string{}
-		for _, t := range ts {
-			pos := [2]int{t.edit.Line, t.edit.Column}
-			byPos[pos] = t
-			if t.edit.Tag != "" {
-				o.entryTags[pos] = t.edit.Tag
-			}
-		}
-		lookup := func(img yamlfile.Image) (string, bool, error) {
-			if t := byPos[[2]int{img.Line, img.Column}]; t != nil {
-				return t.digest, true, nil
-			}
-			return "", false, nil
-		}
-		out, changes, _, err := rewrite(file, data, lookup, o)
-		if err != nil {
-			return nil, ts[0], err
-		}
-		for _, ch := range changes {
-			if ch.Skipped != "" {
-				i := max(0, slices.IndexFunc(ts, func(t *place) bool { return t.edit.Line == ch.Line }))
-				return nil, ts[i], errors.New(ch.Skipped)
-			}
-		}
-		return out, nil, nil
 	}
 	out := data
-	for _, t := range ts {
-		next, err := valuesEdit(file, out, t.edit, t.digest)
+	if len(rw) > 0 {
+		var failed *place
+		var err error
+		if out, failed, err = c.rewriteFile(file, data, rw); err != nil {
+			return nil, failed, err
+		}
+	}
+	// From the end up: a key added moves the lines below it.
+	slices.SortStableFunc(vals, func(a, b *place) int {
+		return cmp.Or(cmp.Compare(b.edit.Block, a.edit.Block), cmp.Compare(b.line(), a.line()))
+	})
+	blocks := map[int][]byte{}
+	for _, t := range vals {
+		var next []byte
+		var err error
+		if t.edit.Block == 0 {
+			next, err = valuesEdit(file, out, t.edit, t.digest)
+		} else {
+			block, ok := blocks[t.edit.Block]
+			if !ok {
+				block = t.uses[0].tree.Values(file, t.edit.Block)
+			}
+			next, blocks[t.edit.Block], err = blockEdit(file, out, block, t.edit, t.digest)
+		}
 		if err != nil {
 			return nil, t, err
 		}
 		out = next
+	}
+	return out, nil, nil
+}
+
+// line is the line of the file the place's edit is at: its key's, else
+// (a digest key to add) the line of the key its use is at.
+func (t *place) line() int { return cmp.Or(t.edit.Line, t.uses[0].Line) }
+
+// rewriteFile pins, with Rewrite, the images of a manifest or
+// kustomization that targets set.
+func (c Config) rewriteFile(file string, data []byte, ts []*place) ([]byte, *place, error) {
+	byPos := map[[2]int]*place{}
+	o, err := makeOptions(c.options())
+	if err != nil {
+		return nil, ts[0], err
+	}
+	o.entryTags = map[[2]int]string{}
+	for _, t := range ts {
+		pos := [2]int{t.edit.Line, t.edit.Column}
+		byPos[pos] = t
+		if t.edit.Tag != "" {
+			o.entryTags[pos] = t.edit.Tag
+		}
+	}
+	lookup := func(img yamlfile.Image) (string, bool, error) {
+		if t := byPos[[2]int{img.Line, img.Column}]; t != nil {
+			return t.digest, true, nil
+		}
+		return "", false, nil
+	}
+	out, changes, _, err := rewrite(file, data, lookup, o)
+	if err != nil {
+		return nil, ts[0], err
+	}
+	for _, ch := range changes {
+		if ch.Skipped != "" {
+			i := max(0, slices.IndexFunc(ts, func(t *place) bool { return t.edit.Line == ch.Line }))
+			return nil, ts[i], errors.New(ch.Skipped)
+		}
 	}
 	return out, nil, nil
 }
@@ -313,18 +353,20 @@ func (c Config) renderAgain(r *pinresult.Report, trees []*render.Tree, targets [
 			want[u.app][i] = t.digest
 		}
 	}
+	skip := blockObjects(targets, files)
 	var drop []*place
 	for _, t := range trees {
-		if len(t.Apps) == 0 {
+		if len(t.Apps)+len(t.GitOps) == 0 {
 			continue
 		}
 		again := render.Find(t.Root, append(c.renderOptions(), render.WithFiles(edited))...)
-		for ai, a := range t.Apps {
+		apps, againApps := slices.Concat(t.Apps, t.GitOps), slices.Concat(again.Apps, again.GitOps)
+		for ai, a := range apps {
 			var b *render.App
-			if ai < len(again.Apps) && again.Apps[ai].Dir == a.Dir {
-				b = again.Apps[ai]
+			if ai < len(againApps) && againApps[ai].Dir == a.Dir && ai < len(t.Apps) == (ai < len(again.Apps)) {
+				b = againApps[ai]
 			}
-			if err := sameButPinned(a, b, want[a]); err != nil {
+			if err := sameButPinned(a, b, want[a], skip); err != nil {
 				for _, tg := range targets {
 					if slices.ContainsFunc(tg.uses, func(u renderedUse) bool { return u.app == a }) {
 						drop = append(drop, tg)
@@ -340,10 +382,53 @@ func (c Config) renderAgain(r *pinresult.Report, trees []*render.Tree, targets [
 	return drop
 }
 
+// blockObjects are the objects (kind/name) whose values targets edit in
+// a manifest (a HelmRelease, an Application, a ConfigMap: see
+// blockEdit). A kustomization that renders them renders them changed:
+// the render of their charts checks those changes, sameButPinned leaves
+// them out of the kustomization's.
+func blockObjects(targets []*place, files map[string]editedFile) map[string]bool {
+	out := map[string]bool{}
+	for _, t := range targets {
+		if t.edit.Block == 0 {
+			continue
+		}
+		docs, err := yamlfile.Documents(files[t.edit.File].old)
+		if err != nil {
+			continue
+		}
+		var at *yaml.Node
+		for _, d := range docs {
+			if d.Line <= t.edit.Block && len(d.Content) == 1 && d.Content[0].Line <= t.edit.Block {
+				at = d
+			}
+		}
+		if k := objectKey(at); at != nil && k != "" {
+			out[k] = true
+		}
+	}
+	return out
+}
+
+// objectKey is kind/name of the object document d holds.
+func objectKey(d *yaml.Node) string {
+	if d == nil {
+		return ""
+	}
+	var obj struct {
+		Kind     string
+		Metadata struct{ Name string }
+	}
+	if d.Decode(&obj) != nil || obj.Kind == "" {
+		return ""
+	}
+	return obj.Kind + "/" + obj.Metadata.Name
+}
+
 // sameButPinned checks b, a's app rendered again, against a: the same
 // objects, each image pinned to the digest want gives (by its index in
 // a.Uses) and every other unchanged, and nothing else changed.
-func sameButPinned(a, b *render.App, want map[int]string) error {
+func sameButPinned(a, b *render.App, want map[int]string, skip map[string]bool) error {
 	if b == nil || len(a.Uses) != len(b.Uses) {
 		return errors.New("its images are not the same ones")
 	}
@@ -365,8 +450,8 @@ func sameButPinned(a, b *render.App, want map[int]string) error {
 			return fmt.Errorf("%s became %s, not %s (%s)", u.Ref, v.Ref, withDigest(u.Ref, d), slot(u.Image))
 		}
 	}
-	x, err1 := withoutImages(a.Output)
-	y, err2 := withoutImages(b.Output)
+	x, err1 := withoutImages(a.Output, skip)
+	y, err2 := withoutImages(b.Output, skip)
 	if err := cmp.Or(err1, err2); err != nil {
 		return err
 	}
@@ -377,8 +462,8 @@ func sameButPinned(a, b *render.App, want map[int]string) error {
 }
 
 // withoutImages is rendered output with every container image emptied,
-// written again.
-func withoutImages(out []byte) ([]byte, error) {
+// and without the objects skip names (kind/name), written again.
+func withoutImages(out []byte, skip map[string]bool) ([]byte, error) {
 	sites, err := yamlfile.Sites("rendered", out)
 	if err != nil {
 		return nil, err
@@ -393,6 +478,9 @@ func withoutImages(out []byte) ([]byte, error) {
 	}
 	var buf bytes.Buffer
 	for _, d := range docs {
+		if skip[objectKey(d)] {
+			continue
+		}
 		eachScalar(d, func(n *yaml.Node) {
 			if pos[[2]int{n.Line, n.Column}] {
 				n.Value = ""

@@ -128,7 +128,9 @@ func Run(ctx stdctx.Context, roots []string, c Config) (*pinresult.Report, error
 }
 
 // read reads and parses the manifest files of trees no kustomization or
-// chart owns. A file that cannot be read or parsed is a finding, and is
+// chart owns, and the Flux HelmReleases and Argo CD Applications of the
+// files kustomizations list, keeping the images each holds as
+// render.Tree.Own says. A file that cannot be read or parsed is a finding, and is
 // left out; so is each problem the tree's walk and render met.
 func (c Config) read(trees []*render.Tree) (*pinresult.Report, []parsedFile) {
 	r := &pinresult.Report{}
@@ -136,7 +138,7 @@ func (c Config) read(trees []*render.Tree) (*pinresult.Report, []parsedFile) {
 	for _, t := range trees {
 		root := t.Root
 		r.Findings = append(r.Findings, treeFindings(t)...)
-		for _, p := range t.Plain {
+		for _, p := range slices.Concat(t.Plain, t.GitOpsFiles) {
 			data, err := yamlfile.ReadFile(p)
 			if err != nil {
 				r.Findings = append(r.Findings, readFinding(p, err))
@@ -147,6 +149,7 @@ func (c Config) read(trees []*render.Tree) (*pinresult.Report, []parsedFile) {
 				r.Findings = append(r.Findings, parseFinding(p, err))
 				continue
 			}
+			imgs = t.Own(p, imgs) // a file a kustomization renders: its GitOps objects' images only
 			r.Files = append(r.Files, pinresult.File{Path: p, Old: data})
 			parsed = append(parsed, parsedFile{root: root, path: p, data: data, imgs: imgs})
 		}
@@ -182,7 +185,17 @@ func (c Config) check(parsed []parsedFile) []pinresult.Finding {
 // replaces it (see replace). Its findings and changes go into r, its new
 // contents into f (nil when it was to be written and was not).
 func (c Config) edit(r *pinresult.Report, f *pinresult.File, pf parsedFile, lookup Lookup) {
-	out, changes, err := Rewrite(pf.path, pf.data, lookup, c.options()...)
+	own := map[yamlfile.Image]bool{}
+	for _, img := range pf.imgs {
+		own[img] = true
+	}
+	only := func(img yamlfile.Image) (string, bool, error) {
+		if !own[img] {
+			return "", false, nil // pinned where it is rendered, if at all
+		}
+		return lookup(img)
+	}
+	out, changes, err := Rewrite(pf.path, pf.data, only, c.options()...)
 	if err != nil {
 		r.Findings = append(r.Findings, pinresult.Finding{Kind: pinresult.KindUnwritable, File: pf.path, Message: err.Error()})
 		return

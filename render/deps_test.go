@@ -206,3 +206,51 @@ func TestFindHelmFailingHelperNoMarkers(t *testing.T) {
 		t.Errorf("uses %q: want one, untraced, its reason naming image.tag", got)
 	}
 }
+
+// TestFindHelmPerTemplateFallback: a chart whose one template calls a
+// helper that fails on a marked value (a tag that must look like a
+// version, as Bitnami's common.warnings.modifiedImages inspects values;
+// a required) beside templates that do not: the others keep their
+// values keys and lines; only the failing template's image is at the
+// template with no line, and its notice names that template and the
+// values key, never a marker.
+func TestFindHelmPerTemplateFallback(t *testing.T) {
+	t.Parallel()
+	pod := func(name, image string) string {
+		return "apiVersion: v1\nkind: Pod\nmetadata:\n  name: " + name + "\nspec:\n  containers:\n    - name: c\n      image: " + image + "\n"
+	}
+	for _, tc := range []struct{ name, check string }{
+		{"a helper that fails", `{{ include "app.check" . }}`},
+		{"a required value", `{{- $_ := required "worker.tag must be a version" (regexFind "^[0-9.]+$" .Values.worker.tag) }}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := writeTree(t, map[string]string{
+				"app/Chart.yaml":  "apiVersion: v2\nname: app\nversion: 0.1.0\n",
+				"app/values.yaml": "image:\n  repository: reg.example.com/app\n  tag: \"1.2\"\nworker:\n  repository: reg.example.com/worker\n  tag: \"2.0\"\nside: reg.example.com/side:3.0\n",
+				"app/templates/_helpers.tpl": "{{- define \"app.check\" -}}{{- if not (regexMatch \"^[0-9.]+$\" .Values.worker.tag) -}}" +
+					"{{- fail (printf \"tag %s is not a version\" .Values.worker.tag) -}}{{- end -}}{{- end -}}\n",
+				"app/templates/a.yaml": pod("a", `"{{ .Values.image.repository }}:{{ .Values.image.tag }}"`),
+				"app/templates/b.yaml": tc.check + "\n" + pod("b", `"{{ .Values.worker.repository }}:{{ .Values.worker.tag }}"`),
+				"app/templates/c.yaml": pod("c", `{{ .Values.side }}`),
+			})
+			tr := Find(dir)
+			got := under(dir, uses(tr))
+			if len(got) != 3 {
+				t.Fatalf("uses %q, want 3", got)
+			}
+			check(t, "traced uses", []string{got[0], got[2]}, []string{
+				"D/app/values.yaml:3 Pod /a c reg.example.com/app:1.2 values repository=image.repository:2 tag=image.tag:3 append-digest image.tag",
+				"D/app/values.yaml:7 Pod /c c reg.example.com/side:3.0 values reference=side:7 append-digest side",
+			})
+			if want := "D/app/templates/b.yaml:0 Pod /b c reg.example.com/worker:2.0 untraced (the chart's values could not be followed to its images: "; !strings.HasPrefix(got[1], want) {
+				t.Errorf("use %q, want it to start %q", got[1], want)
+			}
+			notes := under(dir, errs(tr))
+			if len(notes) != 1 || !strings.HasPrefix(notes[0], "notice D/app/templates/b.yaml: its values could not be followed") ||
+				!strings.Contains(notes[0], "worker.tag") || markerPattern.MatchString(notes[0]) || markerPattern.MatchString(got[1]) {
+				t.Errorf("notices %q: want one, at b.yaml, naming worker.tag and no marker", notes)
+			}
+		})
+	}
+}

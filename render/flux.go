@@ -100,6 +100,9 @@ func findObject(objs []object, kind string, ref yamlfile.ObjectRef) *object {
 // release's chart and version, or an OCIRepository's URL and tag or
 // semver range. "" why when it names one; else why not.
 func chartRef(cs yamlfile.ChartSource, objs []object) (*chart.Dependency, string) {
+	if cs.Kind == "Application" {
+		return appChartRef(cs)
+	}
 	switch cs.Source.Kind {
 	case "HelmRepository":
 		ob := findObject(objs, "HelmRepository", cs.Source)
@@ -128,6 +131,24 @@ func chartRef(cs yamlfile.ChartSource, objs []object) (*chart.Dependency, string
 		return nil, "it names no chart source"
 	}
 	return nil, fmt.Sprintf("its source %s %s is not read (a chart's folder in a Git repository or bucket is read only when it is in this tree)", cs.Source.Kind, cs.Source.Name)
+}
+
+// appChartRef is the chart an Argo CD Application's source names: its
+// chart, targetRevision (a version or a range) and repoURL, an HTTP chart
+// repository (http:// or https://) or an OCI registry (oci://, or with no
+// scheme, as Argo CD writes an OCI Helm repository).
+func appChartRef(cs yamlfile.ChartSource) (*chart.Dependency, string) {
+	repo := strings.TrimSuffix(cs.Repository, "/")
+	switch {
+	case repo == "":
+		return nil, "its source names no repoURL"
+	case strings.HasPrefix(repo, "http://"), strings.HasPrefix(repo, "https://"), strings.HasPrefix(repo, "oci://"):
+	case strings.Contains(repo, "://"):
+		return nil, fmt.Sprintf("its repoURL %s is not a Helm chart repository (http://, https:// or oci://)", repo)
+	default:
+		repo = "oci://" + repo
+	}
+	return &chart.Dependency{Name: cs.Chart, Version: cmpOr(cs.Version, "*"), Repository: repo}, ""
 }
 
 // remoteChart fetches the chart cs's source names and unpacks it into a
@@ -178,7 +199,12 @@ func (t *Tree) valuesFrom(cs yamlfile.ChartSource, objs []object) ([]source, boo
 			all = all && v.Optional
 			continue
 		}
-		out = append(out, source{file: ob.file, data: laidOutBlock(ob.data, val)})
+		if val.Style&yaml.LiteralStyle == 0 {
+			out = append(out, source{file: ob.file, data: []byte(val.Value),
+				why: fmt.Sprintf("set in ConfigMap %s's %s, not a literal block (key: |): pin it by hand", ob.name, v.Key)})
+		} else {
+			out = append(out, t.block(ob.file, laidOutBlock(ob.data, val)))
+		}
 		if abs, err := filepath.Abs(ob.file); err == nil {
 			t.files[abs] = ob.data
 		}

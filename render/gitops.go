@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -26,6 +27,7 @@ import (
 func (t *Tree) renderGitOps(o *options) {
 	t.findGitOpsFiles(o)
 	files := slices.Concat(t.Plain, t.GitOpsFiles)
+	t.fluxKustomizations(o, slices.Concat(t.Plain, t.kfiles))
 	var objs []object
 	for _, p := range files {
 		data, err := o.read(p)
@@ -48,6 +50,50 @@ func (t *Tree) renderGitOps(o *options) {
 	}
 }
 
+// fluxSelf is the GitRepository flux bootstrap creates for the repository
+// it syncs: a Flux Kustomization of that source reads this tree.
+const fluxSelf = "flux-system"
+
+// fluxKustomizations gives a notice for each Flux Kustomization of files
+// whose manifests are not in this tree: its source is another repository
+// (a GitRepository other than flux-system, an OCIRepository, a Bucket),
+// or its spec.path leaves the tree or is not in it. The manifests of a
+// path in the tree are read where they are, as every file of the tree is.
+func (t *Tree) fluxKustomizations(o *options, files []string) {
+	for _, ob := range t.objects(o, files, "Kustomization") {
+		if !strings.HasPrefix(scalar(ob.node, "apiVersion"), "kustomize.toolkit.fluxcd.io/") {
+			continue
+		}
+		spec := child(ob.node, "spec")
+		p, ref := cmpOr(scalar(spec, "path"), "./"), child(spec, "sourceRef")
+		line := ob.node.Line
+		if n := child(spec, "path"); n != nil {
+			line = n.Line
+		}
+		name := ob.name
+		if ob.ns != "" {
+			name = ob.ns + "/" + ob.name
+		}
+		kind, src := scalar(ref, "kind"), scalar(ref, "name")
+		var why string
+		switch {
+		case kind != "GitRepository" || src != fluxSelf:
+			why = fmt.Sprintf("its source %s %s is another repository than this tree (flux-system's): spec.path %s is not read (a source outside this tree is not fetched)", cmpOr(kind, "(none)"), src, p)
+		case t.dirOf(ob.file, p, isDir) == "":
+			why = fmt.Sprintf("spec.path %s is not in this tree (it leaves it, or is not there): its manifests are not read", p)
+		default:
+			continue
+		}
+		t.Errs = append(t.Errs, &Error{File: ob.file, Line: line, Notice: true, Msg: "Kustomization " + name + ": " + why})
+	}
+}
+
+// isDir reports whether dir is a folder.
+func isDir(dir string) bool {
+	fi, err := os.Stat(dir)
+	return err == nil && fi.IsDir()
+}
+
 // gitopsChart renders the chart of cs, a GitOps object of file p, with
 // its values, when the chart is in the tree or fetched.
 func (t *Tree) gitopsChart(o *options, p string, data []byte, cs yamlfile.ChartSource, objs []object) {
@@ -55,26 +101,28 @@ func (t *Tree) gitopsChart(o *options, p string, data []byte, cs yamlfile.ChartS
 		return
 	}
 	dir := t.dirOf(p, cs.Path, isChart)
+	why := ""
 	switch {
 	case dir == "" && cs.Path != "":
 		t.unrendered(cs, fmt.Sprintf("%s of %s %s is not in this tree (a source outside it is not fetched)", cs.Path, cmpOr(cs.Source.Kind, "its source"), cs.Source.Name))
 		return
-	case dir == "" && cs.Kind == "HelmRelease":
+	case dir == "" && (cs.Kind == "HelmRelease" || cs.Chart != ""):
 		if dir = t.remoteChart(o, cs, objs); dir == "" {
 			return
 		}
+		why = fmt.Sprintf("set in the default values of chart %s, fetched (not in this tree): set it in %s %s's values to pin it", cmpOr(cs.Chart, filepath.Base(dir)), cs.Kind, objectName(cs))
 	case dir == "":
 		return
 	}
 	extra, all := t.valuesFrom(cs, objs)
 	for _, v := range cs.Values {
-		extra = append(extra, source{file: p, data: v})
+		extra = append(extra, t.block(p, v))
 	}
 	if abs, err := filepath.Abs(p); err == nil {
 		t.files[abs] = data
 	}
 	n := len(t.GitOps)
-	t.chart(dir, o, &t.GitOps, extra)
+	t.chart(dir, o, &t.GitOps, extra, why)
 	if len(t.GitOps) == n {
 		return // not rendered: its errors say why, and the values are read as written
 	}
@@ -86,6 +134,37 @@ func (t *Tree) gitopsChart(o *options, p string, data []byte, cs yamlfile.ChartS
 		t.Errs = append(t.Errs, &Error{File: p, Line: cs.Notice.Line, Notice: true,
 			Msg: cs.Kind + " " + objectName(cs) + ": " + cs.Unrendered + " not applied to the chart rendered (" + display(t.Root, dir) + ")"})
 	}
+}
+
+// block is the values document data written in file p (a GitOps object's
+// values, a ConfigMap's literal block), laid out on its lines there, as a
+// source of a chart's render: kept for pin (see Values).
+func (t *Tree) block(p string, data []byte) source {
+	s := source{file: p, data: data, block: bytes.Count(data, []byte("\n")) - bytes.Count(bytes.TrimLeft(data, "\n"), []byte("\n")) + 1}
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return source{file: p, data: data, why: "values not edited: " + err.Error()}
+	}
+	if t.blocks == nil {
+		t.blocks = map[string]map[int][]byte{}
+	}
+	if t.blocks[abs] == nil {
+		t.blocks[abs] = map[int][]byte{}
+	}
+	t.blocks[abs][s.block] = data
+	return s
+}
+
+// Values is the values document that starts at line block of file (an
+// Edit's File and Block), as a GitOps chart was rendered with it: laid
+// out on the lines it has in file, blank lines before it. Nil when no
+// render read one there.
+func (t *Tree) Values(file string, block int) []byte {
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return nil
+	}
+	return t.blocks[abs][block]
 }
 
 // findGitOpsFiles sets t.GitOpsFiles: the files kustomizations render
@@ -263,7 +342,13 @@ func (t *Tree) kustomized(o *options, dir string, cs yamlfile.ChartSource) bool 
 			u.File, u.Line, u.Column = cs.File, cs.Notice.Line, 0
 			if ok && u.Origin.Kind == ImagesEntry {
 				u.Line, u.Column = arg.Line, arg.Column
-				u.Origin = Origin{Kind: ImagesEntry, Why: "set by the " + cs.Kind + "'s kustomize.images: pin pins it there"}
+				u.Origin = Origin{Kind: ImagesEntry, Edit: &Edit{Op: SetRef, File: cs.File, Line: arg.Line, Column: arg.Column}}
+				if _, ref, renamed := strings.Cut(arg.Value, "="); renamed && ref != u.Ref || !renamed && arg.Value != u.Ref {
+					// The entry does not write the reference whole (a
+					// rename that keeps the tag): its tag is not there.
+					u.Origin.Edit = nil
+					u.Origin.Why = fmt.Sprintf("set by the %s's kustomize.images entry %s, which does not write the tag %s uses: write it there to pin it", cs.Kind, arg.Value, u.Ref)
+				}
 			}
 		}
 	}

@@ -2,10 +2,17 @@ package render
 
 import (
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
+	"helm.sh/helm/v4/pkg/cli"
+	repo "helm.sh/helm/v4/pkg/repo/v1"
 )
 
 // gitopsChart is a chart whose template builds its image from
@@ -167,5 +174,115 @@ func TestGitOpsKustomizeInTree(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestGitOpsApplicationHelmRepository: an Argo CD Application whose
+// source is a chart of a Helm repository (repoURL, chart,
+// targetRevision; in spec.source or spec.sources[], with values or none)
+// has the chart fetched, as a HelmRelease's is, from a chart repository
+// on loopback, and rendered with its values: the image its values set is
+// at their line, the chart's default one rendered too. Offline, the
+// notice names the chart and its repository.
+func TestGitOpsApplicationHelmRepository(t *testing.T) {
+	t.Parallel()
+	repoDir := t.TempDir()
+	src := writeTree(t, map[string]string{
+		"web/Chart.yaml":  "apiVersion: v2\nname: web\nversion: 1.2.0\n",
+		"web/values.yaml": "image:\n  repository: reg.example.com/web\n  tag: \"1.0\"\n",
+		"web/templates/deploy.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\nspec:\n  template:\n    spec:\n      containers:\n" +
+			"        - name: web\n          image: \"{{ .Values.image.repository }}:{{ .Values.image.tag }}\"\n",
+	})
+	c, err := loader.LoadDir(filepath.Join(src, "web"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chartutil.Save(c, repoDir); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.FileServer(http.Dir(repoDir)))
+	defer srv.Close()
+	idx, err := repo.IndexDirectory(repoDir, srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := idx.WriteFile(filepath.Join(repoDir, "index.yaml"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	single := "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: web, namespace: argocd}\nspec:\n" +
+		"  source:\n    repoURL: " + srv.URL + "\n    chart: web\n    targetRevision: 1.2.0\n    helm:\n      valuesObject:\n        image:\n          tag: \"2.0\"\n"
+	multi := "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: multi, namespace: argocd}\nspec:\n" +
+		"  sources:\n  - repoURL: https://git.example.com/values.git\n    ref: values\n" +
+		"  - repoURL: " + srv.URL + "\n    chart: web\n    targetRevision: \"~1.2.0\"\n"
+	root := writeTree(t, map[string]string{"apps/web.yaml": single, "apps/multi.yaml": multi})
+	helm := t.TempDir()
+	settings := cli.New()
+	settings.RepositoryConfig = filepath.Join(helm, "repositories.yaml")
+	settings.RepositoryCache = filepath.Join(helm, "cache")
+	settings.RegistryConfig = filepath.Join(helm, "registry.json")
+
+	imgs, errs := Images(root, WithFetch(Fetch{Dir: t.TempDir(), Helm: settings}))
+	var got []string
+	for _, img := range imgs {
+		at := "(the chart's values)"
+		if strings.HasPrefix(img.File, root) {
+			rel, _ := filepath.Rel(root, img.File)
+			at = fmt.Sprintf("%s:%d", filepath.ToSlash(rel), img.Line)
+		}
+		got = append(got, at+" "+img.Ref)
+	}
+	slices.Sort(got)
+	want := []string{"(the chart's values) reg.example.com/web:1.0", "apps/web.yaml:12 reg.example.com/web:2.0"}
+	if !slices.Equal(got, want) {
+		t.Errorf("images %q, want %q", got, want)
+	}
+	for _, e := range errs {
+		t.Errorf("problem: %v", e)
+	}
+
+	_, errs = Images(root)
+	var notes []string
+	for _, e := range errs {
+		notes = append(notes, e.Error())
+	}
+	for _, app := range []string{"Application argocd/web: spec.source", "Application argocd/multi: spec.sources[1]"} {
+		if !slices.ContainsFunc(notes, func(n string) bool {
+			return strings.Contains(n, app) && strings.Contains(n, "web from "+srv.URL+" not fetched: offline")
+		}) {
+			t.Errorf("offline: no notice for %s naming web from %s in %q", app, srv.URL, notes)
+		}
+	}
+}
+
+// TestFluxKustomizationPaths: a Flux Kustomization whose manifests are
+// not in the tree (a path that leaves it or is not there, a source that
+// is another repository) is a notice naming it; one whose path is in the
+// tree, of the repository flux bootstrap syncs, is none (its files are
+// read where they are).
+func TestFluxKustomizationPaths(t *testing.T) {
+	t.Parallel()
+	ks := func(name, path, kind, src string) string {
+		return "---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: " + name + ", namespace: flux-system}\nspec:\n" +
+			"  interval: 1h\n  path: " + path + "\n  sourceRef: {kind: " + kind + ", name: " + src + "}\n"
+	}
+	root := writeTree(t, map[string]string{
+		"clusters/prod/sync.yaml": ks("apps", "./apps", "GitRepository", "flux-system") + ks("up", "../../outside", "GitRepository", "flux-system") +
+			ks("gone", "./infrastructure", "GitRepository", "flux-system") + ks("other", "./apps", "GitRepository", "platform") +
+			ks("oci", "./", "OCIRepository", "manifests"),
+		"apps/app.yaml": deployment("app", "reg.example.com/app:1"),
+	})
+	_, errs := Images(root)
+	var got []string
+	for _, e := range errs {
+		got = append(got, strings.TrimPrefix(filepath.ToSlash(e.Error()), filepath.ToSlash(root)+"/"))
+	}
+	want := []string{
+		"clusters/prod/sync.yaml:15: Kustomization flux-system/up: spec.path ../../outside is not in this tree (it leaves it, or is not there): its manifests are not read",
+		"clusters/prod/sync.yaml:23: Kustomization flux-system/gone: spec.path ./infrastructure is not in this tree (it leaves it, or is not there): its manifests are not read",
+		"clusters/prod/sync.yaml:31: Kustomization flux-system/other: its source GitRepository platform is another repository than this tree (flux-system's): spec.path ./apps is not read (a source outside this tree is not fetched)",
+		"clusters/prod/sync.yaml:39: Kustomization flux-system/oci: its source OCIRepository manifests is another repository than this tree (flux-system's): spec.path ./ is not read (a source outside this tree is not fetched)",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -33,12 +33,22 @@ type chartDir struct {
 	errs       []error  // the last run's: templates whose output is not YAML
 	missing    []string // dependencies left out (see dependencies), stubbed
 	apps       *[]*App  // where its App goes: Tree.Apps, or Tree.GitOps
+	// why is set when pin must not edit the chart's values.yaml: a chart
+	// fetched for a GitOps object, not in the tree.
+	why string
 }
 
 // source is a values file and what it holds.
 type source struct {
 	file string // as shown
 	data []byte
+	// block is, for values written in a manifest (a Flux HelmRelease's
+	// spec.values, an Argo CD Application's helm values, a ConfigMap's
+	// literal block), the line of file data's first line of text is at:
+	// data is laid out on its lines in file. 0 for a values file.
+	block int
+	// why is set when pin must not edit these values' keys (see valueKey).
+	why string
 }
 
 // rendered is one render of a chart: the images of each template, by the
@@ -46,12 +56,13 @@ type source struct {
 type rendered map[string][]yamlfile.Site
 
 // helm renders the chart in folder dir (absolute) and adds it to t.
-func (t *Tree) helm(dir string, o *options) { t.chart(dir, o, &t.Apps, nil) }
+func (t *Tree) helm(dir string, o *options) { t.chart(dir, o, &t.Apps, nil, "") }
 
 // chart renders the chart in folder dir (absolute) with extra values
-// after the options', adding its App to apps.
-func (t *Tree) chart(dir string, o *options, apps *[]*App, extra []source) {
-	h := &chartDir{t: t, dir: dir, disp: display(t.Root, dir), apps: apps}
+// after the options', adding its App to apps; why, when set, says why
+// pin must not edit its values.yaml.
+func (t *Tree) chart(dir string, o *options, apps *[]*App, extra []source, why string) {
+	h := &chartDir{t: t, dir: dir, disp: display(t.Root, dir), apps: apps, why: why}
 	chartFile := filepath.Join(h.disp, "Chart.yaml")
 	defer t.recoverInput(chartFile)
 	c, err := loader.LoadDir(dir)
@@ -229,7 +240,8 @@ func (h *chartDir) render() {
 	}
 	var mk markers
 	var keys []valueKey
-	marked, markErr := h.marked(refs, &mk, &keys)
+	marked, failed := h.marked(refs, &mk, &keys)
+	h.failedNotices(real, failed, &mk, keys)
 	probe, fakes := h.probe(user, real, marked, &mk, keys)
 	for _, name := range slices.Sorted(maps.Keys(real)) {
 		for i, s := range real[name] {
@@ -241,8 +253,8 @@ func (h *chartDir) render() {
 			default:
 				u.File, u.Line, u.Column = h.template(name), 0, 0
 				u.Origin = Origin{Kind: Untraced, Why: "the chart's values could not be followed to its images"}
-				if markErr != nil {
-					u.Origin.Why += ": " + unmarked(markErr.Error(), &mk, keys)
+				if err := failed[name]; err != nil {
+					u.Origin.Why += ": " + unmarked(err.Error(), &mk, keys)
 				}
 			}
 			app.Uses = append(app.Uses, u)
@@ -259,70 +271,6 @@ func at(r, real rendered, name string, i int) (yamlfile.Site, bool) {
 	}
 	x, y := a[i].Image, b[i].Image
 	return a[i], x.Kind == y.Kind && x.Field == y.Field && x.Container == y.Container
-}
-
-// marked renders the chart with every value that could be part of an
-// image (see markValues) replaced by a marker: values.yaml, the release's
-// files, and the values of its dependencies.
-func (h *chartDir) marked(refs []string, mk *markers, keys *[]valueKey) (rendered, error) {
-	c, err := h.load()
-	if err != nil {
-		return nil, err
-	}
-	if data := h.file("values.yaml"); data != nil {
-		m, err := markValues(filepath.Join(h.disp, "values.yaml"), data, refs, mk, keys, "")
-		if err != nil {
-			return nil, err
-		}
-		if c.Values, err = loader.LoadValues(bytes.NewReader(m)); err != nil {
-			return nil, err
-		}
-	}
-	if err := h.markDependencies(c, "", refs, mk, keys); err != nil {
-		return nil, err
-	}
-	var datas [][]byte
-	for _, s := range h.release {
-		m, err := markValues(s.file, s.data, refs, mk, keys, "")
-		if err != nil {
-			return nil, err
-		}
-		datas = append(datas, m)
-	}
-	user, err := values(datas)
-	if err != nil {
-		return nil, err
-	}
-	r, _, err := h.run(c, user)
-	return r, err
-}
-
-// markDependencies marks the values of c's dependencies: a key there is
-// not pin's to edit (a dependency is another project's chart).
-func (h *chartDir) markDependencies(c *chart.Chart, prefix string, refs []string, mk *markers, keys *[]valueKey) error {
-	for _, sub := range c.Dependencies() {
-		var data []byte
-		for _, f := range sub.Raw {
-			if f.Name == "values.yaml" {
-				data = f.Data
-			}
-		}
-		name := path.Join(prefix, "charts", sub.Name())
-		if data != nil {
-			why := fmt.Sprintf("set in the values of dependency %s: override it in %s's values under %s", sub.Name(), h.name, sub.Name())
-			m, err := markValues(filepath.Join(h.disp, filepath.FromSlash(name), "values.yaml"), data, refs, mk, keys, why)
-			if err != nil {
-				return err
-			}
-			if sub.Values, err = loader.LoadValues(bytes.NewReader(m)); err != nil {
-				return err
-			}
-		}
-		if err := h.markDependencies(sub, name, refs, mk, keys); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // probe renders the chart as it is plus a digest under the mapping of
@@ -430,7 +378,7 @@ func (h *chartDir) origin(u *Use, tpl, marked, probed string, mk *markers, keys 
 			u.Origin.Why = keys[i].why
 			return
 		}
-		ed.File, ed.Line, ed.Column, ed.Path = keys[i].File, keys[i].Line, keys[i].column, keys[i].Path
+		ed.File, ed.Line, ed.Column, ed.Path, ed.Block = keys[i].File, keys[i].Line, keys[i].column, keys[i].Path, keys[i].block
 		u.Origin.Edit = ed
 	}
 	_, realTag, _ := splitRef(u.Ref)
@@ -485,7 +433,7 @@ func (h *chartDir) digestKey(u *Use, p ValuesPath, found []int, keys []valueKey,
 		return
 	}
 	ed.Path, ed.Line, ed.Column = p.Key("digest"), 0, 0
-	if docs, err := yamlfile.Documents(h.source(keys[i].File)); err == nil {
+	if docs, err := yamlfile.Documents(h.source(keys[i].File, keys[i].block)); err == nil {
 		if m, at := p.Mapping(docs); m != nil {
 			if v := ed.Path.Find(docs[at]); v != nil {
 				ed.Line, ed.Column = v.Line, v.Column
@@ -496,10 +444,11 @@ func (h *chartDir) digestKey(u *Use, p ValuesPath, found []int, keys []valueKey,
 	// (the digest key is empty); pin writes the digest at ed.
 }
 
-// source is what a values file of this chart holds.
-func (h *chartDir) source(file string) []byte {
+// source is what a values file of this chart holds (the values laid
+// out from line block of file, for values written in a manifest).
+func (h *chartDir) source(file string, block int) []byte {
 	for _, s := range h.release {
-		if s.file == file {
+		if s.file == file && s.block == block {
 			return s.data
 		}
 	}

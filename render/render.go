@@ -118,6 +118,9 @@ type Tree struct {
 	// why says why a GitOps object's chart was not rendered, by the
 	// notice that says it was not (see unrendered).
 	why map[string]string
+	// blocks are the values documents written in manifests that GitOps
+	// charts were rendered with, by absolute path and first line.
+	blocks map[string]map[int][]byte
 
 	files map[string][]byte // every file read to render, by absolute path
 }
@@ -213,6 +216,13 @@ type Edit struct {
 	Path         ValuesPath
 	Tag          string
 	Latest       bool
+	// Block, for a values key written in a manifest (a Flux
+	// HelmRelease's spec.values, an Argo CD Application's helm values, a
+	// ConfigMap's literal block of values), is the line of File where
+	// those values start: Path is a path in the values document
+	// Tree.Values gives, laid out on the lines it has in File. 0 for a
+	// values file.
+	Block int
 }
 
 // Error is a problem with a kustomization or chart, at a file and line
@@ -447,6 +457,20 @@ func display(root, abs string) string {
 }
 
 var errTooMuch = errors.New("the folders to render hold more than 256 MiB")
+
+// Own keeps, of the images yamlfile reads in file (one of Plain or
+// GitOpsFiles, as Find gives it), those Images reports as the file's
+// own: in a file of GitOpsFiles only its HelmReleases' and
+// Applications'; never those read by the chart conventions from the
+// values of a GitOps object whose chart GitOps renders (its uses there
+// replace them).
+func (t *Tree) Own(file string, imgs []yamlfile.Image) []yamlfile.Image {
+	if slices.Contains(t.GitOpsFiles, file) {
+		imgs, _ = gitopsOnly(imgs, nil)
+	}
+	imgs, _ = t.withoutRendered(file, imgs, nil)
+	return imgs
+}
 
 // gitopsOnly keeps, of what a file a kustomization renders holds, the
 // images and notices of its HelmReleases and Applications.

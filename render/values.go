@@ -14,6 +14,7 @@ import (
 type valueKey struct {
 	Key
 	column int
+	block  int // the values' source's block (see source)
 	// why is set when pin must not edit the key: a dependency's own
 	// values, a value reached through an alias, a number Helm prints
 	// otherwise than it is written.

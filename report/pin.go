@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -41,7 +42,7 @@ func PinCheck(out, notes io.Writer, format string, r *pinresult.Report) error {
 		switch {
 		case fd.Kind == pinresult.KindUnpinned || fd.Kind == pinresult.KindInvalid:
 			unpinned++
-			files[fd.File] = true // M: the files holding one, not the files read
+			files[filepath.Clean(fd.File)] = true // M: the files holding one, not the files read; one file however written
 		case format != "text" && (fd.Kind == pinresult.KindTemplate || fd.Kind == pinresult.KindSkipped):
 			fmt.Fprintln(notes, printable.Text(fd.String()))
 		}

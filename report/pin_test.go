@@ -198,6 +198,7 @@ func TestPinCheckCountsFiles(t *testing.T) {
 			{Kind: pinresult.KindInvalid, File: "d.yaml", Line: 4, Ref: "Nginx", Message: "invalid"},
 			{Kind: pinresult.KindTemplate, File: "t.yaml", Message: "skipped: Helm template"},
 		}, "4 unpinned references in 4 files\n"},
+		{"one file written two ways", read, []pinresult.Finding{unpinned("a.yaml", 1), unpinned("./a.yaml", 2), unpinned("x/../a.yaml", 3)}, "3 unpinned references in 1 files\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -253,8 +253,11 @@ func (w *walker) appSource(base Image, src ref, name string) {
 		}
 	}
 	h, ok := w.get(src, "helm")
-	if !ok {
+	if !ok && w.str(src, "chart") == "" {
 		return
+	}
+	if !ok { // a chart with no values of the Application's own
+		h = ref{node: &yaml.Node{Kind: yaml.MappingNode}}
 	}
 	if vf, ok := w.get(h, "valueFiles"); ok {
 		w.note(vf.node, "%s %s: %s.helm.valueFiles not read", base.Kind, objName(base), name)
