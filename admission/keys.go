@@ -24,6 +24,13 @@ type KeyEntry struct {
 	// Repository is where this entry's signatures are read when not
 	// beside the image ("" is the image's own repository).
 	Repository string
+	// RekorPEM is the transparency log's public key the policy names
+	// (Kyverno rekor.pubkey), checking a carried log proof offline; ""
+	// leaves it to the trusted root given (--trusted-root).
+	RekorPEM string
+	// Keyless, when not nil, makes this a keyless entry: a certificate's
+	// identity and the roots it chains to, instead of PEM.
+	Keyless *Keyless
 }
 
 // AttestorSet is a set of entries of which Count must accept the
@@ -71,6 +78,9 @@ func kyvernoAttestors(vi map[string]any) []AttestorSet {
 // kyvernoEntry reads one attestor entry.
 func kyvernoEntry(e map[string]any, path string) []KeyEntry {
 	keys, ok, _ := unstructured.NestedMap(e, "keys")
+	if kl, isKeyless, _ := unstructured.NestedMap(e, "keyless"); !ok && isKeyless {
+		return []KeyEntry{kyvernoKeyless(kl, path+".keyless")}
+	}
 	if !ok {
 		what := "keyless identities"
 		switch {
@@ -83,7 +93,12 @@ func kyvernoEntry(e map[string]any, path string) []KeyEntry {
 	}
 	ignore, _, _ := unstructured.NestedBool(keys, "rekor", "ignoreTlog")
 	if pub, _, _ := unstructured.NestedString(keys, "publicKeys"); pub != "" {
-		return pemEntries(pub, !ignore, path+".keys.publicKeys", "a KMS URI or a k8s:// Secret reference")
+		out := pemEntries(pub, !ignore, path+".keys.publicKeys", "a KMS URI or a k8s:// Secret reference")
+		rekor, _, _ := unstructured.NestedString(keys, "rekor", "pubkey")
+		for i := range out {
+			out[i].RekorPEM = rekor
+		}
+		return out
 	}
 	what := "a Secret key (keys.secret)"
 	if _, kms := keys["kms"]; kms {
@@ -139,8 +154,8 @@ func authorityAttestors(a map[string]any) []AttestorSet {
 		}
 		return []AttestorSet{{Entries: []KeyEntry{{Path: "key", Unverifiable: what + " cannot be read offline: give the public key inline as key.data"}}}}
 	}
-	if _, ok := a["keyless"]; ok {
-		return []AttestorSet{{Entries: []KeyEntry{{Path: "keyless", Unverifiable: "keyless identities are not verified offline yet: no trust root is given"}}}}
+	if kl, ok, _ := unstructured.NestedMap(a, "keyless"); ok {
+		return []AttestorSet{{Entries: []KeyEntry{authorityKeyless(kl)}}}
 	}
 	return nil
 }

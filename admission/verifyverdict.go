@@ -21,6 +21,7 @@ type verifyCache struct {
 type verifyKey struct {
 	ref, pem, repo string
 	tlog           bool
+	id             string // KeyEntry.id: the log's key, keyless identities
 }
 
 // verifyEntry verifies ref against e, once per Checker.
@@ -29,7 +30,7 @@ func (c *Checker) verifyEntry(ctx context.Context, ref name.Digest, e KeyEntry) 
 	if err != nil {
 		return Verdict{Outcome: Unverifiable, Reason: fmt.Sprintf("the repository %q at %s does not parse: %v", e.Repository, e.Path, err)}
 	}
-	k := verifyKey{ref.String(), e.PEM, sigs.String(), e.Tlog}
+	k := verifyKey{ref.String(), e.PEM, sigs.String(), e.Tlog, e.id()}
 	if e.Unverifiable == "" {
 		c.verified.mu.Lock()
 		v, ok := c.verified.seen[k]

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
@@ -20,13 +21,43 @@ import (
 
 // policyFlags turn the admission check on or off.
 type policyFlags struct {
-	enabled bool
-	changed func() bool // whether --policies was given
+	enabled     bool
+	changed     func() bool // whether --policies was given
+	trustedRoot string      // --trusted-root
+	root        *root.TrustedRoot
 }
 
 func (p *policyFlags) addTo(fs *pflag.FlagSet, usage string) {
 	fs.BoolVar(&p.enabled, "policies", true, usage)
+	fs.StringVar(&p.trustedRoot, "trusted-root", "", trustedRootUsage)
 	p.changed = func() bool { return fs.Changed("policies") }
+}
+
+// trustedRootUsage is --trusted-root's help.
+const trustedRootUsage = "a sigstore trusted root (trusted_root.json, as cosign trusted-root create writes it) whose Rekor keys check the transparency-log proof a signature carries and whose Fulcio CAs check keyless certificates, offline (docs/admission.md); without it such signatures are unknown unless the policy names its own keys"
+
+// load reads --trusted-root: the material the signatures are verified
+// with. The commands call it when they check their flags.
+func (p *policyFlags) load() error {
+	if p.trustedRoot == "" {
+		return nil
+	}
+	tr, err := admission.LoadTrustedRoot(p.trustedRoot)
+	if err != nil {
+		return fmt.Errorf("--trusted-root: %w", err)
+	}
+	p.root = tr
+	return nil
+}
+
+// verifier is the signature verifier the policies are checked with:
+// cosign's, with the trusted root load read.
+func (p *policyFlags) verifier() admission.Verifier {
+	v := admission.CosignVerifier{}
+	if p.root != nil {
+		v.TrustedRoot = p.root
+	}
+	return v
 }
 
 // Usages of --policies.
@@ -109,7 +140,7 @@ func (r *scanRun) clusterAdmission(ctx context.Context, kt *kubeTarget, res *typ
 	if len(ps.Rules) == 0 && !r.f.policies.changed() {
 		return nil
 	}
-	return applyPolicies(ctx, r.scanner, ps, res, r.g.logger)
+	return applyPolicies(ctx, r.scanner, ps, r.f.policies.verifier(), res, r.g.logger)
 }
 
 // fileAdmission applies the image policies among the -f files to res,
@@ -129,13 +160,14 @@ func (r *scanRun) fileAdmission(ctx context.Context, res *types.Result) error {
 			Message: "image policies are not applied to a registry's storage: its signatures are looked for through the registry's API"})
 		return nil
 	}
-	return applyPolicies(ctx, r.scanner, ps, res, r.g.logger)
+	return applyPolicies(ctx, r.scanner, ps, r.f.policies.verifier(), res, r.g.logger)
 }
 
 // applyPolicies adds what the policies say to each image of res, looking
-// for artifacts through s, and logs how many rules were applied.
-func applyPolicies(ctx context.Context, s *scan.Scanner, ps *admission.Policies, res *types.Result, logger *slog.Logger) error {
-	c := &admission.Checker{Policies: ps, Finder: artifacts.NewFinder(s), Parse: s.Parse, Verifier: admission.CosignVerifier{}}
+// for artifacts through s and verifying signatures with v, and logs how
+// many rules were applied.
+func applyPolicies(ctx context.Context, s *scan.Scanner, ps *admission.Policies, v admission.Verifier, res *types.Result, logger *slog.Logger) error {
+	c := &admission.Checker{Policies: ps, Finder: artifacts.NewFinder(s), Parse: s.Parse, Verifier: v}
 	if err := c.Apply(ctx, res); err != nil {
 		return err
 	}
@@ -173,7 +205,7 @@ func pinAdmission(ctx context.Context, f *pinFlags, kt *kubeTarget, s *scan.Scan
 	if len(ps.Rules) == 0 {
 		return nil, unread, nil
 	}
-	c := &admission.Checker{Policies: ps, Finder: artifacts.NewFinder(s), Parse: s.Parse, Verifier: admission.CosignVerifier{}}
+	c := &admission.Checker{Policies: ps, Finder: artifacts.NewFinder(s), Parse: s.Parse, Verifier: f.policies.verifier()}
 	return c.Apply, unread, nil
 }
 
