@@ -202,7 +202,7 @@ var codes = map[Code]codeInfo{
 		description: "an attestation an enforcing admission policy requires is gone or not whole: the pod will be refused"},
 	SignatureRefused: {severity: SeverityCritical, advice: says("sign the running digest again (cosign sign --key) with the key the policy names, or fix the policy's key if it was rotated; cosign verify --key with the policy's key shows the same refusal"),
 		description: "the signature an enforcing admission policy requires is there, and cosign refuses it with the policy's keys: the pod will be refused"},
-	SignatureUnverifiable: {severity: SeverityWarning, fault: true, advice: says("give the policy's public key inline (Kyverno keys.publicKeys, policy-controller key.data), or verify with cosign where the key or trust root is at hand"),
+	SignatureUnverifiable: {severity: SeverityWarning, fault: true, advice: says("give the policy's public key inline (Kyverno keys.publicKeys, policy-controller key.data); for a log proof or keyless, pass --trusted-root (a trusted_root.json made by cosign trusted-root create) or name the roots and Rekor key in the policy; or verify with cosign where the key or trust root is at hand"),
 		description: "whether the signature verifies with the policy's keys cannot be decided offline (a KMS or Secret key, keyless without a trust root, a log proof without a Rekor key)"},
 	ArtifactMissing: {severity: SeverityInfo, advice: says(""),
 		description: "a signature, attestation or SBOM of the image is gone or not whole; no policy requires it"},
