@@ -416,6 +416,20 @@ func TestVerifyTrustRoot(t *testing.T) {
 		{"keyless, expired certificate, SET after it", expiredOut, keylessPolicy("texpiredout", testSigner), trusted,
 			append(idFlags(testSigner), "--trusted-root", f.trustedRoot), types.Broken, types.SignatureRefused, false, nil},
 	}
+	// why: for each case cosign refuses, what regcheck's finding and
+	// cosign's output say: the fixture fails for the reason the case
+	// names, not another.
+	why := map[string][2]string{
+		"key, forged SET":                              {"unable to verify SET", "unable to verify SET"},
+		"key, no SET, Kyverno default":                 {"carries no transparency-log proof", "offline verification failed"},
+		"key, good SET, no trust material":             {"no Rekor public key was given", "getting rekor public keys"},
+		"keyless, identity mismatch":                   {"none of the expected identities matched", "none of the expected identities matched"},
+		"keyless, subjectRegExp does not match":        {"none of the expected identities matched", "none of the expected identities matched"},
+		"keyless, no SET, log required":                {"offline verification failed", "offline verification failed"},
+		"policy-controller keyless, identity mismatch": {"none of the expected identities matched", "none of the expected identities matched"},
+		"keyless, no trust material":                   {"no Fulcio CA was given", "TUF"},
+		"keyless, expired certificate, SET after it":   {"certificate expired before observed time", "certificate expired before observed time"},
+	}
 	if wait := time.Until(shortTo.Add(time.Second)); wait > 0 {
 		time.Sleep(wait) // the 5-second leaf has expired
 	}
@@ -435,6 +449,15 @@ func TestVerifyTrustRoot(t *testing.T) {
 			}
 			if got.Verdict != tt.want || (tt.code != "" && findingOf(got, tt.code) == nil) {
 				t.Errorf("regcheck: verdict %s, want %s with %s:\n%+v", got.Verdict, tt.want, tt.code, got.Findings)
+			}
+			w, named := why[tt.name]
+			switch {
+			case !tt.cosignOK && !named:
+				t.Errorf("the case names no reason for cosign's refusal")
+			case named && !strings.Contains(fmt.Sprint(got.Findings), w[0]):
+				t.Errorf("regcheck's finding does not say %q: %+v", w[0], got.Findings)
+			case named && !strings.Contains(out, w[1]):
+				t.Errorf("cosign does not say %q:\n%s", w[1], lastLines(out, 5))
 			}
 		})
 	}
