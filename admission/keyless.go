@@ -25,6 +25,10 @@ type Keyless struct {
 	// IgnoreSCT: the engine does not require the certificate's embedded
 	// SCT (Kyverno ctlog.ignoreSCT, policy-controller insecureIgnoreSCT).
 	IgnoreSCT bool
+	// splitRoots: RootsPEM's self-signed certificates are the roots, the
+	// others intermediates (policy-controller's TrustRoot); otherwise
+	// every one is a root (Kyverno's roots).
+	splitRoots bool
 }
 
 // kyvernoKeyless reads a Kyverno attestor entry's keyless block, as
@@ -54,13 +58,15 @@ func kyvernoKeyless(kl map[string]any, path string) KeyEntry {
 // (sigstore/policy-controller pkg/webhook/validator.go,
 // checkOptsFromAuthority: one cosign.Identity per keyless.identities
 // entry; Fulcio roots and CT keys from the TrustRoot named by
-// trustRootRef, else Sigstore's TUF root; Rekor keys likewise, so that
-// the log proof is required; the SCT unless insecureIgnoreSCT). The
-// TrustRoot object itself is not read: its material is the trusted root
-// given to the verifier.
-func authorityKeyless(kl map[string]any) KeyEntry {
+// trustRootRef, else Sigstore's TUF root; the SCT unless
+// insecureIgnoreSCT). The log proof is required when the authority names
+// a ctlog, or names no TrustRoot (Sigstore's Rekor keys are then taken:
+// rekorClientAndKeysFromAuthority); with a TrustRoot and no ctlog there
+// is no Rekor key, and the log is ignored.
+func authorityKeyless(kl map[string]any, ctlog bool) KeyEntry {
 	ignoreSCT, _, _ := unstructured.NestedBool(kl, "insecureIgnoreSCT")
-	e := KeyEntry{Path: "keyless", Tlog: true, Keyless: &Keyless{IgnoreSCT: ignoreSCT}}
+	ref, _, _ := unstructured.NestedString(kl, "trustRootRef")
+	e := KeyEntry{Path: "keyless", Tlog: ctlog || ref == "", trustRoot: ref, Keyless: &Keyless{IgnoreSCT: ignoreSCT}}
 	ids, _, _ := unstructured.NestedSlice(kl, "identities")
 	for _, raw := range ids {
 		m, _ := raw.(map[string]any)
@@ -81,7 +87,7 @@ func (e KeyEntry) id() string {
 		return e.RekorPEM
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s|%s|%s|%v", e.RekorPEM, e.Keyless.RootsPEM, e.Keyless.CTLogPEM, e.Keyless.IgnoreSCT)
+	fmt.Fprintf(&b, "%s|%s|%s|%v|%v", e.RekorPEM, e.Keyless.RootsPEM, e.Keyless.CTLogPEM, e.Keyless.IgnoreSCT, e.Keyless.splitRoots)
 	for _, id := range e.Keyless.Identities {
 		fmt.Fprintf(&b, "|%q %q %q %q", id.Issuer, id.Subject, id.IssuerRegExp, id.SubjectRegExp)
 	}

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
 	"math/big"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/sigstore/cosign/v3/pkg/cosign"
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 )
 
@@ -63,27 +65,77 @@ func TestKyvernoKeylessEntry(t *testing.T) {
 }
 
 // TestAuthorityKeyless reads a ClusterImagePolicy keyless authority:
-// one identity per entry, the log required, the SCT unless
-// insecureIgnoreSCT.
+// one identity per entry, the SCT unless insecureIgnoreSCT, the log
+// required as policy-controller requires it (a ctlog, or no TrustRoot),
+// and the TrustRoots named.
 func TestAuthorityKeyless(t *testing.T) {
-	var a map[string]any
-	if err := yaml.Unmarshal([]byte(`keyless:
-  trustRootRef: mine
-  insecureIgnoreSCT: true
+	ids := `
   identities:
     - {issuer: https://i, subject: a@b.c}
-    - {issuerRegExp: 'https://.*', subjectRegExp: '.*'}`), &a); err != nil {
+    - {issuerRegExp: 'https://.*', subjectRegExp: '.*'}`
+	for _, tt := range []struct {
+		name, authority     string
+		tlog, ignoreSCT     bool
+		trustRoot, logTrust string
+	}{
+		{"a TrustRoot and a ctlog", "keyless:\n  trustRootRef: mine\n  insecureIgnoreSCT: true" + ids + "\nctlog: {url: https://r, trustRootRef: logs}", true, true, "mine", "logs"},
+		{"a TrustRoot, no ctlog: the log ignored", "keyless:\n  trustRootRef: mine" + ids, false, false, "mine", ""},
+		{"no TrustRoot: Sigstore's log required", "keyless:" + ids, true, false, "", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var a map[string]any
+			if err := yaml.Unmarshal([]byte(tt.authority), &a); err != nil {
+				t.Fatal(err)
+			}
+			sets := authorityAttestors(a)
+			if len(sets) != 1 || len(sets[0].Entries) != 1 {
+				t.Fatalf("sets %+v", sets)
+			}
+			e := sets[0].Entries[0]
+			want := []cosign.Identity{{Issuer: "https://i", Subject: "a@b.c"}, {IssuerRegExp: "https://.*", SubjectRegExp: ".*"}}
+			if e.Keyless == nil || e.Tlog != tt.tlog || e.Keyless.IgnoreSCT != tt.ignoreSCT || e.Unverifiable != "" || len(e.Keyless.Identities) != 2 ||
+				e.Keyless.Identities[0] != want[0] || e.Keyless.Identities[1] != want[1] || e.trustRoot != tt.trustRoot || e.logTrustRoot != tt.logTrust {
+				t.Errorf("entry %+v keyless %+v", e, e.Keyless)
+			}
+		})
+	}
+}
+
+// TestTrustRootObject reads a TrustRoot's sigstoreKeys (base64 PEM) and
+// gives its material to the entries naming it; a TUF repository is not
+// read (unverifiable), a TrustRoot not read leaves the entry as it is.
+func TestTrustRootObject(t *testing.T) {
+	ca, _ := cryptoutils.MarshalCertificateToPEM(testCA(t))
+	rekor := testPEM("rekor key")
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	var keys, tuf unstructured.Unstructured
+	if err := yaml.Unmarshal([]byte(`apiVersion: policy.sigstore.dev/v1alpha1
+kind: TrustRoot
+metadata: {name: mine}
+spec:
+  sigstoreKeys:
+    certificateAuthorities: [{subject: {organization: o, commonName: c}, uri: https://f, certChain: `+b64(string(ca))+`}]
+    tLogs: [{baseURL: https://r, hashAlgorithm: sha-256, publicKey: `+b64(rekor)+`}]`), &keys.Object); err != nil {
 		t.Fatal(err)
 	}
-	sets := authorityAttestors(a)
-	if len(sets) != 1 || len(sets[0].Entries) != 1 {
-		t.Fatalf("sets %+v", sets)
+	if err := yaml.Unmarshal([]byte(`{apiVersion: policy.sigstore.dev/v1alpha1, kind: TrustRoot, metadata: {name: tuf}, spec: {repository: {root: eA==, mirrorFS: eA==}}}`), &tuf.Object); err != nil {
+		t.Fatal(err)
 	}
-	e := sets[0].Entries[0]
-	want := []cosign.Identity{{Issuer: "https://i", Subject: "a@b.c"}, {IssuerRegExp: "https://.*", SubjectRegExp: ".*"}}
-	if e.Keyless == nil || !e.Tlog || !e.Keyless.IgnoreSCT || e.Unverifiable != "" || len(e.Keyless.Identities) != 2 ||
-		e.Keyless.Identities[0] != want[0] || e.Keyless.Identities[1] != want[1] {
-		t.Errorf("entry %+v", e)
+	ps := &Policies{}
+	ps.addTrustRoot(&keys)
+	ps.addTrustRoot(&tuf)
+	keyless := func(root, logRoot string) KeyEntry {
+		return KeyEntry{Tlog: true, trustRoot: root, logTrustRoot: logRoot, Keyless: &Keyless{}}
+	}
+	got := ps.withTrustRoot(keyless("mine", "mine"))
+	if !strings.Contains(got.Keyless.RootsPEM, "BEGIN CERTIFICATE") || got.RekorPEM != rekor+"\n" || !got.Keyless.splitRoots || got.Unverifiable != "" {
+		t.Errorf("the TrustRoot's material is not the entry's: %+v %+v", got, got.Keyless)
+	}
+	if got := ps.withTrustRoot(keyless("tuf", "")); !strings.Contains(got.Unverifiable, "TUF repository") {
+		t.Errorf("a TUF repository TrustRoot: %+v", got)
+	}
+	if got := ps.withTrustRoot(keyless("absent", "")); got.Unverifiable != "" || got.Keyless.RootsPEM != "" {
+		t.Errorf("a TrustRoot not read: %+v", got)
 	}
 }
 

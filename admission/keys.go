@@ -31,6 +31,10 @@ type KeyEntry struct {
 	// Keyless, when not nil, makes this a keyless entry: a certificate's
 	// identity and the roots it chains to, instead of PEM.
 	Keyless *Keyless
+	// trustRoot and logTrustRoot name the policy-controller TrustRoots
+	// whose material the entry takes (keyless.trustRootRef,
+	// ctlog.trustRootRef), when they are read (Policies.withTrustRoot).
+	trustRoot, logTrustRoot string
 }
 
 // AttestorSet is a set of entries of which Count must accept the
@@ -144,9 +148,14 @@ func truncate(s string, n int) string {
 func authorityAttestors(a map[string]any) []AttestorSet {
 	url, _, _ := unstructured.NestedString(a, "ctlog", "url")
 	ctlog := url != ""
+	logRoot, _, _ := unstructured.NestedString(a, "ctlog", "trustRootRef")
 	if key, ok, _ := unstructured.NestedMap(a, "key"); ok {
 		if data, _, _ := unstructured.NestedString(key, "data"); data != "" {
-			return []AttestorSet{{Entries: pemEntries(data, ctlog, "key.data", "a KMS or Secret key")}}
+			entries := pemEntries(data, ctlog, "key.data", "a KMS or Secret key")
+			for i := range entries {
+				entries[i].logTrustRoot = logRoot
+			}
+			return []AttestorSet{{Entries: entries}}
 		}
 		what := "a Secret key (key.secretRef)"
 		if _, kms := key["kms"]; kms {
@@ -155,7 +164,10 @@ func authorityAttestors(a map[string]any) []AttestorSet {
 		return []AttestorSet{{Entries: []KeyEntry{{Path: "key", Unverifiable: what + " cannot be read offline: give the public key inline as key.data"}}}}
 	}
 	if kl, ok, _ := unstructured.NestedMap(a, "keyless"); ok {
-		return []AttestorSet{{Entries: []KeyEntry{authorityKeyless(kl)}}}
+		_, hasCTLog := a["ctlog"]
+		e := authorityKeyless(kl, hasCTLog)
+		e.logTrustRoot = logRoot
+		return []AttestorSet{{Entries: []KeyEntry{e}}}
 	}
 	return nil
 }

@@ -73,6 +73,9 @@ func Read(ctx context.Context, dyn dynamic.Interface, disc discovery.DiscoveryIn
 			ps.Rules = append(ps.Rules, rules...)
 		}
 	}
+	if !missing[PolicyController] {
+		problems = append(problems, ps.readTrustRoots(ctx, dyn, disc)...)
+	}
 	problems = append(problems, ps.readLabels(ctx, dyn)...)
 	return ps, problems, ctx.Err()
 }
@@ -173,6 +176,8 @@ func reads(apiVersion, kind string) bool {
 	case gv.Group == "kyverno.io" && (kind == "ClusterPolicy" || kind == "Policy"):
 		return true
 	case gv.Group == "policy.sigstore.dev" && kind == "ClusterImagePolicy":
+		return true
+	case isTrustRoot(apiVersion, kind):
 		return true
 	}
 	return false

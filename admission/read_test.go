@@ -114,7 +114,7 @@ func TestRead(t *testing.T) {
 			objs = append(objs, ns)
 			dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
 				clusterPolicies: "ClusterPolicyList", kyvernoPolicies: "PolicyList", cipBeta: "ClusterImagePolicyList",
-				cipAlpha: "ClusterImagePolicyList", namespacesGVR: "NamespaceList"}, objs...)
+				cipAlpha: "ClusterImagePolicyList", namespacesGVR: "NamespaceList", trustRootsGVR: "TrustRootList"}, objs...)
 			for gvr, err := range tt.fail {
 				dyn.PrependReactor("list", gvr.Resource, func(a k8stesting.Action) (bool, runtime.Object, error) {
 					if a.GetResource() != gvr {

@@ -1,9 +1,12 @@
 package admission
 
 import (
+	"bytes"
 	"context"
 	"crypto/x509"
+	"encoding/pem"
 	"fmt"
+	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/sigstore/cosign/v3/pkg/cosign"
@@ -29,7 +32,7 @@ const (
 	supplyRekor = "no Rekor public key was given to check the signature's transparency-log proof (its SET) offline: " +
 		"give a trusted root (--trusted-root FILE, made by cosign trusted-root create, with the log's key) or name the log's key in the policy (Kyverno rekor.pubkey)"
 	supplyCA = "no Fulcio CA was given to check the keyless certificate against: give a trusted root (--trusted-root FILE, made by " +
-		"cosign trusted-root create, with the CA chain) or the roots in the policy (Kyverno keyless.roots); policy-controller TrustRoot objects are not read: give their material as --trusted-root"
+		"cosign trusted-root create, with the CA chain) or the roots in the policy (Kyverno keyless.roots, the policy-controller TrustRoot named by trustRootRef, with sigstoreKeys)"
 	supplyCT = "the policy requires the certificate's SCT, and no CT log key was given: give a trusted root with the CT log's key " +
 		"(--trusted-root), or the policy's ctlog.pubkey; or the policy ignores SCTs (Kyverno ctlog.ignoreSCT, policy-controller insecureIgnoreSCT)"
 )
@@ -102,7 +105,7 @@ func (v CosignVerifier) trust(co *cosign.CheckOpts, e KeyEntry) (string, error) 
 		co.TrustedMaterial = tm
 		return "", nil
 	}
-	if keyless && !v.fulcioRoots(co, e.Keyless.RootsPEM) {
+	if keyless && !v.fulcioRoots(co, e.Keyless.RootsPEM, e.Keyless.splitRoots) {
 		return supplyCA, nil
 	}
 	if !co.IgnoreTlog {
@@ -123,12 +126,22 @@ func (v CosignVerifier) trust(co *cosign.CheckOpts, e KeyEntry) (string, error) 
 }
 
 // logKeys are a log's keys as cosign's legacy options take them: the
-// policy's PEM key, else the trusted root's logs; nil when there are none.
-func (v CosignVerifier) logKeys(pem, field string, logs func(root.TrustedMaterial) map[string]*root.TransparencyLog) (*cosign.TrustedTransparencyLogPubKeys, error) {
+// policy's PEM keys (one or more blocks), else the trusted root's logs; nil when there are none.
+func (v CosignVerifier) logKeys(pemKeys, field string, logs func(root.TrustedMaterial) map[string]*root.TransparencyLog) (*cosign.TrustedTransparencyLogPubKeys, error) {
 	keys := cosign.NewTrustedTransparencyLogPubKeys()
-	if pem != "" {
-		if err := keys.AddTransparencyLogPubKey([]byte(pem), tuf.Active); err != nil {
-			return nil, fmt.Errorf("the policy's %s does not parse: %w", field, err)
+	if strings.TrimSpace(pemKeys) != "" {
+		rest := []byte(pemKeys)
+		for {
+			var b *pem.Block
+			if b, rest = pem.Decode(rest); b == nil {
+				break
+			}
+			if err := keys.AddTransparencyLogPubKey(pem.EncodeToMemory(b), tuf.Active); err != nil {
+				return nil, fmt.Errorf("the policy's %s does not parse: %w", field, err)
+			}
+		}
+		if len(keys.Keys) == 0 {
+			return nil, fmt.Errorf("the policy's %s holds no PEM key", field)
 		}
 		return &keys, nil
 	}
@@ -150,9 +163,10 @@ func (v CosignVerifier) logKeys(pem, field string, logs func(root.TrustedMateria
 	return &keys, nil
 }
 
-// fulcioRoots puts the policy's roots (every certificate of rootsPEM), or
-// else the trusted root's Fulcio CAs, into co; false when there are none.
-func (v CosignVerifier) fulcioRoots(co *cosign.CheckOpts, rootsPEM string) bool {
+// fulcioRoots puts the policy's roots (every certificate of rootsPEM, or
+// with split its self-signed ones, the others as intermediates), or else
+// the trusted root's Fulcio CAs, into co; false when there are none.
+func (v CosignVerifier) fulcioRoots(co *cosign.CheckOpts, rootsPEM string, split bool) bool {
 	roots, inter := x509.NewCertPool(), x509.NewCertPool()
 	n := 0
 	if rootsPEM != "" {
@@ -161,6 +175,10 @@ func (v CosignVerifier) fulcioRoots(co *cosign.CheckOpts, rootsPEM string) bool 
 			return false
 		}
 		for _, c := range certs {
+			if split && !bytes.Equal(c.RawSubject, c.RawIssuer) {
+				inter.AddCert(c)
+				continue
+			}
 			roots.AddCert(c)
 			n++
 		}

@@ -26,6 +26,7 @@ type verifyKey struct {
 
 // verifyEntry verifies ref against e, once per Checker.
 func (c *Checker) verifyEntry(ctx context.Context, ref name.Digest, e KeyEntry) Verdict {
+	e = c.Policies.withTrustRoot(e)
 	sigs, err := c.repository(ref, e.Repository)
 	if err != nil {
 		return Verdict{Outcome: Unverifiable, Reason: fmt.Sprintf("the repository %q at %s does not parse: %v", e.Repository, e.Path, err)}

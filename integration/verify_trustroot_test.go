@@ -100,6 +100,26 @@ metadata:
     policy.sigstore.dev/include: "true"
 `
 
+// trustRootObject is a policy-controller TrustRoot named test-root whose
+// sigstoreKeys hold the test CA chain and Rekor key (base64 PEM, as the
+// CRD stores bytes).
+const trustRootObject = `---
+apiVersion: policy.sigstore.dev/v1alpha1
+kind: TrustRoot
+metadata:
+  name: test-root
+spec:
+  sigstoreKeys:
+    certificateAuthorities:
+      - subject: {organization: regcheck, commonName: regcheck test Fulcio}
+        uri: https://fulcio.regcheck.test
+        certChain: CHAIN
+    tLogs:
+      - baseURL: https://rekor.regcheck.test
+        hashAlgorithm: sha-256
+        publicKey: REKORKEY
+`
+
 // trustFixture is offline trust material made by the test: a CA standing
 // for Fulcio, a P-256 key standing for Rekor's, and the trusted root
 // that the real cosign trusted-root create makes of them.
@@ -363,6 +383,11 @@ func TestVerifyTrustRoot(t *testing.T) {
 	cip := func(repo, identity string) string {
 		return strings.NewReplacer("HOST", host, "REPO", repo, "IDENTITY", identity).Replace(cipKeylessPolicy)
 	}
+	rekorPEM, _ := os.ReadFile(f.rekorPub)
+	withTrustRoot := func(policy string) string {
+		return policy + strings.NewReplacer("CHAIN", base64.StdEncoding.EncodeToString(f.caPEM),
+			"REKORKEY", base64.StdEncoding.EncodeToString(rekorPEM)).Replace(trustRootObject)
+	}
 	type tcase struct {
 		name     string
 		im       admImage
@@ -409,6 +434,15 @@ func TestVerifyTrustRoot(t *testing.T) {
 			cip("tcipother", "{issuer: "+testIssuer+", subjectRegExp: '^ci@.*'}"), trusted,
 			[]string{"--certificate-identity-regexp", "^ci@.*", "--certificate-oidc-issuer", testIssuer, "--insecure-ignore-sct=true", "--trusted-root", f.trustedRoot},
 			types.Broken, types.SignatureRefused, false, nil},
+		{"policy-controller keyless, the TrustRoot object's sigstoreKeys", f.signLegacy(t, host, "tcipobj", sigSpec{key: leafKey, cert: leafCert, set: goodSET, at: now}),
+			withTrustRoot(cip("tcipobj", "{issuer: "+testIssuer+", subject: "+testSigner+"}")), nil,
+			append(idFlags(testSigner), "--trusted-root", f.trustedRoot), types.OK, "", true, nil},
+		{"policy-controller keyless, the TrustRoot object, forged SET", f.signLegacy(t, host, "tcipforged", sigSpec{key: leafKey, cert: leafCert, set: forgedSET, at: now}),
+			withTrustRoot(cip("tcipforged", "{issuer: "+testIssuer+", subject: "+testSigner+"}")), nil,
+			append(idFlags(testSigner), "--trusted-root", f.trustedRoot), types.Broken, types.SignatureRefused, false, nil},
+		{"policy-controller keyless, TrustRoot not given", f.signLegacy(t, host, "tcipnoroot", sigSpec{key: leafKey, cert: leafCert, set: goodSET, at: now}),
+			cip("tcipnoroot", "{issuer: "+testIssuer+", subject: "+testSigner+"}"), nil,
+			idFlags(testSigner), types.Unknown, types.SignatureUnverifiable, false, nil},
 		{"keyless, no trust material", keylessNoRoot, keylessPolicy("tnoroot", testSigner), nil,
 			idFlags(testSigner), types.Unknown, types.SignatureUnverifiable, false, nil},
 		{"keyless, expired certificate, SET inside its validity", expiredIn, keylessPolicy("texpiredin", testSigner), trusted,
@@ -420,15 +454,17 @@ func TestVerifyTrustRoot(t *testing.T) {
 	// cosign's output say: the fixture fails for the reason the case
 	// names, not another.
 	why := map[string][2]string{
-		"key, forged SET":                              {"unable to verify SET", "unable to verify SET"},
-		"key, no SET, Kyverno default":                 {"carries no transparency-log proof", "offline verification failed"},
-		"key, good SET, no trust material":             {"no Rekor public key was given", "getting rekor public keys"},
-		"keyless, identity mismatch":                   {"none of the expected identities matched", "none of the expected identities matched"},
-		"keyless, subjectRegExp does not match":        {"none of the expected identities matched", "none of the expected identities matched"},
-		"keyless, no SET, log required":                {"offline verification failed", "offline verification failed"},
-		"policy-controller keyless, identity mismatch": {"none of the expected identities matched", "none of the expected identities matched"},
-		"keyless, no trust material":                   {"no Fulcio CA was given", "TUF"},
-		"keyless, expired certificate, SET after it":   {"certificate expired before observed time", "certificate expired before observed time"},
+		"key, forged SET":                                             {"unable to verify SET", "unable to verify SET"},
+		"key, no SET, Kyverno default":                                {"carries no transparency-log proof", "offline verification failed"},
+		"key, good SET, no trust material":                            {"no Rekor public key was given", "getting rekor public keys"},
+		"keyless, identity mismatch":                                  {"none of the expected identities matched", "none of the expected identities matched"},
+		"keyless, subjectRegExp does not match":                       {"none of the expected identities matched", "none of the expected identities matched"},
+		"keyless, no SET, log required":                               {"offline verification failed", "offline verification failed"},
+		"policy-controller keyless, identity mismatch":                {"none of the expected identities matched", "none of the expected identities matched"},
+		"keyless, no trust material":                                  {"no Fulcio CA was given", "TUF"},
+		"policy-controller keyless, the TrustRoot object, forged SET": {"unable to verify SET", "unable to verify SET"},
+		"policy-controller keyless, TrustRoot not given":              {"no Fulcio CA was given", "TUF"},
+		"keyless, expired certificate, SET after it":                  {"certificate expired before observed time", "certificate expired before observed time"},
 	}
 	if wait := time.Until(shortTo.Add(time.Second)); wait > 0 {
 		time.Sleep(wait) // the 5-second leaf has expired

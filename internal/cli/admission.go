@@ -199,6 +199,12 @@ func pinAdmission(ctx context.Context, f *pinFlags, kt *kubeTarget, s *scan.Scan
 		}
 		ps.Rules = append(ps.Rules, cps.Rules...)
 		ps.Labels, ps.LabelsKnown = cps.Labels, cps.LabelsKnown
+		for n, tr := range cps.TrustRoots {
+			if ps.TrustRoots == nil {
+				ps.TrustRoots = map[string]admission.TrustRootKeys{}
+			}
+			ps.TrustRoots[n] = tr
+		}
 		problems = append(problems, cproblems...)
 	}
 	unread := policyFindings(problems)
