@@ -185,6 +185,15 @@ func TestTrustMissing(t *testing.T) {
 	}
 }
 
+// TestTrustBadRoots: roots in the policy that do not parse are said so.
+func TestTrustBadRoots(t *testing.T) {
+	e := KeyEntry{Keyless: &Keyless{RootsPEM: "-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydA==\n-----END CERTIFICATE-----\n", IgnoreSCT: true}}
+	_, err := CosignVerifier{}.trust(&cosign.CheckOpts{IgnoreTlog: true}, e)
+	if err == nil || !strings.Contains(err.Error(), "roots do not parse") {
+		t.Fatalf("err %v, want the roots not parsing", err)
+	}
+}
+
 func testCA(t *testing.T) *x509.Certificate {
 	t.Helper()
 	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)

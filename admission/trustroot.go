@@ -105,8 +105,10 @@ func (v CosignVerifier) trust(co *cosign.CheckOpts, e KeyEntry) (string, error) 
 		co.TrustedMaterial = tm
 		return "", nil
 	}
-	if keyless && !v.fulcioRoots(co, e.Keyless.RootsPEM, e.Keyless.splitRoots) {
-		return supplyCA, nil
+	if keyless {
+		if ok, err := v.fulcioRoots(co, e.Keyless.RootsPEM, e.Keyless.splitRoots); err != nil || !ok {
+			return supplyCA, err
+		}
 	}
 	if !co.IgnoreTlog {
 		keys, err := v.logKeys(e.RekorPEM, "rekor.pubkey", func(tm root.TrustedMaterial) map[string]*root.TransparencyLog { return tm.RekorLogs() })
@@ -165,14 +167,15 @@ func (v CosignVerifier) logKeys(pemKeys, field string, logs func(root.TrustedMat
 
 // fulcioRoots puts the policy's roots (every certificate of rootsPEM, or
 // with split its self-signed ones, the others as intermediates), or else
-// the trusted root's Fulcio CAs, into co; false when there are none.
-func (v CosignVerifier) fulcioRoots(co *cosign.CheckOpts, rootsPEM string, split bool) bool {
+// the trusted root's Fulcio CAs, into co; false when there are none, an
+// error when the policy's do not parse.
+func (v CosignVerifier) fulcioRoots(co *cosign.CheckOpts, rootsPEM string, split bool) (bool, error) {
 	roots, inter := x509.NewCertPool(), x509.NewCertPool()
 	n := 0
 	if rootsPEM != "" {
 		certs, err := cryptoutils.UnmarshalCertificatesFromPEM([]byte(rootsPEM))
 		if err != nil {
-			return false
+			return false, fmt.Errorf("the policy's roots do not parse: %w", err)
 		}
 		for _, c := range certs {
 			if split && !bytes.Equal(c.RawSubject, c.RawIssuer) {
@@ -196,8 +199,8 @@ func (v CosignVerifier) fulcioRoots(co *cosign.CheckOpts, rootsPEM string, split
 		}
 	}
 	if n == 0 {
-		return false
+		return false, nil
 	}
 	co.RootCerts, co.IntermediateCerts = roots, inter
-	return true
+	return true, nil
 }
