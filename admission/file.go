@@ -120,6 +120,10 @@ func (ps *Policies) add(obj *unstructured.Unstructured, source string) error {
 		ps.Labels[obj.GetName()] = obj.GetLabels()
 		return nil
 	}
+	if isTrustRoot(obj.GetAPIVersion(), obj.GetKind()) {
+		ps.addTrustRoot(obj)
+		return nil
+	}
 	rules, err := rulesOf(obj, source)
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", obj.GetKind(), objName(obj), err)

@@ -113,7 +113,9 @@ func TestIVPRules(t *testing.T) {
 			"ImageValidatingPolicy Deny images=[registry.example.com/team/*] sig=true pred=[] set(0: spec.attestors[0] (a).cosign.key.data/tlog=false/repo=registry.example.com/sigs)", ""},
 		{"keyless, one identity: through the ClusterPolicy path", ivpDoc(ivpBody("Deny",
 			"    - name: a\n      cosign:\n        keyless:\n          identities:\n            - subject: https://github.com/org/repo/.github/workflows/build.yaml@refs/heads/main\n              issuer: https://token.actions.githubusercontent.com\n", sigAny)),
-			"ImageValidatingPolicy Deny images=[registry.example.com/team/*] sig=true pred=[] set(0: spec.attestors[0] (a).cosign.keyless/unverifiable)", "keyless"},
+			// A keyless entry, verified with the trust material given
+			// (--trusted-root, the roots): the log required by default.
+			"ImageValidatingPolicy Deny images=[registry.example.com/team/*] sig=true pred=[] set(0: spec.attestors[0] (a).cosign.keyless/tlog=true/repo=)", ""},
 		{"a KMS key", ivpDoc(ivpBody("Deny", "    - name: a\n      cosign:\n        key:\n          kms: gcpkms://projects/p/keys/k\n", sigAny)),
 			"ImageValidatingPolicy Deny images=[registry.example.com/team/*] sig=true pred=[] set(0: spec.attestors[0] (a).cosign.key.kms/unverifiable)", "cosign.key.kms"},
 		{"notary, as the conformance tests write it", ivpDoc(ivpBody("Deny", "    - name: notary\n      notary:\n        certs:\n          value: |-\n            -----BEGIN CERTIFICATE-----\n",

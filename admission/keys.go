@@ -27,6 +27,17 @@ type KeyEntry struct {
 	// Secret, when set, is the Kubernetes Secret the engine reads the
 	// key from (secretkeys.go): unverifiable until SecretReader reads it.
 	Secret *SecretKey
+	// RekorPEM is the transparency log's public key the policy names
+	// (Kyverno rekor.pubkey), checking a carried log proof offline; ""
+	// leaves it to the trusted root given (--trusted-root).
+	RekorPEM string
+	// Keyless, when not nil, makes this a keyless entry: a certificate's
+	// identity and the roots it chains to, instead of PEM.
+	Keyless *Keyless
+	// trustRoot and logTrustRoot name the policy-controller TrustRoots
+	// whose material the entry takes (keyless.trustRootRef,
+	// ctlog.trustRootRef), when they are read (Policies.withTrustRoot).
+	trustRoot, logTrustRoot string
 }
 
 // AttestorSet is a set of entries of which Count must accept the
@@ -85,6 +96,9 @@ func attestorSets(atts []any, prefix string) []AttestorSet {
 // kyvernoEntry reads one attestor entry.
 func kyvernoEntry(e map[string]any, path string) []KeyEntry {
 	keys, ok, _ := unstructured.NestedMap(e, "keys")
+	if kl, isKeyless, _ := unstructured.NestedMap(e, "keyless"); !ok && isKeyless {
+		return []KeyEntry{kyvernoKeyless(kl, path+".keyless")}
+	}
 	if !ok {
 		what := "keyless identities"
 		switch {
@@ -97,10 +111,17 @@ func kyvernoEntry(e map[string]any, path string) []KeyEntry {
 	}
 	ignore, _, _ := unstructured.NestedBool(keys, "rekor", "ignoreTlog")
 	if pub, _, _ := unstructured.NestedString(keys, "publicKeys"); pub != "" {
+		rekor, _, _ := unstructured.NestedString(keys, "rekor", "pubkey")
 		if sk, ok := k8sSecretRef(pub); ok {
-			return []KeyEntry{secretEntry(sk, !ignore, path+".keys.publicKeys")}
+			se := secretEntry(sk, !ignore, path+".keys.publicKeys")
+			se.RekorPEM = rekor
+			return []KeyEntry{se}
 		}
-		return pemEntries(pub, !ignore, path+".keys.publicKeys", "a KMS URI")
+		out := pemEntries(pub, !ignore, path+".keys.publicKeys", "a KMS URI")
+		for i := range out {
+			out[i].RekorPEM = rekor
+		}
+		return out
 	}
 	// keys.secret: Kyverno hands cosign k8s://namespace/name
 	// (pkg/engine/internal/imageverifier.go), which reads cosign.pub.
@@ -153,9 +174,14 @@ func truncate(s string, n int) string {
 func authorityAttestors(a map[string]any) []AttestorSet {
 	url, _, _ := unstructured.NestedString(a, "ctlog", "url")
 	ctlog := url != ""
+	logRoot, _, _ := unstructured.NestedString(a, "ctlog", "trustRootRef")
 	if key, ok, _ := unstructured.NestedMap(a, "key"); ok {
 		if data, _, _ := unstructured.NestedString(key, "data"); data != "" {
-			return []AttestorSet{{Entries: pemEntries(data, ctlog, "key.data", "a KMS or Secret key")}}
+			entries := pemEntries(data, ctlog, "key.data", "a KMS or Secret key")
+			for i := range entries {
+				entries[i].logTrustRoot = logRoot
+			}
+			return []AttestorSet{{Entries: entries}}
 		}
 		if name, _, _ := unstructured.NestedString(key, "secretRef", "name"); name != "" {
 			// Read in policy-controller's own namespace, whatever
@@ -169,8 +195,11 @@ func authorityAttestors(a map[string]any) []AttestorSet {
 		}
 		return []AttestorSet{{Entries: []KeyEntry{{Path: "key", Unverifiable: what + " cannot be read offline: give the public key inline as key.data"}}}}
 	}
-	if _, ok := a["keyless"]; ok {
-		return []AttestorSet{{Entries: []KeyEntry{{Path: "keyless", Unverifiable: "keyless identities are not verified offline yet: no trust root is given"}}}}
+	if kl, ok, _ := unstructured.NestedMap(a, "keyless"); ok {
+		_, hasCTLog := a["ctlog"]
+		e := authorityKeyless(kl, hasCTLog)
+		e.logTrustRoot = logRoot
+		return []AttestorSet{{Entries: []KeyEntry{e}}}
 	}
 	return nil
 }

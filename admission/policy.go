@@ -115,6 +115,8 @@ func (r *Rule) String() string {
 // of the namespaces they select by label.
 type Policies struct {
 	Rules []*Rule
+	// TrustRoots are the policy-controller TrustRoots read, by name.
+	TrustRoots map[string]TrustRootKeys
 	// Labels are the namespaces' labels, by name.
 	Labels map[string]map[string]string
 	// LabelsKnown: every namespace is in Labels (a cluster's list); from

@@ -85,6 +85,9 @@ func Read(ctx context.Context, dyn dynamic.Interface, disc discovery.DiscoveryIn
 			ps.Rules = append(ps.Rules, rules...)
 		}
 	}
+	if !missing["policy-controller policies"] {
+		problems = append(problems, ps.readTrustRoots(ctx, dyn, disc)...)
+	}
 	problems = append(problems, ps.readLabels(ctx, dyn)...)
 	return ps, problems, ctx.Err()
 }
@@ -192,7 +195,7 @@ func reads(apiVersion, kind string) bool {
 		return true
 	case gv.Group == "policy.sigstore.dev" && kind == "ClusterImagePolicy":
 		return true
-	case isIVP(apiVersion, kind):
+	case isIVP(apiVersion, kind), isTrustRoot(apiVersion, kind):
 		return true
 	}
 	return false

@@ -140,7 +140,7 @@ func TestRead(t *testing.T) {
 			objs = append(objs, ns)
 			dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
 				clusterPolicies: "ClusterPolicyList", kyvernoPolicies: "PolicyList", cipBeta: "ClusterImagePolicyList",
-				cipAlpha: "ClusterImagePolicyList", namespacesGVR: "NamespaceList",
+				cipAlpha: "ClusterImagePolicyList", namespacesGVR: "NamespaceList", trustRootsGVR: "TrustRootList",
 				ivpV1: "ImageValidatingPolicyList", ivpBeta: "ImageValidatingPolicyList", ivpAlpha: "ImageValidatingPolicyList",
 				nivpV1: "NamespacedImageValidatingPolicyList", nivpBeta: "NamespacedImageValidatingPolicyList", nivpAlpha: "NamespacedImageValidatingPolicyList"}, objs...)
 			for gvr, err := range tt.fail {

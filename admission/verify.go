@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/sigstore/cosign/v3/pkg/cosign"
 	ociremote "github.com/sigstore/cosign/v3/pkg/oci/remote"
+	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature"
 )
@@ -57,15 +58,25 @@ type CosignVerifier struct {
 	// Keychain gives the registry credentials; nil is the default
 	// keychain (the docker config).
 	Keychain authn.Keychain
+	// TrustedRoot is the trust material given (a sigstore trusted root,
+	// LoadTrustedRoot): the Rekor keys that check a carried log proof
+	// and the Fulcio CAs that check a keyless certificate, where the
+	// policy names none. nil: none given.
+	TrustedRoot root.TrustedMaterial
 }
 
 // VerifyLegacy verifies ref's .sig signatures, read in sigs, with e's key, ignoring the
 // log first (the key decides), then, where the engine requires a log
-// proof, refusing a signature that carries none: without a Rekor key
-// given, a carried proof cannot be checked offline and is unverifiable.
+// proof, refusing a signature that carries none and checking a carried
+// one (its SET) against the Rekor key the policy names or the trusted
+// root's: with neither given, a carried proof is unverifiable. A keyless
+// entry is verified by its certificate (verifyKeyless).
 func (v CosignVerifier) VerifyLegacy(ctx context.Context, ref name.Digest, sigs name.Repository, e KeyEntry) Verdict {
 	if e.Unverifiable != "" {
 		return Verdict{Outcome: Unverifiable, Reason: e.Unverifiable}
+	}
+	if e.Keyless != nil {
+		return v.verifyKeyless(ctx, ref, sigs, e)
 	}
 	co, err := v.checkOpts(ctx, ref, sigs, e)
 	if err != nil {
@@ -80,7 +91,7 @@ func (v CosignVerifier) VerifyLegacy(ctx context.Context, ref name.Digest, sigs 
 	}
 	for _, s := range found {
 		if b, err := s.Bundle(); err == nil && b != nil {
-			return Verdict{Outcome: Unverifiable, Reason: "the signature carries a transparency-log proof (dev.sigstore.cosign/bundle), which regcheck does not check offline yet: the key verifies, the log proof is not checked"}
+			return v.verifyLog(ctx, ref, co, e)
 		}
 	}
 	return Verdict{Outcome: Refused, Reason: "the signature verifies with the key, but carries no transparency-log proof, which the policy requires (signed with --tlog-upload=false); set keys.rekor.ignoreTlog: true if the log is not used, or sign again with the log"}
@@ -97,6 +108,19 @@ func (v CosignVerifier) checkOpts(ctx context.Context, ref name.Digest, sigs nam
 	if err != nil {
 		return nil, fmt.Errorf("the policy's key at %s cannot verify: %w", e.Path, err)
 	}
+	return &cosign.CheckOpts{
+		SigVerifier:        sv,
+		ClaimVerifier:      cosign.SimpleClaimVerifier,
+		IgnoreTlog:         true,
+		IgnoreSCT:          true,
+		Offline:            true,
+		RegistryClientOpts: v.registryOpts(ctx, ref, sigs),
+	}, nil
+}
+
+// registryOpts read the signatures at the registry with the keychain, in
+// sigs when it is not ref's own repository.
+func (v CosignVerifier) registryOpts(ctx context.Context, ref name.Digest, sigs name.Repository) []ociremote.Option {
 	kc := v.Keychain
 	if kc == nil {
 		kc = authn.DefaultKeychain
@@ -107,14 +131,7 @@ func (v CosignVerifier) checkOpts(ctx context.Context, ref name.Digest, sigs nam
 		// says to cosign verify.
 		opts = append(opts, ociremote.WithTargetRepository(sigs))
 	}
-	return &cosign.CheckOpts{
-		SigVerifier:        sv,
-		ClaimVerifier:      cosign.SimpleClaimVerifier,
-		IgnoreTlog:         true,
-		IgnoreSCT:          true,
-		Offline:            true,
-		RegistryClientOpts: opts,
-	}, nil
+	return opts
 }
 
 // verdictOf reads cosign's error: a verification failure is a refusal

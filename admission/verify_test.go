@@ -40,6 +40,10 @@ func (f *fakeVerifier) VerifyLegacy(_ context.Context, _ name.Digest, _ name.Rep
 	if e.Unverifiable != "" {
 		return Verdict{Outcome: Unverifiable, Reason: e.Unverifiable}
 	}
+	if e.Keyless != nil {
+		// As CosignVerifier with no trusted root given.
+		return Verdict{Outcome: Unverifiable, Reason: supplyCA}
+	}
 	f.tlogSeen = append(f.tlogSeen, e.Tlog)
 	o, ok := f.outcomes[e.PEM]
 	if !ok {

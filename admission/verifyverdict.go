@@ -24,6 +24,7 @@ type verifyKey struct {
 	ref, pem, repo string
 	tlog           bool
 	what           check
+	id             string // KeyEntry.id: the log's key, keyless identities
 }
 
 // check is what an entry verifies: the signature, or an attestation of a
@@ -36,11 +37,12 @@ type check struct {
 
 // verifyEntry verifies ref against e, once per Checker.
 func (c *Checker) verifyEntry(ctx context.Context, ref name.Digest, e KeyEntry, what check) Verdict {
+	e = c.Policies.withTrustRoot(e)
 	sigs, err := c.repository(ref, e.Repository)
 	if err != nil {
 		return Verdict{Outcome: Unverifiable, Reason: fmt.Sprintf("the repository %q at %s does not parse: %v", e.Repository, e.Path, err)}
 	}
-	k := verifyKey{ref.String(), e.PEM, sigs.String(), e.Tlog, what}
+	k := verifyKey{ref.String(), e.PEM, sigs.String(), e.Tlog, what, e.id()}
 	if e.Unverifiable == "" {
 		c.verified.mu.Lock()
 		v, ok := c.verified.seen[k]

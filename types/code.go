@@ -210,7 +210,7 @@ var codes = map[Code]codeInfo{
 		description: "the signature an enforcing admission policy requires is there, and cosign refuses it with the policy's keys: the pod will be refused"},
 	AttestationRefused: {severity: SeverityCritical, advice: says("attest the running digest again (cosign attest --key --type) with the key the policy's attestor names, or fix the attestor's key if it was rotated; cosign verify-attestation --key --type with that key shows the same refusal"),
 		description: "an attestation an enforcing admission policy requires is there, and cosign refuses it with the attestor's keys: the pod will be refused"},
-	SignatureUnverifiable: {severity: SeverityWarning, fault: true, advice: says("give the policy's public key inline (Kyverno keys.publicKeys, policy-controller key.data), or verify with cosign where the key or trust root is at hand"),
+	SignatureUnverifiable: {severity: SeverityWarning, fault: true, advice: says("give the policy's public key inline (Kyverno keys.publicKeys, policy-controller key.data); for a log proof or keyless, pass --trusted-root (a trusted_root.json made by cosign trusted-root create) or name the roots and Rekor key in the policy; or verify with cosign where the key or trust root is at hand"),
 		description: "whether the signature verifies with the policy's keys cannot be decided offline (a KMS or Secret key, keyless without a trust root, a log proof without a Rekor key)"},
 	ArtifactMissing: {severity: SeverityInfo, advice: says(""),
 		description: "a signature, attestation or SBOM of the image is gone or not whole; no policy requires it"},

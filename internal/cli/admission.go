@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
@@ -21,13 +22,41 @@ import (
 
 // policyFlags turn the admission check on or off.
 type policyFlags struct {
-	enabled bool
-	changed func() bool // whether --policies was given
+	enabled     bool
+	changed     func() bool // whether --policies was given
+	trustedRoot string      // --trusted-root
+	root        *root.TrustedRoot
 }
 
 func (p *policyFlags) addTo(fs *pflag.FlagSet, usage string) {
 	fs.BoolVar(&p.enabled, "policies", true, usage)
+	fs.StringVar(&p.trustedRoot, "trusted-root", "", trustedRootUsage)
 	p.changed = func() bool { return fs.Changed("policies") }
+}
+
+// trustedRootUsage is --trusted-root's help.
+const trustedRootUsage = "a sigstore trusted root (trusted_root.json, as cosign trusted-root create writes it) whose Rekor keys check the transparency-log proof a signature carries and whose Fulcio CAs check keyless certificates, offline (docs/admission.md); without it such signatures are unknown unless the policy names its own keys"
+
+// load reads --trusted-root: the material the signatures are verified
+// with. The commands call it when they check their flags.
+func (p *policyFlags) load() error {
+	if p.trustedRoot == "" {
+		return nil
+	}
+	tr, err := admission.LoadTrustedRoot(p.trustedRoot)
+	if err != nil {
+		return fmt.Errorf("--trusted-root: %w", err)
+	}
+	p.root = tr
+	return nil
+}
+
+// verifier is the signature verifier the policies are checked with:
+// cosign's, with the credentials of the Scanner that walked the images
+// (with --pull-secrets, the pods' pull secrets first) and the trusted
+// root load read.
+func (p *policyFlags) verifier(s *scan.Scanner) admission.Verifier {
+	return admission.CosignVerifier{Keychain: s.Keychain(), TrustedRoot: p.root}
 }
 
 // Usages of --policies.
@@ -128,7 +157,7 @@ func (r *scanRun) clusterPolicyCheck(ctx context.Context, kt *kubeTarget) (clust
 		return nil, problems, nil
 	}
 	r.g.logger.Info("image policies read", "rules", len(ps.Rules))
-	return policyCheck(ps), problems, nil
+	return policyCheck(ps, &r.f.policies), problems, nil
 }
 
 // fileAdmission applies the image policies among the -f files to res,
@@ -148,13 +177,14 @@ func (r *scanRun) fileAdmission(ctx context.Context, res *types.Result) error {
 			Message: "image policies are not applied to a registry's storage: its signatures are looked for through the registry's API"})
 		return nil
 	}
-	return applyPolicies(ctx, r.scanner, ps, res, r.g.logger)
+	return applyPolicies(ctx, r.scanner, ps, &r.f.policies, res, r.g.logger)
 }
 
 // applyPolicies adds what the policies say to each image of res, looking
-// for artifacts through s, and logs how many rules were applied.
-func applyPolicies(ctx context.Context, s *scan.Scanner, ps *admission.Policies, res *types.Result, logger *slog.Logger) error {
-	if err := policyCheck(ps)(ctx, s, res); err != nil {
+// for artifacts through s and verifying signatures with pf's verifier, and
+// logs how many rules were applied.
+func applyPolicies(ctx context.Context, s *scan.Scanner, ps *admission.Policies, pf *policyFlags, res *types.Result, logger *slog.Logger) error {
+	if err := policyCheck(ps, pf)(ctx, s, res); err != nil {
 		return err
 	}
 	logger.Info("image policies applied", "rules", len(ps.Rules))
@@ -165,10 +195,9 @@ func applyPolicies(ctx context.Context, s *scan.Scanner, ps *admission.Policies,
 // artifacts are looked for, and their signatures verified, with that
 // Scanner's credentials (with --pull-secrets, the pods' pull secrets
 // first, as for the walk).
-func policyCheck(ps *admission.Policies) cluster.Then {
+func policyCheck(ps *admission.Policies, pf *policyFlags) cluster.Then {
 	return func(ctx context.Context, s *scan.Scanner, res *types.Result) error {
-		c := &admission.Checker{Policies: ps, Finder: artifacts.NewFinder(s), Parse: s.Parse,
-			Verifier: admission.CosignVerifier{Keychain: s.Keychain()}}
+		c := &admission.Checker{Policies: ps, Finder: artifacts.NewFinder(s), Parse: s.Parse, Verifier: pf.verifier(s)}
 		if err := c.Apply(ctx, res); err != nil {
 			return err
 		}
@@ -205,13 +234,19 @@ func pinAdmission(ctx context.Context, f *pinFlags, kt *kubeTarget, s *scan.Scan
 		}
 		ps.Rules = append(ps.Rules, cps.Rules...)
 		ps.Labels, ps.LabelsKnown = cps.Labels, cps.LabelsKnown
+		for n, tr := range cps.TrustRoots {
+			if ps.TrustRoots == nil {
+				ps.TrustRoots = map[string]admission.TrustRootKeys{}
+			}
+			ps.TrustRoots[n] = tr
+		}
 		problems = append(problems, cproblems...)
 	}
 	unread := policyFindings(problems)
 	if len(ps.Rules) == 0 {
 		return nil, unread, nil
 	}
-	c := &admission.Checker{Policies: ps, Finder: artifacts.NewFinder(s), Parse: s.Parse, Verifier: admission.CosignVerifier{Keychain: s.Keychain()}}
+	c := &admission.Checker{Policies: ps, Finder: artifacts.NewFinder(s), Parse: s.Parse, Verifier: f.policies.verifier(s)}
 	return c.Apply, unread, nil
 }
 

@@ -201,6 +201,9 @@ func (f *pinFlags) config(cmd *cobra.Command, g *globals) (pin.Config, error) {
 	if !slices.Contains(report.PinCheckFormats, f.output) {
 		return c, fmt.Errorf("-o %q: want %s", f.output, strings.Join(report.PinCheckFormats, ", "))
 	}
+	if err := f.policies.load(); err != nil {
+		return c, err
+	}
 	switch {
 	case f.check && (f.write || f.update || f.fromRecords != "" || f.fromCluster || f.allowBroken || f.pullPolicy != ""):
 		return c, errors.New("--check changes nothing: it cannot be combined with --write, --update, --from-records, --from-cluster, --allow-broken or --pull-policy")

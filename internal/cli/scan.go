@@ -136,6 +136,9 @@ func (f *scanFlags) check() error {
 	if err := f.validate(); err != nil {
 		return err
 	}
+	if err := f.policies.load(); err != nil {
+		return err
+	}
 	hasInputs := len(f.args) > 0 || f.imagesFrom != "" || len(f.filenames) > 0
 	switch {
 	case f.cluster && hasInputs:

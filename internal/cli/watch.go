@@ -117,6 +117,9 @@ configuration error; 3 the cluster or the history could not be read at start.`,
 
 // check rejects flags that do not go together.
 func (f *watchFlags) check() error {
+	if err := f.policies.load(); err != nil {
+		return err
+	}
 	switch {
 	case f.out != "" && f.configMap != "":
 		return errors.New("--out and --configmap cannot be used together")
@@ -199,7 +202,7 @@ func (f *watchFlags) admission(kt *kubeTarget, logger *slog.Logger) func(context
 		if err != nil || len(ps.Rules) == 0 && !f.policies.changed() {
 			return nil, problems, err
 		}
-		return policyCheck(ps), problems, nil
+		return policyCheck(ps, &f.policies), problems, nil
 	}
 }
 

@@ -1,0 +1,95 @@
+package admission
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/sigstore/cosign/v3/pkg/cosign"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// Keyless is a keyless entry: the certificate identities a signature's
+// certificate must carry (any one of them), and the trust material the
+// policy itself names. Material the policy does not name comes from the
+// trusted root given to the verifier.
+type Keyless struct {
+	// Identities are cosign's matchers (issuer and subject, exact or
+	// regular expressions); the certificate must match one.
+	Identities []cosign.Identity
+	// RootsPEM are the CA certificates the policy names (Kyverno
+	// keyless.roots); "" takes the trusted root's Fulcio CAs.
+	RootsPEM string
+	// CTLogPEM is the certificate-transparency log's key the policy
+	// names (Kyverno keyless.ctlog.pubkey).
+	CTLogPEM string
+	// IgnoreSCT: the engine does not require the certificate's embedded
+	// SCT (Kyverno ctlog.ignoreSCT, policy-controller insecureIgnoreSCT).
+	IgnoreSCT bool
+	// splitRoots: RootsPEM's self-signed certificates are the roots, the
+	// others intermediates (policy-controller's TrustRoot); otherwise
+	// every one is a root (Kyverno's roots).
+	splitRoots bool
+}
+
+// kyvernoKeyless reads a Kyverno attestor entry's keyless block, as
+// Kyverno 1.x builds cosign's options from it (kyverno/kyverno
+// pkg/cosign/cosign.go, buildCosignOptions: cosign.Identity from
+// issuer, subject and their RegExp forms; RootCerts from roots; the log
+// required unless rekor.ignoreTlog; the SCT unless ctlog.ignoreSCT).
+func kyvernoKeyless(kl map[string]any, path string) KeyEntry {
+	str := func(f ...string) string { s, _, _ := unstructured.NestedString(kl, f...); return s }
+	ignoreTlog, _, _ := unstructured.NestedBool(kl, "rekor", "ignoreTlog")
+	ignoreSCT, _, _ := unstructured.NestedBool(kl, "ctlog", "ignoreSCT")
+	id := cosign.Identity{Issuer: str("issuer"), Subject: str("subject"),
+		IssuerRegExp: str("issuerRegExp"), SubjectRegExp: str("subjectRegExp")}
+	e := KeyEntry{Path: path, Tlog: !ignoreTlog, RekorPEM: str("rekor", "pubkey"), Keyless: &Keyless{
+		RootsPEM: str("roots"), CTLogPEM: str("ctlog", "pubkey"), IgnoreSCT: ignoreSCT}}
+	if id != (cosign.Identity{}) {
+		e.Keyless.Identities = []cosign.Identity{id}
+	}
+	if len(e.Keyless.Identities) == 0 {
+		e.Unverifiable = "a keyless entry with no subject or issuer: regcheck does not accept any certificate in its place"
+	}
+	return e
+}
+
+// authorityKeyless reads a ClusterImagePolicy keyless authority as
+// policy-controller builds cosign's options from it
+// (sigstore/policy-controller pkg/webhook/validator.go,
+// checkOptsFromAuthority: one cosign.Identity per keyless.identities
+// entry; Fulcio roots and CT keys from the TrustRoot named by
+// trustRootRef, else Sigstore's TUF root; the SCT unless
+// insecureIgnoreSCT). The log proof is required when the authority names
+// a ctlog, or names no TrustRoot (Sigstore's Rekor keys are then taken:
+// rekorClientAndKeysFromAuthority); with a TrustRoot and no ctlog there
+// is no Rekor key, and the log is ignored.
+func authorityKeyless(kl map[string]any, ctlog bool) KeyEntry {
+	ignoreSCT, _, _ := unstructured.NestedBool(kl, "insecureIgnoreSCT")
+	ref, _, _ := unstructured.NestedString(kl, "trustRootRef")
+	e := KeyEntry{Path: "keyless", Tlog: ctlog || ref == "", trustRoot: ref, Keyless: &Keyless{IgnoreSCT: ignoreSCT}}
+	ids, _, _ := unstructured.NestedSlice(kl, "identities")
+	for _, raw := range ids {
+		m, _ := raw.(map[string]any)
+		str := func(f string) string { s, _, _ := unstructured.NestedString(m, f); return s }
+		e.Keyless.Identities = append(e.Keyless.Identities, cosign.Identity{Issuer: str("issuer"), Subject: str("subject"),
+			IssuerRegExp: str("issuerRegExp"), SubjectRegExp: str("subjectRegExp")})
+	}
+	if len(e.Keyless.Identities) == 0 {
+		e.Unverifiable = "a keyless authority with no identities: regcheck does not accept any certificate in its place"
+	}
+	return e
+}
+
+// id is what, beside its key, tells one entry's verification from
+// another's: the log's key and the keyless identities and roots.
+func (e KeyEntry) id() string {
+	if e.Keyless == nil {
+		return e.RekorPEM
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s|%s|%s|%v|%v", e.RekorPEM, e.Keyless.RootsPEM, e.Keyless.CTLogPEM, e.Keyless.IgnoreSCT, e.Keyless.splitRoots)
+	for _, id := range e.Keyless.Identities {
+		fmt.Fprintf(&b, "|%q %q %q %q", id.Issuer, id.Subject, id.IssuerRegExp, id.SubjectRegExp)
+	}
+	return b.String()
+}

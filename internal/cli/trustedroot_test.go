@@ -1,0 +1,39 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestTrustedRootFlag: scan, pin and watch read --trusted-root before
+// anything else; a file that is not a sigstore trusted root is a usage
+// error naming the flag, and nothing is contacted.
+func TestTrustedRootFlag(t *testing.T) {
+	dir := t.TempDir()
+	notRoot := filepath.Join(dir, "not-a-root.json")
+	if err := os.WriteFile(notRoot, []byte(`{"mediaType":"text/plain"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "missing.json")
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"scan, not a trusted root", []string{"scan", "--trusted-root", notRoot, "127.0.0.1:1/x:v1"}},
+		{"scan, missing", []string{"scan", "--trusted-root", missing, "127.0.0.1:1/x:v1"}},
+		{"pin, not a trusted root", []string{"pin", "--check", "--trusted-root", notRoot, dir}},
+		{"watch, missing", []string{"watch", "--trusted-root", missing, "--kubeconfig", missing}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := Run(context.Background(), Streams{In: strings.NewReader(""), Out: &out, Err: &errb}, tc.args)
+			if code != ExitUsage || !strings.Contains(errb.String(), "--trusted-root") {
+				t.Fatalf("exit %d, want %d naming --trusted-root:\n%s%s", code, ExitUsage, out.String(), errb.String())
+			}
+		})
+	}
+}
