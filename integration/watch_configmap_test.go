@@ -300,7 +300,6 @@ func (r *watchRig) bulkPod(i int, image, digest string, restarts int32) *corev1.
 	}
 }
 
-
 // waitAll polls the history (at most timeout) until it holds a transition
 // for every state of want, and returns it.
 func waitAll(t *testing.T, src historySource, want []podState, timeout time.Duration) *watchHistory {
@@ -337,4 +336,3 @@ func configMapBytes(t *testing.T, cs kubernetes.Interface, ns, name string) int 
 	}
 	return len(cm.Data[record.ConfigMapKey])
 }
-
