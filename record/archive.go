@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -62,14 +63,15 @@ func (c *ConfigMap) loadArchives(ctx context.Context) ([]*archive, error) {
 	return out, nil
 }
 
-// spill writes rest, what no longer fits in the head, into the archives
+// spill writes rest, what no longer fits in head, into the archives
 // before the head is written without it, so that every item is stored
 // somewhere at every moment. Items an archive already holds are not
 // written again. They go into the archive being filled while it fits;
 // else into the archive of the oldest generation, whose older history is
-// then trimmed (counted in the result), as are rest's oldest items if rest
-// alone does not fit.
-func (c *ConfigMap) spill(ctx context.Context, rest *History, max int) (trimmed int, msg string, err error) {
+// then trimmed (counted in the result) but for what a reconcile needs
+// that no other ConfigMap holds (carried into the new generation); rest's
+// oldest items are trimmed too if rest alone does not fit.
+func (c *ConfigMap) spill(ctx context.Context, head, rest *History, max int) (trimmed int, msg string, err error) {
 	arcs, err := c.loadArchives(ctx)
 	if err != nil {
 		return 0, "", err
@@ -98,18 +100,25 @@ func (c *ConfigMap) spill(ctx context.Context, rest *History, max int) (trimmed 
 	}
 	gone := 0
 	if oldest.gen > 0 {
-		gone = oldest.h.items()
+		carry := carried(head, rest, arcs, oldest)
+		rest.Absorb(carry)
+		gone = oldest.h.items() - carry.items()
 		msg = fmt.Sprintf("history in %s: archive %s (generation %d, %d records and transitions, the oldest trimmed) overwritten with the next",
 			c, oldest.cm.Name, oldest.gen, gone)
 	}
-	b, n, err := trim(rest, max)
+	keep, drop, err := Split(rest, max) // what a reconcile needs first, as in the head
+	if err != nil {
+		return 0, "", fmt.Errorf("splitting history for %s: %w", oldest.cm.Name, err)
+	}
+	b, err := Encode(keep, false)
 	if err != nil {
 		return 0, "", fmt.Errorf("encoding history for %s: %w", oldest.cm.Name, err)
 	}
-	if n > 0 {
-		msg = trimMessage(c.String(), max, n, rest.items()+n, rest.Records)
+	if n := drop.items(); n > 0 {
+		msg = strings.TrimPrefix(msg+"; ", "; ") + fmt.Sprintf("history in %s exceeded its head and archives: trimmed %d of %d records and transitions moving out of the head (what a reconcile needs last, then the oldest)",
+			c, n, rest.items())
 	}
-	return gone + n, msg, c.writeArchive(ctx, oldest, b, cur.gen+1)
+	return gone + drop.items(), msg, c.writeArchive(ctx, oldest, b, cur.gen+1)
 }
 
 // writeArchive stores data as archive a's history of generation gen, with
@@ -140,4 +149,32 @@ func (c *ConfigMap) writeArchive(ctx context.Context, a *archive, data []byte, g
 func newConfigMap(ns, name string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
 		Labels: map[string]string{"app.kubernetes.io/managed-by": "regcheck"}}}
+}
+
+// carried returns what a reconcile needs (rankNewest) that only the
+// archive gone holds: of the whole history (head, rest and every archive),
+// the items of that rank that gone has and no other part does.
+func carried(head, rest *History, arcs []*archive, gone *archive) *History {
+	view, others := head.clone(), head.clone()
+	view.Absorb(rest)
+	others.Absorb(rest)
+	for _, a := range arcs {
+		view.Absorb(a.h)
+		if a != gone {
+			others.Absorb(a.h)
+		}
+	}
+	need := NewHistory()
+	for _, it := range view.ranked() {
+		switch {
+		case it.rank != rankNewest:
+		case it.rec >= 0:
+			need.Records = append(need.Records, view.Records[it.rec])
+		default:
+			need.Transitions = append(need.Transitions, view.Transitions[it.tr])
+		}
+	}
+	need.sort()
+	need.sortTransitions()
+	return others.lacks(need)
 }

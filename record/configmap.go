@@ -185,7 +185,7 @@ func (c *ConfigMap) fit(ctx context.Context, h *History, max int, res *recordres
 		return nil, fmt.Errorf("splitting history for %s: %w", c, err)
 	}
 	if rest.items() > 0 {
-		if res.Trimmed, res.Message, err = c.spill(ctx, rest, max); err != nil {
+		if res.Trimmed, res.Message, err = c.spill(ctx, head, rest, max); err != nil {
 			return nil, err
 		}
 	}

@@ -284,3 +284,60 @@ func headHoldsAll(head *History, n int) bool {
 	}
 	return true
 }
+
+// Once the head cannot hold what a reconcile needs of every container,
+// the rest of it waits in the archives; an archive overwritten when all are
+// full carries it into the next generation, so that containers that stay
+// put while others churn keep their newest record and standing upgrade.
+func TestConfigMapCarriesWhatReconcileNeeds(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := fake.NewClientset()
+	const stable, limit = 20, 12 << 10
+	st := &ConfigMap{Client: c, Namespace: "regcheck", Name: "history", MaxBytes: limit, Archives: 2}
+	write := func(at time.Time, from, to, d int) recordresult.UpdateResult {
+		t.Helper()
+		s := recordresult.Snapshot{Cluster: "prod", Time: at}
+		var ts []Transition
+		for i := from; i < to; i++ {
+			for k := max(d-1, 0); k <= d; k++ { // the digest before too, for stable containers
+				e, tr := realistic(i, k, at.Add(time.Duration(k-d)*time.Minute), i%3 == 0 && i < stable)
+				s.Entries = append(s.Entries, e)
+				ts = append(ts, tr)
+			}
+		}
+		res, err := st.Update(ctx, func(h *History) error { h.Merge(s); h.AddTransitions(ts...); return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	write(t0, 0, stable, 1)
+	trimmed := 0
+	for d := range 60 { // five containers churn, a digest a minute
+		trimmed += write(t0.Add(time.Duration(d+1)*time.Hour), 100, 105, d+1).Trimmed
+		got, err := st.Load(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		needs(t, fmt.Sprintf("churn %d", d), got, stable, 1)
+		if t.Failed() {
+			t.FailNow()
+		}
+	}
+	if trimmed == 0 {
+		t.Fatal("the archives never wrapped: nothing was trimmed")
+	}
+	cm, err := c.CoreV1().ConfigMaps("regcheck").Get(ctx, "history", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err := Decode([]byte(cm.Data[ConfigMapKey]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if headHoldsAll(head, stable) {
+		t.Fatal("the head holds all the stable containers: the test never went beyond its ceiling")
+	}
+	t.Logf("%d items trimmed; the stable containers' newest records and upgrades kept across the archives", trimmed)
+}
