@@ -12,7 +12,8 @@ import (
 // from, then what explains it, then the rest.
 const (
 	// rankNewest: an owner container's records last seen at its newest
-	// lastSeen, and its last transition when that is an unplanned upgrade.
+	// lastSeen, and its last transition when that is an unplanned upgrade
+	// with the record of the digest it ran before (what pinning back reads).
 	rankNewest = iota
 	// rankLast: an owner container's last transition otherwise.
 	rankLast
@@ -40,10 +41,19 @@ func (h *History) ranked() []rankedItem {
 	for i, t := range h.Transitions { // oldest first, as h keeps them
 		last[t.owner()] = i
 	}
+	// The digest before a standing unplanned upgrade: what pinning back
+	// (pin --from-records --records-at) reads.
+	pinBack := map[ownerC]string{}
+	for o, i := range last {
+		if t := h.Transitions[i]; !t.TemplateChanged && !t.FirstSeen() {
+			pinBack[o] = t.From
+		}
+	}
 	out := make([]rankedItem, 0, len(h.Records)+len(h.Transitions))
 	for i, r := range h.Records {
 		rank := rankOlder
-		if r.LastSeen.Equal(newest[ownerOf(r.entry(r.LastSeen), "")]) {
+		o := ownerOf(r.entry(r.LastSeen), "")
+		if r.LastSeen.Equal(newest[o]) || r.Digest == pinBack[o] {
 			rank = rankNewest
 		}
 		out = append(out, rankedItem{aged{r.LastSeen, i, -1}, rank})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -224,7 +225,7 @@ func TestConfigMapCeiling(t *testing.T) {
 	ctx := context.Background()
 	c := fake.NewClientset()
 	st := &ConfigMap{Client: c, Namespace: "regcheck", Name: "history", Archives: DefaultConfigMapArchives}
-	const batch = 100
+	const batch = 50
 	n := 0
 	for ; n < 10_000; n += batch {
 		at := t0.Add(time.Duration(n) * time.Second)
@@ -267,10 +268,11 @@ func TestConfigMapCeiling(t *testing.T) {
 }
 
 // ceilingContainers is the ceiling docs/watch.md states.
-const ceilingContainers = 1200
+const ceilingContainers = 1000
 
-// headHoldsAll reports whether head holds the newest record and the
-// standing upgrade of the first n containers TestConfigMapCeiling wrote.
+// headHoldsAll reports whether head holds the newest record, the standing
+// upgrade and the record of the digest before it (what pinning back reads)
+// of the first n containers TestConfigMapCeiling wrote.
 func headHoldsAll(head *History, n int) bool {
 	for i := range n {
 		e, tr := realistic(i, 1, time.Time{}, i%3 == 0)
@@ -280,6 +282,9 @@ func headHoldsAll(head *History, n int) bool {
 		}
 		if ts := head.TransitionsOf(q); i%3 == 0 && (len(ts) == 0 || ts[0].To != tr.To) {
 			return false
+		}
+		if i%3 == 0 && !slices.ContainsFunc(head.Find(q), func(r Record) bool { return r.Digest == tr.From }) {
+			return false // the record pinning back reads
 		}
 	}
 	return true
@@ -341,3 +346,53 @@ func TestConfigMapCarriesWhatReconcileNeeds(t *testing.T) {
 	}
 	t.Logf("%d items trimmed; the stable containers' newest records and upgrades kept across the archives", trimmed)
 }
+
+// TestConfigMapCeilingWithArchives goes on where TestConfigMapCeiling
+// stops: containers beyond the head's ceiling wait in the archives, carried
+// from one generation to the next, until what a reconcile needs of every
+// container no longer fits in the head and the archives together. The
+// first container missing from Load ends it; docs/watch.md states the
+// figure.
+func TestConfigMapCeilingWithArchives(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fills five ConfigMaps of 1 MiB")
+	}
+	t.Parallel()
+	ctx := context.Background()
+	c := fake.NewClientset()
+	st := &ConfigMap{Client: c, Namespace: "regcheck", Name: "history", Archives: DefaultConfigMapArchives}
+	const batch = 250
+	n := 0
+	for ; n < 20_000; n += batch {
+		at := t0.Add(time.Duration(n) * time.Second)
+		var es []recordresult.Entry
+		var ts []Transition
+		for i := n; i < n+batch; i++ {
+			e0, first := realistic(i, 0, at.Add(-time.Hour), false)
+			e, tr := realistic(i, 1, at, i%3 == 0)
+			es = append(es, e0, e)
+			ts = append(ts, first, tr)
+		}
+		if _, err := st.Update(ctx, func(h *History) error {
+			h.Merge(recordresult.Snapshot{Cluster: "prod", Time: at, Entries: es})
+			h.AddTransitions(ts...)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		all, err := st.Load(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !headHoldsAll(all, n+batch) {
+			break
+		}
+	}
+	t.Logf("head and archives hold what a reconcile needs of %d containers (one in three with a standing upgrade)", n)
+	if n < ceilingWithArchives {
+		t.Errorf("ceiling %d containers, below the %d docs/watch.md states", n, ceilingWithArchives)
+	}
+}
+
+// ceilingWithArchives is the ceiling of head and archives docs/watch.md states.
+const ceilingWithArchives = 3000
