@@ -70,13 +70,16 @@ const (
 	foPods     = 400 // bare pods the watchers see
 	foUpgraded = 100 // of them, restarted onto the tag's new digest
 	foOld      = 5   // rounds of about 1 MiB of old history seeded: the archives wrap
+	foBeyond   = 600 // other workloads written beyond the head's ceiling
 )
 
 // TestWatchConfigMapFailoverAtCeiling: watcher A writes a ConfigMap
-// history at its size ceiling (the head full of what a reconcile needs:
-// A's pods, foUpgraded of them with a standing unplanned upgrade, and the
-// newest records of other workloads, the archives wrapped over older
-// history, so that part of it was trimmed); A stops; watcher B starts and
+// history at and past its head's size ceiling (the head full of what a
+// reconcile needs: A's pods, foUpgraded of them with a standing unplanned
+// upgrade, and the newest records of other workloads, then foBeyond more,
+// so that the oldest of it, some of A's upgrades, waits in the archives;
+// the archives wrapped over older history, so that part of it was
+// trimmed); A stops; watcher B starts and
 // reconciles from the ConfigMaps. B raises no transition (no new "first
 // seen", no upgrade again) and exports every standing upgrade.
 func TestWatchConfigMapFailoverAtCeiling(t *testing.T) {
@@ -129,6 +132,7 @@ func TestWatchConfigMapFailoverAtCeiling(t *testing.T) {
 	waitAll(t, src, upgraded, time.Minute)
 
 	gone := fillHead(t, st, cluster)
+	overfill(t, st, cluster, gone, foBeyond) // beyond the head's ceiling: its oldest essentials wait in the archives
 	// A writes onto the full head: every pod restarted once more on the
 	// digest it runs.
 	for i, p := range pods {
@@ -144,6 +148,16 @@ func TestWatchConfigMapFailoverAtCeiling(t *testing.T) {
 	waitRecords(t, st, cluster, r.ns, foPods, 1, time.Minute)
 	checkSizes(t, r.cs, r.ns, cm)
 	headFull(t, r.cs, r.ns, cm)
+	inHead := 0
+	if hh, err := configMapHistory(r.cs, r.ns, cm)(); err == nil {
+		for _, tr := range hh.Transitions {
+			inHead += boolInt(tr.Namespace == r.ns && !tr.TemplateChanged && tr.From != "")
+		}
+	}
+	if inHead == foUpgraded {
+		t.Fatalf("the head holds all %d standing upgrades: the history never went beyond the head's ceiling", foUpgraded)
+	}
+	t.Logf("the head holds %d of the %d standing upgrades; the archives the rest", inHead, foUpgraded)
 	if code, _ := a.stop(t, syscall.SIGTERM, 15*time.Second); code != 0 {
 		t.Errorf("A: exit %d after SIGTERM:\n%s", code, a.tail())
 	}
@@ -250,6 +264,27 @@ func fillHead(t *testing.T, st *record.ConfigMap, cluster string) int {
 	}
 	t.Fatalf("the head took the newest records of %d more workloads: no ceiling reached", n)
 	return n
+}
+
+// overfill adds the newest records of n more workloads after the first
+// from, newer than everything.
+func overfill(t *testing.T, st *record.ConfigMap, cluster string, from, n int) {
+	t.Helper()
+	at := time.Now().UTC()
+	s := recordresult.Snapshot{Cluster: cluster, Time: at}
+	for i := from; i < from+n; i++ {
+		s.Entries = append(s.Entries, goneEntry(cluster, 10_000+i, 99, at))
+	}
+	if _, err := st.Update(t.Context(), func(h *record.History) error { h.Merge(s); return nil }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // newestAll reports whether head holds every record of h last seen at its
