@@ -53,6 +53,8 @@ func TestRenderDefaults(t *testing.T) {
 		"ServiceAccount regcheck/regcheck",
 		"ConfigMap regcheck/regcheck-dashboard",
 		"ConfigMap regcheck/regcheck-history",
+		"ConfigMap regcheck/regcheck-history-1", "ConfigMap regcheck/regcheck-history-2",
+		"ConfigMap regcheck/regcheck-history-3", "ConfigMap regcheck/regcheck-history-4",
 		"ClusterRole /regcheck-inventory",
 		"ClusterRole /regcheck-pull-secrets",
 		"ClusterRole /regcheck-watch",
@@ -123,8 +125,8 @@ func TestRenderAllOn(t *testing.T) {
 		case *appsv1.Deployment:
 			checkWatcherAllOn(t, v)
 		case *rbacv1.Role:
-			if v.Name == "audit-regcheck-records" && !slices.Equal(v.Rules[0].ResourceNames, []string{"digests"}) {
-				t.Errorf("the history Role names %q, want digests", v.Rules[0].ResourceNames)
+			if v.Name == "audit-regcheck-records" && !slices.Equal(v.Rules[0].ResourceNames, []string{"digests", "digests-1", "digests-2", "digests-3", "digests-4"}) {
+				t.Errorf("the history Role names %q, want digests and its four archives", v.Rules[0].ResourceNames)
 			}
 			if v.Name == "audit-regcheck-watch-lease" && !slices.Equal(v.Rules[1].ResourceNames, []string{"audit-regcheck-watch"}) {
 				t.Errorf("the Lease Role names %q", v.Rules[1].ResourceNames)

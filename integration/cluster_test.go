@@ -432,7 +432,7 @@ func TestClusterInventoryAndRecord(t *testing.T) {
 		}
 	})
 
-	t.Run("regcheck record: namespace-scoped runs and a trimmed ConfigMap", func(t *testing.T) {
+	t.Run("regcheck record: namespace-scoped runs and a full ConfigMap", func(t *testing.T) {
 		kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 		if err := kc.WriteKubeconfig(kubeconfig, "testkube", kc.Config.BearerToken); err != nil {
 			t.Fatal(err)
@@ -493,18 +493,30 @@ func TestClusterInventoryAndRecord(t *testing.T) {
 			t.Errorf("record -n shop --diff after record -n other:\n got %+v\nwant %+v", doc.Changes, wantChange)
 		}
 
-		// A ConfigMap history just under the size limit: this run trims it,
-		// and the warning is logged once.
+		// A ConfigMap history just under the size limit: this run moves its
+		// oldest records to the archive cli-trim-1 and trims nothing.
 		cm := &record.ConfigMap{Client: admin, Namespace: "regcheck", Name: "cli-trim"}
+		old := nearlyFullHistory(t, record.DefaultConfigMapMaxBytes-500)
 		if _, err := cm.Update(ctx, func(h *record.History) error {
-			h.Records = nearlyFullHistory(t, record.DefaultConfigMapMaxBytes-500)
+			h.Records = old
 			return nil
 		}); err != nil {
 			t.Fatal(err)
 		}
 		_, stderr := run("-n", "shop", "--configmap", "regcheck/cli-trim")
-		if n := strings.Count(stderr, "trimmed the"); n != 1 {
-			t.Errorf("the trim warning was logged %d times, want once; stderr:\n%s", n, stderr)
+		if strings.Contains(stderr, "trimmed") {
+			t.Errorf("the run trimmed history although the archives had room; stderr:\n%s", stderr)
+		}
+		split := &record.ConfigMap{Client: admin, Namespace: "regcheck", Name: "cli-trim", Archives: record.DefaultConfigMapArchives}
+		whole, err := split.Load(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(whole.Records) <= len(old) {
+			t.Errorf("head and archives hold %d records, want the %d old ones and the run's", len(whole.Records), len(old))
+		}
+		if a, err := admin.CoreV1().ConfigMaps("regcheck").Get(ctx, record.ArchiveName("cli-trim", 1), metav1.GetOptions{}); err != nil || a.Data[record.ConfigMapKey] == "" {
+			t.Errorf("archive cli-trim-1: %v, want the oldest records", err)
 		}
 	})
 }

@@ -179,21 +179,21 @@ func TestWatchConfigMapBesideRecord(t *testing.T) {
 		len(saved), checked, writes, len(shown), len(ch.states)-len(ch.owners), reads, len(h.Records), len(h.Transitions))
 }
 
-// Sizes of TestWatchConfigMapTrimsAtLimit: more pods than one ConfigMap
-// holds (a record and a first sighting each, about a kilobyte together),
+// Sizes of TestWatchConfigMapSplitsAtLimit: more pods than one ConfigMap
+// holds (a record and a first sighting each, under a kilobyte together),
 // then cmTrimChanges restarts onto the other digest.
 const (
 	cmTrimPods    = 1500
 	cmTrimChanges = 100
 )
 
-// TestWatchConfigMapTrimsAtLimit: with more pods than a ConfigMap holds,
-// the watcher's writes trim the oldest records and transitions together,
-// say so in the log and in regcheck_record_trimmed, never the newest
-// transitions; a record run that trims as well keeps the rule: every
-// transition gone is older than everything kept. The ConfigMap stays
-// under its 1 MiB limit.
-func TestWatchConfigMapTrimsAtLimit(t *testing.T) {
+// TestWatchConfigMapSplitsAtLimit: with more pods than one ConfigMap
+// holds, the watcher's writes move the older part of the history to the
+// archive ConfigMaps and trim nothing (regcheck_record_trimmed stays 0):
+// every first sighting is in the head or an archive, every pod's newest
+// record and every unplanned upgrade in the head; a record run beside it
+// loses nothing either. Every ConfigMap stays under its 1 MiB limit.
+func TestWatchConfigMapSplitsAtLimit(t *testing.T) {
 	r := newWatchRig(t)
 	bulk, err := kubernetes.NewForConfig(r.kc.BulkConfig())
 	if err != nil {
@@ -202,8 +202,10 @@ func TestWatchConfigMapTrimsAtLimit(t *testing.T) {
 	image := r.ref("bulk", "latest")
 	digests := [2]string{pushSingle(t, image, "bulk a"), pushSingle(t, image, "bulk b")}
 	pods := make([]*corev1.Pod, cmTrimPods)
+	var first []podState
 	for i := range pods {
 		pods[i] = r.bulkPod(i, image, digests[i%2], 0)
+		first = append(first, podState{owner: pods[i].Name, digest: digests[i%2]})
 	}
 	cctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	n, err := kubeapi.CreatePods(cctx, bulk, pods, 8)
@@ -212,10 +214,10 @@ func TestWatchConfigMapTrimsAtLimit(t *testing.T) {
 		t.Fatalf("created %d of %d pods: %v", n, len(pods), err)
 	}
 	const cm = "regcheck-history"
-	src := configMapHistory(r.cs, r.ns, cm)
+	src, head := splitConfigMapHistory(r.cs, r.ns, cm), configMapHistory(r.cs, r.ns, cm)
 	w := r.startWatcher(t, []string{"--configmap", r.ns + "/" + cm}, "--flush-interval", "500ms")
 	w.waitReady(t, 2*time.Minute)
-	waitTrimmed(t, w, time.Minute)
+	waitAll(t, src, first, time.Minute)
 
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 18))
 	var changed []podState
@@ -226,27 +228,36 @@ func TestWatchConfigMapTrimsAtLimit(t *testing.T) {
 		}
 		changed = append(changed, podState{owner: p.Name, digest: digests[(i+1)%2], restarts: 1, from: time.Now()})
 	}
-	h := waitAll(t, src, changed, time.Minute)
+	waitAll(t, head, changed, time.Minute) // unplanned upgrades: in the head
+	h := waitAll(t, src, first, time.Second)
 	all, _ := w.scrape(t)
-	trimmed := metric(all, "regcheck_record_trimmed", nil)
-	if trimmed < 1 {
-		t.Errorf("regcheck_record_trimmed = %v, want ≥ 1", trimmed)
+	if v := metric(all, "regcheck_record_trimmed", nil); v != 0 {
+		t.Errorf("regcheck_record_trimmed = %v, want 0 (the archives hold the rest)", v)
 	}
 	if v := metric(all, "regcheck_watch_write_errors_total", nil); v != 0 {
 		t.Errorf("regcheck_watch_write_errors_total = %v, want 0:\n%s", v, w.tail())
 	}
-	log, _ := os.ReadFile(w.log)
-	if !bytes.Contains(log, []byte("exceeded")) || !bytes.Contains(log, []byte("trimmed")) {
-		t.Errorf("the watcher's log does not say the history was trimmed:\n%s", w.tail())
+	arc, err := configMapHistory(r.cs, r.ns, record.ArchiveName(cm, 1))()
+	if err != nil {
+		t.Fatal(err)
 	}
-	size := configMapBytes(t, r.cs, r.ns, cm)
-	if size > record.DefaultConfigMapMaxBytes {
-		t.Errorf("ConfigMap history is %d bytes, over the %d limit", size, record.DefaultConfigMapMaxBytes)
+	if len(arc.Records)+len(arc.Transitions) == 0 {
+		t.Errorf("archive %s is empty: the history never outgrew the head", record.ArchiveName(cm, 1))
 	}
-	t.Logf("%d pods: the ConfigMap holds %d records and %d transitions (%d bytes); %v trimmed so far; the %d newest transitions all kept",
-		cmTrimPods, len(h.Records), len(h.Transitions), size, trimmed, len(changed))
+	hh, err := head()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods {
+		if !slices.ContainsFunc(hh.Records, func(rc record.Record) bool { return rc.OwnerName == p.Name }) {
+			t.Errorf("the head has no record of %s", p.Name)
+		}
+	}
+	checkSizes(t, r.cs, r.ns, cm)
+	t.Logf("%d pods: head %d bytes (%d records, %d transitions); archive 1 %d records, %d transitions",
+		cmTrimPods, configMapBytes(t, r.cs, r.ns, cm), len(hh.Records), len(hh.Transitions), len(arc.Records), len(arc.Transitions))
 
-	// A record run beside it trims too, oldest first.
+	// A record run beside it splits the same way: nothing is lost.
 	run, err := r.runRecord(t, cm)
 	if err != nil {
 		t.Fatal(err)
@@ -256,19 +267,18 @@ func TestWatchConfigMapTrimsAtLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	oldestKept := oldestItem(after)
-	for _, s := range changed {
-		if i := slices.IndexFunc(h.Transitions, s.matches); i >= 0 && !slices.ContainsFunc(after.Transitions, s.matches) {
-			if tr := h.Transitions[i]; tr.Time.After(oldestKept) {
-				t.Errorf("transition %s (%v) was trimmed while older items (from %v) were kept", tr, tr.Time.Format(time.StampMilli), oldestKept.Format(time.StampMilli))
-			}
+	for _, tr := range h.Transitions {
+		if !slices.ContainsFunc(after.Transitions, func(o watchTransition) bool {
+			return o.OwnerName == tr.OwnerName && o.From == tr.From && o.To == tr.To && o.Time.Equal(tr.Time)
+		}) {
+			t.Errorf("transition %s was lost after the record run", tr)
 		}
 	}
-	if size := configMapBytes(t, r.cs, r.ns, cm); size > record.DefaultConfigMapMaxBytes {
-		t.Errorf("ConfigMap history is %d bytes after the record run, over the %d limit", size, record.DefaultConfigMapMaxBytes)
+	if run.Trimmed != 0 {
+		t.Errorf("the record run trimmed %d", run.Trimmed)
 	}
-	t.Logf("record run (%d entries) trimmed %d; the ConfigMap then held %d records and %d transitions, the oldest from %v",
-		len(run.Entries), run.Trimmed, len(after.Records), len(after.Transitions), oldestKept.Format(time.StampMilli))
+	checkSizes(t, r.cs, r.ns, cm)
+	t.Logf("record run (%d entries); the ConfigMaps then held %d records and %d transitions", len(run.Entries), len(after.Records), len(after.Transitions))
 	if code, _ := w.stop(t, syscall.SIGTERM, 15*time.Second); code != 0 {
 		t.Errorf("exit %d after SIGTERM:\n%s", code, w.tail())
 	}
@@ -287,23 +297,6 @@ func (r *watchRig) bulkPod(i int, image, digest string, restarts int32) *corev1.
 		Spec: corev1.PodSpec{NodeName: fmt.Sprintf("node-%d", i%10),
 			Containers: []corev1.Container{{Name: "app", Image: image, ImagePullPolicy: corev1.PullAlways}}},
 		Status: st,
-	}
-}
-
-// waitTrimmed waits (at most timeout) until the watcher exports a
-// regcheck_record_trimmed above zero.
-func waitTrimmed(t *testing.T, w *watcher, timeout time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		all, _ := w.scrape(t)
-		if metric(all, "regcheck_record_trimmed", nil) > 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("regcheck_record_trimmed still 0 %v after the watcher was ready:\n%s", timeout, w.tail())
-		}
-		time.Sleep(200 * time.Millisecond)
 	}
 }
 
@@ -342,20 +335,4 @@ func configMapBytes(t *testing.T, cs kubernetes.Interface, ns, name string) int 
 		t.Fatal(err)
 	}
 	return len(cm.Data[record.ConfigMapKey])
-}
-
-// oldestItem is the time of h's oldest record (by lastSeen) or transition.
-func oldestItem(h *watchHistory) time.Time {
-	var oldest time.Time
-	for _, rc := range h.Records {
-		if oldest.IsZero() || rc.LastSeen.Before(oldest) {
-			oldest = rc.LastSeen
-		}
-	}
-	for _, tr := range h.Transitions {
-		if oldest.IsZero() || tr.Time.Before(oldest) {
-			oldest = tr.Time
-		}
-	}
-	return oldest
 }

@@ -29,14 +29,26 @@ const DefaultConfigMapMaxBytes = 1<<20 - 1024
 var conflictBackoff = wait.Backoff{Steps: 10, Duration: 20 * time.Millisecond, Factor: 1.6, Jitter: 0.5, Cap: 2 * time.Second}
 
 // ConfigMap is a history stored in a ConfigMap under ConfigMapKey, for
-// running `regcheck record` as an in-cluster CronJob. It needs get, create
-// and update on configmaps in Namespace.
+// running `regcheck record` or `regcheck watch` in the cluster. It needs
+// get and update (create if the ConfigMaps are not made beforehand) on
+// configmaps Name and, with Archives, Name-1 … Name-Archives in Namespace.
+//
+// With Archives 0 the history is one ConfigMap, trimmed oldest first to
+// MaxBytes. With Archives > 0 the store is split: the head (Name) holds
+// what a reconcile needs, every owner container's newest records and last
+// transition, and as much newer history as fits; what does not fit moves
+// to the archives, filled in turn, the oldest generation overwritten when
+// all are full. Load reads them all as one history.
 type ConfigMap struct {
 	Client          kubernetes.Interface
 	Namespace, Name string
-	// MaxBytes is the size limit of the serialized history; 0 means
-	// DefaultConfigMapMaxBytes. Beyond it Update trims the oldest records.
+	// MaxBytes is the size limit of each ConfigMap's serialized history; 0
+	// means DefaultConfigMapMaxBytes. Beyond it Update trims the oldest
+	// records (Archives 0) or moves them to the archives.
 	MaxBytes int
+	// Archives is how many archive ConfigMaps hold the older history; 0
+	// keeps all of it in one ConfigMap.
+	Archives int
 	// Logger, when set, gets a warning whenever records are trimmed.
 	Logger *slog.Logger
 }
@@ -63,7 +75,18 @@ func (c *ConfigMap) Load(ctx context.Context) (*History, error) {
 	if err != nil {
 		return nil, fmt.Errorf("getting %s: %w", c, err)
 	}
-	return c.decode(cm)
+	h, err := c.decode(cm)
+	if err != nil || c.Archives <= 0 {
+		return h, err
+	}
+	arcs, err := c.loadArchives(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range arcs {
+		h.Absorb(a.h)
+	}
+	return h, nil
 }
 
 func (c *ConfigMap) decode(cm *corev1.ConfigMap) (*History, error) {
@@ -82,7 +105,11 @@ func (c *ConfigMap) decode(cm *corev1.ConfigMap) (*History, error) {
 // writes it back with the resourceVersion it read, starting over on a
 // conflict. fn may run more than once and must only change the history.
 // If the result is larger than MaxBytes, the oldest records are trimmed and
-// UpdateResult says how many.
+// UpdateResult says how many. With Archives, fn gets the head only (every
+// owner container's newest records and last transition, and the newer
+// history), and what no longer fits in it is written to the archives
+// before the head is written without it; only an archive overwritten when
+// all are full trims.
 func (c *ConfigMap) Update(ctx context.Context, fn func(*History) error) (recordresult.UpdateResult, error) {
 	max := c.MaxBytes
 	if max <= 0 {
@@ -98,8 +125,7 @@ func (c *ConfigMap) Update(ctx context.Context, fn func(*History) error) (record
 		create := apierrors.IsNotFound(err)
 		switch {
 		case create:
-			cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: c.Name,
-				Labels: map[string]string{"app.kubernetes.io/managed-by": "regcheck"}}}
+			cm = newConfigMap(c.Namespace, c.Name)
 		case err != nil:
 			return fmt.Errorf("getting %s: %w", c, err)
 		}
@@ -110,14 +136,9 @@ func (c *ConfigMap) Update(ctx context.Context, fn func(*History) error) (record
 		if err := fn(h); err != nil {
 			return err
 		}
-		before := len(h.Records) + len(h.Transitions)
-		data, n, err := trim(h, max)
+		data, err := c.fit(ctx, h, max, &res)
 		if err != nil {
-			return fmt.Errorf("encoding history for %s: %w", c, err)
-		}
-		if n > 0 {
-			res.Trimmed = n
-			res.Message = trimMessage(c.String(), max, n, before, h.Records)
+			return err
 		}
 		if cm.Data == nil {
 			cm.Data = map[string]string{}
@@ -141,4 +162,36 @@ func (c *ConfigMap) Update(ctx context.Context, fn func(*History) error) (record
 		c.Logger.Warn(res.Message, "configmap", c.Namespace+"/"+c.Name, "trimmed", res.Trimmed)
 	}
 	return res, nil
+}
+
+// fit makes h fit in the head, max bytes, and returns its encoding: with
+// archives, what does not fit is written to them first (Split, spill);
+// without, the oldest items are trimmed. res says what was trimmed.
+func (c *ConfigMap) fit(ctx context.Context, h *History, max int, res *recordresult.UpdateResult) ([]byte, error) {
+	if c.Archives <= 0 {
+		before := h.items()
+		data, n, err := trim(h, max)
+		if err != nil {
+			return nil, fmt.Errorf("encoding history for %s: %w", c, err)
+		}
+		if n > 0 {
+			res.Trimmed = n
+			res.Message = trimMessage(c.String(), max, n, before, h.Records)
+		}
+		return data, nil
+	}
+	head, rest, err := Split(h, max)
+	if err != nil {
+		return nil, fmt.Errorf("splitting history for %s: %w", c, err)
+	}
+	if rest.items() > 0 {
+		if res.Trimmed, res.Message, err = c.spill(ctx, head, rest, max); err != nil {
+			return nil, err
+		}
+	}
+	data, err := Encode(head, false)
+	if err != nil {
+		return nil, fmt.Errorf("encoding history for %s: %w", c, err)
+	}
+	return data, nil
 }

@@ -34,8 +34,10 @@ first-seen and last-seen times per (owner, container, digest). History is
 never dropped: the file is replaced atomically under a lock, and a file that
 cannot be read is an error, never overwritten.
 
-With --configmap NS/NAME the history lives in the cluster, for a CronJob; the
-oldest records are trimmed (and said so) to stay under the 1 MiB object limit.
+With --configmap NS/NAME the history lives in the cluster, for a CronJob, in
+ConfigMaps under the 1 MiB object limit: NAME holds every container's newest
+records and last transition, then the newer history; NAME-1 … NAME-4 hold the
+older history, the oldest overwritten (and said so) when all are full.
 
 With --diff it prints the containers now running a different digest than at
 the previous snapshot. regcheck pin --from-records pins to what was recorded.`,
@@ -103,7 +105,8 @@ func (f *recordFlags) store(kt *kubeTarget, g *globals) (record.Store, string, e
 		if err != nil {
 			return nil, "", usageError(err)
 		}
-		return &record.ConfigMap{Client: kt.client, Namespace: ns, Name: name, Logger: g.logger}, "configmap " + f.configMap, nil
+		return &record.ConfigMap{Client: kt.client, Namespace: ns, Name: name, Archives: record.DefaultConfigMapArchives,
+			Logger: g.logger}, "configmap " + f.configMap, nil
 	}
 	path := f.out
 	if path == "" {
