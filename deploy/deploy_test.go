@@ -140,7 +140,6 @@ func TestKustomization(t *testing.T) {
 		kinds []string
 		cj    *batchv1.CronJob
 		role  *rbacv1.Role
-		cm    *corev1.ConfigMap
 	)
 	for _, o := range objs {
 		switch v := o.(type) {
@@ -149,7 +148,9 @@ func TestKustomization(t *testing.T) {
 		case *rbacv1.Role:
 			role = v
 		case *corev1.ConfigMap:
-			cm = v
+			if len(v.Data) != 0 || len(v.BinaryData) != 0 {
+				t.Errorf("the history ConfigMap %s ships with data %v: kubectl apply would reset it", v.Name, v.Data)
+			}
 		}
 		acc, err := meta.Accessor(o)
 		if err != nil {
@@ -167,6 +168,10 @@ func TestKustomization(t *testing.T) {
 		"*v1.ClusterRoleBinding /regcheck-inventory",
 		"*v1.ClusterRole /regcheck-pull-secrets",
 		"*v1.ConfigMap regcheck/" + historyName,
+		"*v1.ConfigMap regcheck/" + historyName + "-1",
+		"*v1.ConfigMap regcheck/" + historyName + "-2",
+		"*v1.ConfigMap regcheck/" + historyName + "-3",
+		"*v1.ConfigMap regcheck/" + historyName + "-4",
 		"*v1.Role regcheck/regcheck-records",
 		"*v1.RoleBinding regcheck/regcheck-records",
 		"*v1.CronJob regcheck/regcheck",
@@ -174,10 +179,7 @@ func TestKustomization(t *testing.T) {
 	if !slices.Equal(kinds, want) {
 		t.Fatalf("objects:\n got %q\nwant %q", kinds, want)
 	}
-	if len(cm.Data) != 0 || len(cm.BinaryData) != 0 {
-		t.Errorf("the history ConfigMap ships with data %v: kubectl apply would reset it", cm.Data)
-	}
-	wantRules := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{historyName}, Verbs: []string{"get", "update"}}}
+	wantRules := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{historyName, historyName + "-1", historyName + "-2", historyName + "-3", historyName + "-4"}, Verbs: []string{"get", "update"}}}
 	if !reflect.DeepEqual(role.Rules, wantRules) {
 		t.Errorf("Role rules %+v, want %+v", role.Rules, wantRules)
 	}
