@@ -85,25 +85,23 @@ containerd_cmd() {
 	mv "$gobin/$1" "$out"
 	rmdir "$gobin"
 }
+# goinstall NAME PKG@VERSION: go install of a module as released (no cgo,
+# stripped) into $out, for a module whose go.mod has no replace
+# directives.
+goinstall() {
+	local gobin
+	gobin=$(mktemp -d)
+	GOBIN=$gobin CGO_ENABLED=0 GOFLAGS=-trimpath go install -ldflags="-s -w" "$2"
+	mv "$gobin/$1" "$out"
+	rmdir "$gobin"
+}
 # crane is in go-containerregistry's main module, which has no replace
 # directives: go install builds it as released (seconds when regcheck's
 # own build has compiled go-containerregistry already).
-crane() {
-	local gobin
-	gobin=$(mktemp -d)
-	GOBIN=$gobin CGO_ENABLED=0 GOFLAGS=-trimpath go install -ldflags="-s -w" "github.com/google/go-containerregistry/cmd/crane@$CRANE_VERSION"
-	mv "$gobin/crane" "$out"
-	rmdir "$gobin"
-}
+crane() { goinstall crane "github.com/google/go-containerregistry/cmd/crane@$CRANE_VERSION"; }
 # cosign's go.mod has no replace or exclude directives: go install builds
 # it as released (6m16s cold on 2 cores, its module downloads included).
-cosign() {
-	local gobin
-	gobin=$(mktemp -d)
-	GOBIN=$gobin CGO_ENABLED=0 GOFLAGS=-trimpath go install -ldflags="-s -w" "github.com/sigstore/cosign/v3/cmd/cosign@$COSIGN_VERSION"
-	mv "$gobin/cosign" "$out"
-	rmdir "$gobin"
-}
+cosign() { goinstall cosign "github.com/sigstore/cosign/v3/cmd/cosign@$COSIGN_VERSION"; }
 # go.podman.io/image/v5 with the tags that need no C library (no gpgme, no
 # btrfs headers): 43 non-standard packages, about 45 s when the standard
 # library is already compiled, 6.5 min with an empty build cache on 2 busy
@@ -111,22 +109,10 @@ cosign() {
 crioregistries() { (cd "$top/tools/crio-registries" && CGO_ENABLED=0 go build -mod=readonly -trimpath -tags containers_image_openpgp,exclude_graphdriver_btrfs -ldflags="-s -w" -o "$out" .); }
 # Helm v3's go.mod has no replace or exclude directives: go install builds
 # the CLI as released.
-helm() {
-	local gobin
-	gobin=$(mktemp -d)
-	GOBIN=$gobin CGO_ENABLED=0 GOFLAGS=-trimpath go install -ldflags="-s -w" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
-	mv "$gobin/helm" "$out"
-	rmdir "$gobin"
-}
+helm() { goinstall helm "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"; }
 # kustomize v5.8.2's go.mod has no replace directives either: go install
 # builds the CLI as released, on the kustomize api regcheck links.
-kustomize() {
-	local gobin
-	gobin=$(mktemp -d)
-	GOBIN=$gobin CGO_ENABLED=0 GOFLAGS=-trimpath go install -ldflags="-s -w" "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION"
-	mv "$gobin/kustomize" "$out"
-	rmdir "$gobin"
-}
+kustomize() { goinstall kustomize "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION"; }
 apiserver() { (cd "$top/tools/kube-apiserver" && go build -mod=readonly -trimpath -ldflags="-s -w" -o "$out" k8s.io/kubernetes/cmd/kube-apiserver); }
 
 what=${1:-all}
