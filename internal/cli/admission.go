@@ -56,7 +56,11 @@ func (p *policyFlags) load() error {
 // (with --pull-secrets, the pods' pull secrets first) and the trusted
 // root load read.
 func (p *policyFlags) verifier(s *scan.Scanner) admission.Verifier {
-	return admission.CosignVerifier{Keychain: s.Keychain(), TrustedRoot: p.root}
+	v := admission.CosignVerifier{Keychain: s.Keychain()}
+	if p.root != nil { // never a nil *TrustedRoot in the interface
+		v.TrustedRoot = p.root
+	}
+	return v
 }
 
 // Usages of --policies.

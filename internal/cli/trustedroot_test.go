@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/regcheck/regcheck/admission"
+	"github.com/regcheck/regcheck/scan"
 )
 
 // TestTrustedRootFlag: scan, pin and watch read --trusted-root before
@@ -35,5 +38,23 @@ func TestTrustedRootFlag(t *testing.T) {
 				t.Fatalf("exit %d, want %d naming --trusted-root:\n%s%s", code, ExitUsage, out.String(), errb.String())
 			}
 		})
+	}
+}
+
+// Without --trusted-root the verifier holds no trust material at all: a
+// nil *root.TrustedRoot in the interface made every keyless entry panic
+// (TestAdmissionIVP's keyless case, found by make test after a merge).
+func TestVerifierWithoutTrustedRoot(t *testing.T) {
+	s, err := scan.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p policyFlags
+	v, ok := p.verifier(s).(admission.CosignVerifier)
+	if !ok {
+		t.Fatalf("verifier %T, want admission.CosignVerifier", p.verifier(s))
+	}
+	if v.TrustedRoot != nil {
+		t.Errorf("TrustedRoot %#v without --trusted-root, want nil", v.TrustedRoot)
 	}
 }
