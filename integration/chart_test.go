@@ -3,6 +3,7 @@
 package integration
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -160,7 +161,7 @@ func checkChartObjects(t *testing.T, kc *kubeapi.Cluster) {
 func checkChartRights(t *testing.T, r chartRelease, sa, nobody kubernetes.Interface) {
 	t.Helper()
 	inventory := map[string][]string{"": {"pods", "nodes", "namespaces"}, "apps": {"deployments", "statefulsets", "daemonsets", "replicasets"}, "batch": {"jobs", "cronjobs"},
-		"kyverno.io": {"clusterpolicies", "policies"}, "policies.kyverno.io": {"imagevalidatingpolicies", "namespacedimagevalidatingpolicies"}, "policy.sigstore.dev": {"clusterimagepolicies"},
+		"kyverno.io": {"clusterpolicies", "policies"}, "policies.kyverno.io": {"imagevalidatingpolicies", "namespacedimagevalidatingpolicies"}, "policy.sigstore.dev": {"clusterimagepolicies", "trustroots"},
 		"argoproj.io": {"rollouts", "workflowtemplates", "cronworkflows"}, "tekton.dev": {"tasks", "pipelines"},
 		"serving.knative.dev": {"services"}, "keda.sh": {"scaledjobs"}, "apps.kruise.io": {"clonesets"},
 		"postgresql.cnpg.io": {"clusters"}, "monitoring.coreos.com": {"prometheuses", "alertmanagers"},
@@ -186,6 +187,10 @@ func checkChartRights(t *testing.T, r chartRelease, sa, nobody kubernetes.Interf
 		if in == ns {
 			out = append(out, right{in, "get", "", "configmaps", r.history}, right{in, "update", "", "configmaps", r.history},
 				right{in, "create", coordination, "leases", ""}, right{in, "get", coordination, "leases", r.lease}, right{in, "update", coordination, "leases", r.lease})
+			for i := 1; i <= 4; i++ { // the history's four archives
+				a := fmt.Sprintf("%s-%d", r.history, i)
+				out = append(out, right{in, "get", "", "configmaps", a}, right{in, "update", "", "configmaps", a})
+			}
 		}
 		return out
 	}

@@ -228,7 +228,7 @@ func TestDeploy(t *testing.T) {
 		// and the history's
 		// get/update (its head and four archives).
 		inventory := map[string][]string{"": {"pods", "nodes", "namespaces"}, "apps": {"deployments", "statefulsets", "daemonsets", "replicasets"}, "batch": {"jobs", "cronjobs"},
-			"kyverno.io": {"clusterpolicies", "policies"}, "policies.kyverno.io": {"imagevalidatingpolicies", "namespacedimagevalidatingpolicies"}, "policy.sigstore.dev": {"clusterimagepolicies"},
+			"kyverno.io": {"clusterpolicies", "policies"}, "policies.kyverno.io": {"imagevalidatingpolicies", "namespacedimagevalidatingpolicies"}, "policy.sigstore.dev": {"clusterimagepolicies", "trustroots"},
 			"argoproj.io": {"rollouts", "workflowtemplates", "cronworkflows"}, "tekton.dev": {"tasks", "pipelines"},
 			"serving.knative.dev": {"services"}, "keda.sh": {"scaledjobs"}, "apps.kruise.io": {"clonesets"},
 			"postgresql.cnpg.io": {"clusters"}, "monitoring.coreos.com": {"prometheuses", "alertmanagers"},
