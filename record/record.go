@@ -189,14 +189,14 @@ func (h *History) Previous(cur recordresult.Snapshot) recordresult.Snapshot {
 	before := func(t time.Time) bool { return cur.Time.IsZero() || t.Before(cur.Time) }
 	last := map[ownerC]time.Time{}
 	for _, r := range h.Records {
-		o := ownerOf(r.entry(r.LastSeen), "")
+		o := r.owner()
 		if want[o] && before(r.LastSeen) && r.LastSeen.After(last[o]) {
 			last[o] = r.LastSeen
 		}
 	}
 	prev := recordresult.Snapshot{Cluster: cur.Cluster}
 	for _, r := range h.Records {
-		t, ok := last[ownerOf(r.entry(r.LastSeen), "")]
+		t, ok := last[r.owner()]
 		if !ok || !r.LastSeen.Equal(t) {
 			continue
 		}

@@ -32,7 +32,7 @@ type rankedItem struct {
 func (h *History) ranked() []rankedItem {
 	newest := map[ownerC]time.Time{}
 	for _, r := range h.Records {
-		o := ownerOf(r.entry(r.LastSeen), "")
+		o := r.owner()
 		if t, ok := newest[o]; !ok || r.LastSeen.After(t) {
 			newest[o] = r.LastSeen
 		}
@@ -52,7 +52,7 @@ func (h *History) ranked() []rankedItem {
 	out := make([]rankedItem, 0, len(h.Records)+len(h.Transitions))
 	for i, r := range h.Records {
 		rank := rankOlder
-		o := ownerOf(r.entry(r.LastSeen), "")
+		o := r.owner()
 		if r.LastSeen.Equal(newest[o]) || r.Digest == pinBack[o] {
 			rank = rankNewest
 		}

@@ -125,6 +125,7 @@ func (w *Watcher) flush(ctx context.Context) (wrote bool) {
 	now := w.cfg.Now().UTC()
 	wctx, done := within(ctx, t)
 	defer done()
+	expired := 0
 	res, err := w.cfg.Store.Update(wctx, func(h *record.History) error {
 		// Under the store's lock: the commit is the term's only while
 		// it leads; else the next leader's reconcile records this.
@@ -133,6 +134,7 @@ func (w *Watcher) flush(ctx context.Context) (wrote bool) {
 		}
 		h.Merge(recordresult.Snapshot{Cluster: w.cfg.Cluster, Time: now, Entries: es})
 		h.AddTransitions(ts...)
+		expired = h.Retain(w.cfg.HistoryLimit)
 		return nil
 	})
 	if err != nil && !w.stillLeads(t) {
@@ -156,7 +158,7 @@ func (w *Watcher) flush(ctx context.Context) (wrote bool) {
 		w.metrics.trim(res.Trimmed)
 		w.log.Warn(res.Message, "trimmed", res.Trimmed)
 	}
-	w.log.Debug("history written", "entries", len(es), "transitions", len(ts))
+	w.log.Debug("history written", "entries", len(es), "transitions", len(ts), "expired", expired)
 	return true
 }
 

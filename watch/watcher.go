@@ -34,6 +34,10 @@ type Config struct {
 	// FlushInterval spaces history writes: at most one per interval.
 	// Default 2s.
 	FlushInterval time.Duration
+	// HistoryLimit is how many records and transitions of each owner
+	// container the history keeps (record.History.Retain), so that it
+	// does not grow with every restart; 0 keeps everything.
+	HistoryLimit int
 	// Interval spaces deep walks of every image in use; 0 means 1h, and a
 	// negative one walks never.
 	Interval time.Duration

@@ -55,11 +55,15 @@ func (c *countingStore) Update(ctx context.Context, fn func(*record.History) err
 	return c.Store.Update(ctx, fn)
 }
 
-// start runs a watcher over c and st until the returned stop is called,
-// which returns Run's error.
-func start(t *testing.T, c *fake.Clientset, st record.Store) (*Watcher, func() error) {
+// start runs a watcher over c and st (its Config changed by each of
+// opts) until the returned stop is called, which returns Run's error.
+func start(t *testing.T, c *fake.Clientset, st record.Store, opts ...func(*Config)) (*Watcher, func() error) {
 	t.Helper()
-	w, err := New(Config{Client: c, Cluster: "prod", Store: st, FlushInterval: 20 * time.Millisecond, Interval: -1})
+	cfg := Config{Client: c, Cluster: "prod", Store: st, FlushInterval: 20 * time.Millisecond, Interval: -1}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	w, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,5 +290,42 @@ func TestWatcherRolloutOwner(t *testing.T) {
 	}
 	if tr := transitionsTo(h, dB)[0]; tr.From != dA {
 		t.Errorf("the next revision's transition is from %q, want %s (one slot)", tr.From, dA)
+	}
+}
+
+// With a history limit, a container that keeps changing keeps only its
+// newest transitions and records in the history, its last one always.
+func TestWatcherHistoryLimit(t *testing.T) {
+	ctx := context.Background()
+	d, rs := deployment("reg.example/app:latest")
+	c := fake.NewClientset(d, rs, pod("app-1-x", "reg.example/app:latest", dA, 0, ""))
+	st := &record.File{Path: filepath.Join(t.TempDir(), "history.json")}
+	_, stop := start(t, c, st, func(cfg *Config) { cfg.HistoryLimit = 2 })
+	waitFor(t, "the first sighting", func() bool { return len(transitionsTo(load(t, st), dA)) == 1 })
+	digests := []string{dB, dC, dA, dB}
+	for i, dg := range digests {
+		p := pod("app-1-x", "reg.example/app:latest", dg, int32(i+1), "")
+		if _, err := c.CoreV1().Pods("web").UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "transition "+dg, func() bool {
+			h := load(t, st)
+			return len(h.Transitions) > 0 && h.Transitions[len(h.Transitions)-1].To == dg && h.Transitions[len(h.Transitions)-1].RestartCount == int32(i+1)
+		})
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	h := load(t, st)
+	q := record.Query{Cluster: "prod", Namespace: "web", OwnerKind: "Deployment", OwnerName: "app", Container: "app"}
+	ts := h.TransitionsOf(q) // newest first
+	if len(ts) != 2 || ts[0].From != dA || ts[0].To != dB || ts[1].From != dC || ts[1].To != dA {
+		t.Errorf("transitions kept %+v, want the newest two (%s→%s, %s→%s)", ts, dA, dB, dC, dA)
+	}
+	if len(h.Records) > 2 {
+		t.Errorf("%d records kept, want at most 2: %+v", len(h.Records), h.Records)
+	}
+	if r, ok := h.Running(q); !ok || r.Digest != dB {
+		t.Errorf("running record %+v, want %s", r, dB)
 	}
 }

@@ -36,6 +36,7 @@ type watchFlags struct {
 	interval      time.Duration
 	syncTimeout   time.Duration
 	flushInterval time.Duration
+	historyLimit  int
 	walkDebounce  time.Duration
 	leaderElect   bool
 	leaseNS       string
@@ -101,6 +102,7 @@ configuration error; 3 the cluster or the history could not be read at start.`,
 	fl.DurationVar(&f.syncTimeout, "sync-timeout", 2*time.Minute, "give up (exit 3) when the informers have not synced within this; a denied LIST or WATCH fails /readyz and is logged at once")
 	fl.DurationVar(&f.interval, "interval", time.Hour, "walk every image in use down to its blobs this often")
 	fl.DurationVar(&f.flushInterval, "flush-interval", 2*time.Second, "write the history at most this often (changes wait at most this long)")
+	fl.IntVar(&f.historyLimit, "history-limit", 10, "keep this many records and transitions of each container in the history, the newest (and always its last transition and the digest an unplanned upgrade left); 0 keeps everything")
 	fl.DurationVar(&f.walkDebounce, "walk-debounce", 10*time.Second, "walk a new image reference this long after it appears (more appearing meanwhile join the walk)")
 	fl.BoolVar(&f.leaderElect, "leader-elect", false, "share a Lease with other replicas: only its holder writes the history and walks images")
 	fl.StringVar(&f.leaseNS, "leader-election-namespace", "", "namespace of the Lease (default the pod's namespace in a cluster, else the context's)")
@@ -123,6 +125,8 @@ func (f *watchFlags) check() error {
 	switch {
 	case f.out != "" && f.configMap != "":
 		return errors.New("--out and --configmap cannot be used together")
+	case f.historyLimit < 0:
+		return errors.New("--history-limit cannot be negative")
 	case f.interval <= 0 || f.flushInterval <= 0 || f.walkDebounce <= 0:
 		return errors.New("--interval, --flush-interval and --walk-debounce must be positive")
 	case !f.leaderElect && f.leaseNS != "":
@@ -154,7 +158,7 @@ func runWatch(cmd *cobra.Command, g *globals, f *watchFlags) error {
 		return err
 	}
 	cfg := watch.Config{Client: client, Cluster: kt.name, Namespace: kt.namespace, Store: st,
-		FlushInterval: f.flushInterval, Interval: f.interval, Debounce: f.walkDebounce, SyncTimeout: f.syncTimeout,
+		FlushInterval: f.flushInterval, HistoryLimit: f.historyLimit, Interval: f.interval, Debounce: f.walkDebounce, SyncTimeout: f.syncTimeout,
 		ScanOptions: f.registry.options(g), Logger: g.logger, HistoryHint: f.historyHint(where),
 		PullSecrets: f.pullSecrets, Admission: f.admission(kt, g.logger)}
 	if f.registry.pullPath == "" {

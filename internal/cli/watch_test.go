@@ -42,6 +42,7 @@ func TestWatchUsageErrors(t *testing.T) {
 		{"out and configmap", []string{"--out", "h.json", "--configmap", "a/b"}, "cannot be used together"},
 		{"bad configmap", []string{"--configmap", "nope"}, "NAMESPACE/NAME"},
 		{"zero flush interval", []string{"--flush-interval", "0s"}, "must be positive"},
+		{"negative history limit", []string{"--history-limit", "-1"}, "cannot be negative"},
 		{"lease order", []string{"--leader-elect", "--renew-deadline", "20s"}, "--retry-period < --renew-deadline < --lease-duration"},
 		{"lease namespace alone", []string{"--leader-election-namespace", "x"}, "goes with --leader-elect"},
 		{"an argument", []string{"extra"}, "unknown command"},

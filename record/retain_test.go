@@ -1,0 +1,53 @@
+package record
+
+import (
+	"testing"
+)
+
+func TestRetain(t *testing.T) {
+	t.Parallel()
+	const owners, changes = 30, 6 // 7 records and 7 transitions an owner
+	unplanned := (owners + 2) / 3 // every third owner: i%3 == 0
+	for _, tc := range []struct {
+		name  string
+		limit int
+		// wantRecs and wantTrs are the records and transitions kept of
+		// an owner whose last change was planned and of one unplanned.
+		wantRecs, wantRecsUnplanned, wantTrs int
+	}{
+		{"no limit", 0, 7, 7, 7},
+		{"a limit above what is held", 8, 7, 7, 7},
+		{"the newest three", 3, 3, 3, 3},
+		// The digest a standing unplanned upgrade left is kept beside the
+		// newest: pinning back reads its record.
+		{"one, and what pinning back reads", 1, 1, 2, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			h := busyHistory(owners, changes)
+			before := h.items()
+			dropped := h.Retain(tc.limit)
+			want := before - (owners-unplanned)*(tc.wantRecs+tc.wantTrs) - unplanned*(tc.wantRecsUnplanned+tc.wantTrs)
+			if dropped != want || h.items() != before-dropped {
+				t.Fatalf("dropped %d (%d of %d items left), want %d", dropped, h.items(), before, want)
+			}
+			needs(t, tc.name, h, owners, changes)
+			for i := range owners {
+				e, _ := realistic(i, changes, t0, false)
+				q := Query{Cluster: "prod", Namespace: e.Namespace, OwnerKind: e.OwnerKind, OwnerName: e.OwnerName, Container: e.Container}
+				ts := h.TransitionsOf(q) // newest first
+				if len(ts) != tc.wantTrs {
+					t.Fatalf("%s keeps %d transitions, want %d", e.OwnerName, len(ts), tc.wantTrs)
+				}
+				for j, tr := range ts {
+					if d, _ := realistic(i, changes-j, t0, false); tr.To != d.Digest {
+						t.Errorf("%s's transition %d is to %s, want the newest ones (%s)", e.OwnerName, j, tr.To[:24], d.Digest[:24])
+					}
+				}
+			}
+			if h.Retain(tc.limit) != 0 {
+				t.Error("a second Retain dropped more: it is not idempotent")
+			}
+		})
+	}
+}
