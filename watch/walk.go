@@ -37,6 +37,16 @@ type walker struct {
 	result  *types.Result // every image walked, the last walk's answer for each
 	// plat are the indexes of the images walked, by platform manifest.
 	plat platforms
+	// admit is the admission check the last periodic walk read
+	// (Config.Admission), which the partial walks until the next reuse.
+	admit *admission
+}
+
+// admission is a reading of the cluster's image policies: the check, and
+// the policies that could not be read.
+type admission struct {
+	then   cluster.Then
+	unread []types.InputError
 }
 
 func newWalker(w *Watcher) *walker {
@@ -136,7 +146,7 @@ func (k *walker) once(ctx context.Context, all bool) {
 	} else {
 		inv = only(inv, fresh)
 	}
-	res, err := k.walk(ctx, inv, prevs)
+	res, err := k.walk(ctx, inv, prevs, all)
 	if err != nil {
 		k.w.log.Warn("deep walk interrupted (its references are walked again)", "err", err)
 		k.putBack(fresh, prevs)
@@ -198,7 +208,7 @@ func (k *walker) putBack(fresh map[string]bool, prevs map[string]record.Transiti
 // walk checks inv's images with a new Scanner (through the nodes' pull
 // path, Config.PullPath, read again), then the unplanned
 // upgrades' previous digests.
-func (k *walker) walk(ctx context.Context, inv *inventory.Inventory, prevs map[string]record.Transition) (*types.Result, error) {
+func (k *walker) walk(ctx context.Context, inv *inventory.Inventory, prevs map[string]record.Transition, all bool) (*types.Result, error) {
 	opts := k.w.cfg.ScanOptions
 	if pp := k.w.cfg.PullPath; pp != nil {
 		cfg, err := pp(ctx)
@@ -215,7 +225,7 @@ func (k *walker) walk(ctx context.Context, inv *inventory.Inventory, prevs map[s
 	}
 	var res *types.Result
 	if len(inv.Containers) > 0 {
-		if res, err = k.check(ctx, s, inv); err != nil {
+		if res, err = k.check(ctx, s, inv, all); err != nil {
 			return nil, err
 		}
 	}
@@ -227,17 +237,13 @@ func (k *walker) walk(ctx context.Context, inv *inventory.Inventory, prevs map[s
 
 // check walks inv's images with s, or with the pods' pull secrets
 // (PullSecrets), then applies Admission.
-func (k *walker) check(ctx context.Context, s *scan.Scanner, inv *inventory.Inventory) (*types.Result, error) {
-	var admit cluster.Then
-	var unread []types.InputError
-	if a := k.w.cfg.Admission; a != nil {
-		var err error
-		if admit, unread, err = a(ctx); err != nil {
-			return nil, fmt.Errorf("applying the image policies: %w", err)
-		}
+func (k *walker) check(ctx context.Context, s *scan.Scanner, inv *inventory.Inventory, all bool) (*types.Result, error) {
+	a, err := k.policies(ctx, all)
+	if err != nil {
+		return nil, fmt.Errorf("applying the image policies: %w", err)
 	}
+	admit, unread := a.then, a.unread
 	var res *types.Result
-	var err error
 	if k.w.cfg.PullSecrets {
 		res, err = cluster.CheckWithPullSecretsThen(ctx, k.w.cfg.Client, inv, admit, k.w.cfg.ScanOptions...)
 		if err != nil && admit != nil && ctx.Err() == nil {
@@ -254,6 +260,33 @@ func (k *walker) check(ctx context.Context, s *scan.Scanner, inv *inventory.Inve
 	}
 	res.InputErrors = append(res.InputErrors, unread...)
 	return res, nil
+}
+
+// policies is the admission check of a walk: read (Config.Admission:
+// the policies, the TrustRoots and the key Secrets they name) at each
+// periodic walk (all) and reused by the partial walks until the next,
+// which under churn run every Debounce: a policy changed meanwhile
+// applies from the next periodic walk, as it then applies to every image.
+func (k *walker) policies(ctx context.Context, all bool) (admission, error) {
+	read := k.w.cfg.Admission
+	if read == nil {
+		return admission{}, nil
+	}
+	k.mu.Lock()
+	last := k.admit
+	k.mu.Unlock()
+	if last != nil && !all {
+		return *last, nil
+	}
+	then, unread, err := read(ctx)
+	if err != nil {
+		return admission{}, err
+	}
+	a := &admission{then: then, unread: unread}
+	k.mu.Lock()
+	k.admit = a
+	k.mu.Unlock()
+	return *a, nil
 }
 
 // forget drops the last walk's answer and series when a term ends: the

@@ -409,7 +409,8 @@ func TestPreviousWalkedWholeOncePerPeriod(t *testing.T) {
 // The admission check (Config.Admission) applies to each walk's result,
 // with the walk's Scanner: what it finds is in the series, as in scan
 // --cluster's; one that fails fails the walk, whose references are then
-// walked again.
+// walked again. The policies are read at the periodic walk (here the
+// first, and its retry) and not again by the walk of a new reference.
 func TestWalkAppliesAdmission(t *testing.T) {
 	ctx := context.Background()
 	host := memRegistry(t)
@@ -434,9 +435,13 @@ func TestWalkAppliesAdmission(t *testing.T) {
 	}
 	c := fake.NewClientset(bare("web", image, d1))
 	logs := &logbuf.Buffer{}
+	var reads atomic.Int32
 	w, err := New(Config{Client: c, Cluster: "prod", Store: &record.File{Path: filepath.Join(t.TempDir(), "history.json")},
 		FlushInterval: 20 * time.Millisecond, Interval: time.Hour, Debounce: 50 * time.Millisecond,
-		Admission:   func(context.Context) (cluster.Then, []types.InputError, error) { return admit, nil, nil },
+		Admission: func(context.Context) (cluster.Then, []types.InputError, error) {
+			reads.Add(1)
+			return admit, nil, nil
+		},
 		Logger:      slog.New(slog.NewTextHandler(logs, nil)),
 		ScanOptions: []scan.Option{scan.WithInsecureRegistries(host), scan.WithTransport(http.DefaultTransport)}})
 	if err != nil {
@@ -456,6 +461,27 @@ func TestWalkAppliesAdmission(t *testing.T) {
 	})
 	if !strings.Contains(logs.String(), "applying the image policies: policies unreadable") {
 		t.Errorf("the failed admission check is not logged:\n%s", logs.String())
+	}
+
+	before := reads.Load()
+	api := host + "/shop/api:1"
+	d2, err := fixture.PushSingle(ctx, api, "api 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CoreV1().Pods("web").Create(ctx, bare("api", api, d2), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the new image's admission finding", func() bool {
+		for k := range series(t, w, metrics.UseFindings) {
+			if strings.Contains(k, "shop/api") && strings.Contains(k, "code="+string(types.SignatureMissing)) {
+				return true
+			}
+		}
+		return false
+	})
+	if n := reads.Load(); n != before {
+		t.Errorf("the walk of a new reference read the policies again (%d reads, %d before it)", n, before)
 	}
 }
 

@@ -58,9 +58,10 @@ type Config struct {
 	// Client needs get on secrets and serviceaccounts), as scan --cluster
 	// --pull-secrets does.
 	PullSecrets bool
-	// Admission, when set, is asked at each walk for the check to apply
-	// (the cluster's image policies, read again each time, as scan
-	// --cluster applies them; nil applies none) and the input errors
+	// Admission, when set, is asked at each periodic walk for the check
+	// to apply (the cluster's image policies, read again each time, as
+	// scan --cluster applies them; nil applies none), which the partial
+	// walks until the next reuse, and the input errors
 	// the walk's result carries (policies that could not be read): the
 	// check is applied to the walk's result with the walk's Scanner, or
 	// with PullSecrets to each credentials group's result with the

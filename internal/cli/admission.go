@@ -66,7 +66,7 @@ func (p *policyFlags) verifier(s *scan.Scanner) admission.Verifier {
 // Usages of --policies.
 const (
 	scanPoliciesUsage  = "apply the image policies admission enforces (Kyverno verifyImages, sigstore policy-controller ClusterImagePolicy; docs/admission.md), from the cluster with --cluster or from the -f files: an image whose signature an enforcing policy requires is gone is broken; --policies=false skips them"
-	watchPoliciesUsage = "apply the image policies admission enforces (Kyverno verifyImages, sigstore policy-controller ClusterImagePolicy; docs/admission.md), read from the cluster at each walk, as scan --cluster does: an image whose signature an enforcing policy requires is gone is broken; --policies=false skips them (needs list on the policy kinds)"
+	watchPoliciesUsage = "apply the image policies admission enforces (Kyverno verifyImages, sigstore policy-controller ClusterImagePolicy; docs/admission.md), read from the cluster at each periodic walk (--interval), as scan --cluster does: an image whose signature an enforcing policy requires is gone is broken; --policies=false skips them (needs list on the policy kinds)"
 	pinPoliciesUsage   = "refuse to pin a digest an enforcing image policy (Kyverno, sigstore policy-controller; docs/admission.md) would reject for a signature or attestation that is gone: the policies among the files pinned and, with --from-cluster, the cluster's; --policies=false skips them"
 )
 

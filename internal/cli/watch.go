@@ -193,8 +193,8 @@ func runWatch(cmd *cobra.Command, g *globals, f *watchFlags) error {
 	return nil
 }
 
-// admission reads the cluster's image policies at each walk, as scan
-// --cluster does (so that a policy added applies at the next walk): the
+// admission reads the cluster's image policies, at each periodic walk,
+// as scan --cluster does (a policy added applies from the next one): the
 // check applied to its results, and the policies that could not be read;
 // nil with --policies=false.
 func (f *watchFlags) admission(kt *kubeTarget, logger *slog.Logger) func(context.Context) (cluster.Then, []types.InputError, error) {
