@@ -6,17 +6,20 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/regcheck/regcheck/internal/atomicfile"
 )
 
-// TestEncodeIndentedMatchesEncode: the streamed encoding File writes is
-// byte for byte Encode(h, true), so a field added to History or its
-// elements and not to the stream fails here.
+// TestEncodeIndentedMatchesEncode: the streamed encoding File writes
+// reads back as the history the compact encoding does (so a field added
+// to History or its elements and not to the stream fails here), and holds
+// each record and transition on a line of its own.
 func TestEncodeIndentedMatchesEncode(t *testing.T) {
 	t.Parallel()
 	exit := int32(137)
@@ -37,7 +40,11 @@ func TestEncodeIndentedMatchesEncode(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			want, err := Encode(tt.h, true)
+			compact, err := Encode(tt.h, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := Decode(compact)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -45,8 +52,16 @@ func TestEncodeIndentedMatchesEncode(t *testing.T) {
 			if err := encodeIndented(&got, tt.h); err != nil {
 				t.Fatal(err)
 			}
-			if !bytes.Equal(got.Bytes(), want) {
-				t.Errorf("streamed encoding differs from Encode:\n got %s\nwant %s", got.Bytes(), want)
+			back, err := Decode(got.Bytes())
+			if err != nil {
+				t.Fatalf("the streamed encoding does not decode: %v\n%s", err, got.Bytes())
+			}
+			if !reflect.DeepEqual(back, want) {
+				t.Errorf("the streamed encoding reads back as\n%+v\nwant\n%+v", back, want)
+			}
+			lines := strings.Count(got.String(), "\n")
+			if items := len(tt.h.Records) + len(tt.h.Transitions); lines > items+8 {
+				t.Errorf("%d lines for %d items: not one a line\n%s", lines, items, got.Bytes())
 			}
 		})
 	}

@@ -60,9 +60,11 @@ func (b *batch) take() ([]recordresult.Entry, []record.Transition) {
 }
 
 // flushLoop writes the batch while ctx lasts: at once when something new
-// is pending and the last write is at least FlushInterval old, else
-// FlushInterval after the last write, so that there is at most one write
-// per interval and a lone change waits for none. Only the leader writes;
+// is pending and the last write began at least FlushInterval ago, else
+// FlushInterval after it began, so that there is at most one write per
+// interval, a lone change waits for none, and under a stream of changes
+// none waits more than the interval and one write (the interval counted
+// from the end of the write made each wait two writes). Only the leader writes;
 // a replica that is not discards the batch, since the leader it may
 // become reconciles. Each tick also retries the pods waiting for their
 // owner and refreshes the unplanned-upgrade series.
@@ -90,8 +92,9 @@ func (w *Watcher) flushLoop(ctx context.Context) {
 			}
 		case <-soon.C:
 		}
+		began := time.Now()
 		if w.flush(ctx) {
-			last = time.Now()
+			last = began
 		}
 		w.metrics.refresh()
 	}
