@@ -99,11 +99,14 @@ func compareKeys(a, b Key) int {
 // LastSeen and last pod, node, image and restart count updated (when the
 // snapshot is newer) and its FirstSeen moved back (when the snapshot is
 // older); new keys get a new record. Merge never removes a record.
+//
+// The records held are found by binary search (they are sorted by Key),
+// so that a merge allocates for what it adds, not for what h holds: the
+// watcher merges each batch into a history of every container.
 func (h *History) Merge(s recordresult.Snapshot) {
-	idx := make(map[Key]int, len(h.Records))
-	for i, r := range h.Records {
-		idx[r.Key] = i
-	}
+	h.sort()
+	held := h.Records[:len(h.Records):len(h.Records)]
+	added := map[Key]int{}
 	for _, e := range s.Entries {
 		if e.Cluster == "" {
 			e.Cluster = s.Cluster
@@ -113,11 +116,14 @@ func (h *History) Merge(s recordresult.Snapshot) {
 		}
 		e.Time = e.Time.UTC()
 		k := keyOf(e)
-		i, ok := idx[k]
+		i, ok := slices.BinarySearchFunc(held, k, func(r Record, k Key) int { return compareKeys(r.Key, k) })
+		if !ok {
+			i, ok = added[k]
+		}
 		if !ok {
 			h.Records = append(h.Records, Record{Key: k, FirstSeen: e.Time})
 			i = len(h.Records) - 1
-			idx[k] = i
+			added[k] = i
 		}
 		r := &h.Records[i]
 		if e.Time.Before(r.FirstSeen) {
@@ -141,7 +147,10 @@ func (r Record) entry(t time.Time) recordresult.Entry {
 }
 
 func (h *History) sort() {
-	slices.SortFunc(h.Records, func(a, b Record) int { return compareKeys(a.Key, b.Key) })
+	byKey := func(a, b Record) int { return compareKeys(a.Key, b.Key) }
+	if !slices.IsSortedFunc(h.Records, byKey) {
+		slices.SortFunc(h.Records, byKey)
+	}
 }
 
 // Latest returns the most recent snapshot of cluster that h holds: the

@@ -51,3 +51,17 @@ func TestRetain(t *testing.T) {
 		})
 	}
 }
+
+// Transitions of an owner container the records do not name (its records
+// dropped, or a history written by hand) are bounded too.
+func TestRetainTransitionsWithoutRecords(t *testing.T) {
+	t.Parallel()
+	h := busyHistory(3, 4)
+	h.Records = nil
+	if dropped := h.Retain(2); dropped != 3*3 {
+		t.Fatalf("dropped %d, want 9 (5 transitions an owner, 2 kept)", dropped)
+	}
+	if len(h.Transitions) != 6 {
+		t.Errorf("%d transitions kept, want 6", len(h.Transitions))
+	}
+}
