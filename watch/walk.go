@@ -521,15 +521,16 @@ func withUpgrades(res *types.Result, ups map[slot]Upgrade, whole map[string]stri
 	}
 	out := *res
 	out.Images = make([]*types.Image, len(res.Images))
+	made := map[slot]types.Finding{} // an upgrade's finding, made once for every image its slot uses
 	for i, im := range res.Images {
 		cp := *im
 		cp.Findings = append([]types.Finding(nil), im.Findings...)
-		for k, u := range ups {
-			if usedBy(&cp, k) && cp.Reference != "" {
-				f := types.NewAdvisedFinding(types.UnplannedUpgrade, u.To, "",
-					upgradeMessage(u, whole[imageref.RunningOf(u.Image, u.From)]), upgradeAdvice(u, hint))
-				if u.NodeCache {
-					f.Severity = types.SeverityWarning // nothing to pin back: a node's cache is behind
+		if cp.Reference != "" {
+			for _, k := range upgradedSlots(im, ups) {
+				f, ok := made[k]
+				if !ok {
+					f = upgradeFinding(ups[k], whole, hint)
+					made[k] = f
 				}
 				cp.Findings = append(cp.Findings, f)
 			}
@@ -540,14 +541,28 @@ func withUpgrades(res *types.Result, ups map[slot]Upgrade, whole map[string]stri
 	return &out
 }
 
-// usedBy reports whether the image has a use by slot k with a pod.
-func usedBy(im *types.Image, k slot) bool {
+// upgradedSlots are the slots with an upgrade that use im with a pod,
+// each once, looked up by use (not by upgrade: at 10,000 pods, 10,000
+// upgrades times every use of every image was seconds of each publish).
+func upgradedSlots(im *types.Image, ups map[slot]Upgrade) []slot {
+	var out []slot
 	for _, u := range im.Uses {
-		if u.Pod != "" && u.Namespace == k.ns && u.Kind == k.kind && u.Name == k.name && u.Container == k.container && u.Volume == k.volume {
-			return true
+		k := slot{u.Namespace, u.Kind, u.Name, u.Container, u.Volume}
+		if _, ok := ups[k]; ok && u.Pod != "" && !slices.Contains(out, k) {
+			out = append(out, k)
 		}
 	}
-	return false
+	return out
+}
+
+// upgradeFinding is the unplanned-upgrade finding of u.
+func upgradeFinding(u Upgrade, whole map[string]string, hint string) types.Finding {
+	f := types.NewAdvisedFinding(types.UnplannedUpgrade, u.To, "",
+		upgradeMessage(u, whole[imageref.RunningOf(u.Image, u.From)]), upgradeAdvice(u, hint))
+	if u.NodeCache {
+		f.Severity = types.SeverityWarning // nothing to pin back: a node's cache is behind
+	}
+	return f
 }
 
 // refreshRecords queues every running container as a sighting, so that
