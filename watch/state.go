@@ -101,6 +101,9 @@ type state struct {
 	// knew when its last pod went. A slot takes its entry out when it
 	// starts, so that each is held once.
 	hist map[slot]histSlot
+	// crashed are the upgrades whose crash loop began since the watcher
+	// last took them (takeCrashed), to say once.
+	crashed []Upgrade
 	// seen keeps, per slot, the last transition observed (written or not),
 	// so that a reconcile by a new leader records it with the time it was
 	// first seen rather than the time of the reconcile.
@@ -236,14 +239,14 @@ func (s *state) observe(now time.Time, ns, pod string, ss []sighting) ([]recordr
 		st := s.slotFor(k)
 		prev, had := st.pods[pod]
 		if had && prev.digest == c.RunningDigest && prev.restarts == c.RestartCount {
-			st.trackCrash(x)
+			s.trackCrash(st, x)
 			continue
 		}
 		if t, ok := s.transition(now, k, st, x, prev, had); ok {
 			ts = append(ts, t)
 		}
 		st.pods[pod] = podRun{c.RunningDigest, c.Image, c.RestartCount}
-		st.trackCrash(x)
+		s.trackCrash(st, x)
 		entries = append(entries, s.entry(now, c))
 	}
 	s.leave(pod, key, slots)
@@ -351,19 +354,28 @@ func (st *slotState) runs(d string) bool {
 	return false
 }
 
-// trackCrash marks the standing upgrade as crash-looping when the
+// trackCrash marks the standing upgrade of st as crash-looping when the
 // container running its To restarted since and is in CrashLoopBackOff or
-// last exited non-zero.
-func (st *slotState) trackCrash(x sighting) {
+// last exited non-zero, and notes it in crashed the first time.
+func (s *state) trackCrash(st *slotState, x sighting) {
 	u := st.upgrade
 	if u == nil || x.c.RunningDigest != u.To {
 		return
 	}
 	u.Restarts = max(u.Restarts, x.c.RestartCount)
 	failing := x.c.Reason == "CrashLoopBackOff" || x.lastExit != nil && *x.lastExit != 0
-	if x.c.RestartCount > u.RestartCount && failing {
+	if x.c.RestartCount > u.RestartCount && failing && !u.CrashLoop {
 		u.CrashLoop = true
+		s.crashed = append(s.crashed, *u)
 	}
+}
+
+// takeCrashed returns the upgrades whose crash loop began since it was
+// last called, and forgets them.
+func (s *state) takeCrashed() []Upgrade {
+	c := s.crashed
+	s.crashed = nil
+	return c
 }
 
 // leave removes pod from the slots it no longer runs in (all of them when

@@ -88,6 +88,19 @@ func (k *walker) previous(t record.Transition) {
 	}
 }
 
+// wholeOf says what the walks know of t's previous digest: "whole", "not
+// whole" or "unknown" as a walk since the last periodic one found it,
+// else that a walk of it follows.
+func (k *walker) wholeOf(t record.Transition) string {
+	ref := imageref.RunningOf(t.Image, t.From)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if v, ok := k.whole[ref]; ok && k.wholeIn[ref] == k.gen {
+		return v
+	}
+	return "not walked yet (a walk follows)"
+}
+
 func (k *walker) poke() {
 	select {
 	case k.kick <- struct{}{}:
@@ -353,9 +366,11 @@ func (k *walker) walkPrevious(ctx context.Context, s *scan.Scanner, prevs map[st
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	for _, im := range res.Images {
-		for ref := range prevs {
+		for ref, t := range prevs {
 			if n, _, err := s.Parse(ref); err == nil && n == im.Reference {
 				k.whole[ref], k.wholeIn[ref] = wholeness(im.Verdict), gen
+				k.w.log.Warn("unplanned upgrade: its previous digest walked", append(upgradeAttrs(t),
+					"previous_digest", k.whole[ref], "advice", upgradeAdvice(Upgrade{Transition: t}, k.w.cfg.HistoryHint))...)
 			}
 		}
 	}

@@ -153,6 +153,11 @@ func TestWalkReportsUnplannedUpgrade(t *testing.T) {
 	if !strings.Contains(logs.String(), "regcheck pin --from-records history.json") {
 		t.Errorf("the upgrade's log has no advice:\n%s", logs)
 	}
+	// The first walk found d1 whole: the transition's log says so (the
+	// alert sends people to the log for it).
+	if !strings.Contains(logs.String(), "previous_digest=whole") {
+		t.Errorf("the upgrade's log does not say its previous digest is whole:\n%s", logs)
+	}
 	if !strings.Contains(logs.String(), "msg=\"unplanned upgrades stand (see regcheck_unplanned_upgrade)\" count=1 owners=web/Deployment/app[app]") {
 		t.Errorf("no summary of the upgrades that stand:\n%s", logs)
 	}

@@ -321,6 +321,10 @@ func (w *Watcher) observeLocked(p *corev1.Pod) {
 		w.metrics.transition(t)
 		w.noteTransition(t, w.st.nodeCache(t))
 	}
+	for _, u := range w.st.takeCrashed() {
+		w.log.Warn("unplanned upgrade: the container crash-loops since (the crash loop began with this image change)",
+			append(upgradeAttrs(u.Transition), "restarts", u.Restarts, "advice", upgradeAdvice(u, w.cfg.HistoryHint))...)
+	}
 	for _, c := range cs {
 		w.walks.seen(c)
 	}
@@ -330,8 +334,7 @@ func (w *Watcher) observeLocked(p *corev1.Pod) {
 // upgrade's previous digest; a pod started from its node's older cached
 // digest (cached) is said as that, at info.
 func (w *Watcher) noteTransition(t record.Transition, cached bool) {
-	attrs := []any{"namespace", t.Namespace, "owner", t.OwnerKind + "/" + t.OwnerName, "container", t.Container + t.Volume,
-		"from", t.From, "to", t.To, "image", t.Image, "pod", t.Pod}
+	attrs := upgradeAttrs(t)
 	switch {
 	case t.FirstSeen():
 		w.log.Debug("first seen", attrs...)
@@ -340,11 +343,19 @@ func (w *Watcher) noteTransition(t record.Transition, cached bool) {
 	case cached:
 		w.log.Info("a new pod runs an older digest its node still holds (pull policy IfNotPresent or Never): the node's cache, not a moved tag", attrs...)
 	default:
-		// Logged once, here; the periodic walk's summary counts those that stand.
-		attrs = append(attrs, "advice", upgradeAdvice(Upgrade{Transition: t}, w.cfg.HistoryHint))
+		// Logged once, here (and once its previous digest is walked, and
+		// once a crash loop begins); the periodic walk's summary counts
+		// those that stand.
+		attrs = append(attrs, "previous_digest", w.walks.wholeOf(t), "advice", upgradeAdvice(Upgrade{Transition: t}, w.cfg.HistoryHint))
 		w.log.Warn("unplanned upgrade: the running digest changed while the image string did not", attrs...)
 		w.walks.previous(t)
 	}
+}
+
+// upgradeAttrs are the log attributes that name a transition.
+func upgradeAttrs(t record.Transition) []any {
+	return []any{"namespace", t.Namespace, "owner", t.OwnerKind + "/" + t.OwnerName, "container", t.Container + t.Volume,
+		"from", t.From, "to", t.To, "image", t.Image, "pod", t.Pod}
 }
 
 // retryWaiting observes again the pods that wait for their owner.

@@ -3,6 +3,7 @@ package watch
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/regcheck/regcheck/internal/testing/logbuf"
 	"github.com/regcheck/regcheck/metrics"
 	"github.com/regcheck/regcheck/record"
 	"github.com/regcheck/regcheck/results/recordresult"
@@ -122,7 +124,8 @@ func TestWatcherRecordsTransitions(t *testing.T) {
 	d, rs := deployment("reg.example/app:latest")
 	c := fake.NewClientset(d, rs, pod("app-1-x", "reg.example/app:latest", dA, 0, ""))
 	st := &record.File{Path: filepath.Join(t.TempDir(), "history.json")}
-	w, stop := start(t, c, st)
+	logs := &logbuf.Buffer{}
+	w, stop := start(t, c, st, func(cfg *Config) { cfg.Logger = slog.New(slog.NewTextHandler(logs, nil)) })
 
 	waitFor(t, "the first sighting", func() bool { return len(transitionsTo(load(t, st), dA)) == 1 })
 	first := transitionsTo(load(t, st), dA)[0]
@@ -162,6 +165,10 @@ func TestWatcherRecordsTransitions(t *testing.T) {
 	})
 	if !u.CrashLoop || !strings.Contains(upgradeMessage(u, "whole"), "the crash loop began with this image change") {
 		t.Errorf("upgrade %+v: %s", u, upgradeMessage(u, "whole"))
+	}
+	// Said once in the log, where the alert sends people.
+	if n := strings.Count(logs.String(), "the crash loop began with this image change"); n != 1 {
+		t.Errorf("the crash loop logged %d times, want once:\n%s", n, logs)
 	}
 	if err := stop(); err != nil {
 		t.Fatalf("Run: %v", err)
