@@ -107,9 +107,10 @@ func (c *ConfigMap) decode(cm *corev1.ConfigMap) (*History, error) {
 // If the result is larger than MaxBytes, the oldest records are trimmed and
 // UpdateResult says how many. With Archives, fn gets the head only (every
 // owner container's newest records and last transition, and the newer
-// history), and what no longer fits in it is written to the archives
-// before the head is written without it; only an archive overwritten when
-// all are full trims.
+// history), with the archives too once the head is short of that
+// (HeadShortAnnotation), and what no longer fits in it is written to the
+// archives before the head is written without it; only an archive
+// overwritten when all are full trims.
 func (c *ConfigMap) Update(ctx context.Context, fn func(*History) error) (recordresult.UpdateResult, error) {
 	max := c.MaxBytes
 	if max <= 0 {
@@ -133,10 +134,13 @@ func (c *ConfigMap) Update(ctx context.Context, fn func(*History) error) (record
 		if err != nil {
 			return err
 		}
+		if err := c.absorbIfShort(ctx, cm, h); err != nil {
+			return err
+		}
 		if err := fn(h); err != nil {
 			return err
 		}
-		data, err := c.fit(ctx, h, max, &res)
+		data, short, err := c.fit(ctx, h, max, &res)
 		if err != nil {
 			return err
 		}
@@ -144,6 +148,7 @@ func (c *ConfigMap) Update(ctx context.Context, fn func(*History) error) (record
 			cm.Data = map[string]string{}
 		}
 		cm.Data[ConfigMapKey] = string(data)
+		markShort(cm, short)
 		if create {
 			if _, err := cms.Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 				return fmt.Errorf("creating %s: %w", c, err)
@@ -165,33 +170,68 @@ func (c *ConfigMap) Update(ctx context.Context, fn func(*History) error) (record
 }
 
 // fit makes h fit in the head, max bytes, and returns its encoding: with
-// archives, what does not fit is written to them first (Split, spill);
-// without, the oldest items are trimmed. res says what was trimmed.
-func (c *ConfigMap) fit(ctx context.Context, h *History, max int, res *recordresult.UpdateResult) ([]byte, error) {
+// archives, what does not fit is written to them first (Split, spill),
+// and short says the head no longer holds what a reconcile needs of every
+// container; without, the oldest items are trimmed. res says what was
+// trimmed.
+func (c *ConfigMap) fit(ctx context.Context, h *History, max int, res *recordresult.UpdateResult) (data []byte, short bool, err error) {
 	if c.Archives <= 0 {
 		before := h.items()
 		data, n, err := trim(h, max)
 		if err != nil {
-			return nil, fmt.Errorf("encoding history for %s: %w", c, err)
+			return nil, false, fmt.Errorf("encoding history for %s: %w", c, err)
 		}
 		if n > 0 {
 			res.Trimmed = n
 			res.Message = trimMessage(c.String(), max, n, before, h.Records)
 		}
-		return data, nil
+		return data, false, nil
 	}
-	head, rest, err := Split(h, max)
+	head, rest, short, err := split(h, max)
 	if err != nil {
-		return nil, fmt.Errorf("splitting history for %s: %w", c, err)
+		return nil, false, fmt.Errorf("splitting history for %s: %w", c, err)
 	}
 	if rest.items() > 0 {
 		if res.Trimmed, res.Message, err = c.spill(ctx, head, rest, max); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
-	data, err := Encode(head, false)
-	if err != nil {
-		return nil, fmt.Errorf("encoding history for %s: %w", c, err)
+	if data, err = Encode(head, false); err != nil {
+		return nil, false, fmt.Errorf("encoding history for %s: %w", c, err)
 	}
-	return data, nil
+	return data, short, nil
+}
+
+// HeadShortAnnotation marks a split store's head that no longer holds
+// what a reconcile needs of every container (past its ceiling): an Update
+// then gives its function the archives too, so that record compares each
+// container with its newest record wherever it is kept.
+const HeadShortAnnotation = "regcheck.io/history-head-short"
+
+// absorbIfShort adds the archives' history to h, read from cm, when cm
+// says its head fell short.
+func (c *ConfigMap) absorbIfShort(ctx context.Context, cm *corev1.ConfigMap, h *History) error {
+	if c.Archives <= 0 || cm.Annotations[HeadShortAnnotation] != "true" {
+		return nil
+	}
+	arcs, err := c.loadArchives(ctx)
+	if err != nil {
+		return err
+	}
+	for _, a := range arcs {
+		h.Absorb(a.h)
+	}
+	return nil
+}
+
+// markShort sets or clears cm's HeadShortAnnotation.
+func markShort(cm *corev1.ConfigMap, short bool) {
+	if !short {
+		delete(cm.Annotations, HeadShortAnnotation)
+		return
+	}
+	if cm.Annotations == nil {
+		cm.Annotations = map[string]string{}
+	}
+	cm.Annotations[HeadShortAnnotation] = "true"
 }

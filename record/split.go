@@ -82,16 +82,24 @@ func (h *History) ranked() []rankedItem {
 // transitions, then the rest, newest first; what does not fit is the rest. Nothing is
 // dropped: head and rest together are h.
 func Split(h *History, max int) (head, rest *History, err error) {
+	head, rest, _, err = split(h, max)
+	return head, rest, err
+}
+
+// split is Split, and says whether the head fell short: rest holds an
+// item a reconcile needs (rankNewest), so that who reads the head alone
+// (record's Update) must read the archives too.
+func split(h *History, max int) (head, rest *History, short bool, err error) {
 	b, err := Encode(h, false)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	if len(b) <= max {
-		return h, NewHistory(), nil
+		return h, NewHistory(), false, nil
 	}
 	empty, err := Encode(&History{Records: []Record{}, Transitions: []Transition{{}}}, false)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	order := h.ranked()
 	target := max - max/8
@@ -99,7 +107,7 @@ func Split(h *History, max int) (head, rest *History, err error) {
 	for ; n < len(order); n++ {
 		s, err := h.size(order[n].aged)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, false, err
 		}
 		if used+s+1 > target && (order[n].rank != rankNewest || used+s+1 > max) {
 			break
@@ -112,13 +120,14 @@ func Split(h *History, max int) (head, rest *History, err error) {
 			kept = append(kept, it.aged)
 		} else {
 			gone = append(gone, it.aged)
+			short = short || it.rank == rankNewest
 		}
 	}
 	head, rest = h.without(gone), h.without(kept)
 	if b, err := Encode(head, false); err != nil || len(b) > max {
-		return nil, nil, fmt.Errorf("splitting a history for %d bytes: the head is %d bytes (%v)", max, len(b), err)
+		return nil, nil, false, fmt.Errorf("splitting a history for %d bytes: the head is %d bytes (%v)", max, len(b), err)
 	}
-	return head, rest, nil
+	return head, rest, short, nil
 }
 
 // Absorb merges o into h, so that a history split in parts reads whole

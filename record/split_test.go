@@ -396,3 +396,44 @@ func TestConfigMapCeilingWithArchives(t *testing.T) {
 
 // ceilingWithArchives is the ceiling of head and archives docs/watch.md states.
 const ceilingWithArchives = 3000
+
+// Past the head's ceiling, a container whose newest record only an
+// archive holds is still compared with it: record (Save) reports its
+// change of digest, not a first sighting.
+func TestConfigMapShortHeadReadsArchives(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := fake.NewClientset()
+	st := &ConfigMap{Client: c, Namespace: "regcheck", Name: "history", MaxBytes: 16 << 10, Archives: 3}
+	short := false
+	n := 0
+	for ; n < 400 && !short; n += 10 {
+		at := t0.Add(time.Duration(n) * time.Minute)
+		snap := recordresult.Snapshot{Cluster: "prod", Time: at}
+		for i := n; i < n+10; i++ {
+			e, _ := realistic(i, 1, at, false)
+			snap.Entries = append(snap.Entries, e)
+		}
+		if _, err := Save(ctx, st, snap); err != nil {
+			t.Fatal(err)
+		}
+		cm, err := c.CoreV1().ConfigMaps("regcheck").Get(ctx, "history", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		short = cm.Annotations[HeadShortAnnotation] == "true"
+	}
+	if !short {
+		t.Fatalf("the head never fell short in %d containers", n)
+	}
+	at := t0.Add(time.Duration(n+1) * time.Minute)
+	e, _ := realistic(0, 2, at, false) // the oldest container, only in an archive
+	res, err := Save(ctx, st, recordresult.Snapshot{Cluster: "prod", Time: at, Entries: []recordresult.Entry{e}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	was, _ := realistic(0, 1, at, false)
+	if len(res.Changes) != 1 || !slices.Equal(res.Changes[0].From, []string{was.Digest}) || res.Changes[0].To != e.Digest {
+		t.Errorf("changes %+v, want %s's from %s to %s", res.Changes, e.OwnerName, was.Digest, e.Digest)
+	}
+}
