@@ -165,7 +165,8 @@ func truncate(s string, n int) string {
 }
 
 // authorityAttestors reads a ClusterImagePolicy authority's key as one
-// set of one entry. policy-controller checks a key authority against the
+// set of one entry (any authority of a policy admits, every policy that
+// matches must: Rule.Alternatives, one Rule per policy). policy-controller checks a key authority against the
 // transparency log only when the authority names one (ctlog.url);
 // otherwise it ignores the log (sigstore/policy-controller
 // pkg/webhook/validator.go, ValidatePolicySignaturesForAuthority: a
@@ -177,11 +178,13 @@ func authorityAttestors(a map[string]any) []AttestorSet {
 	logRoot, _, _ := unstructured.NestedString(a, "ctlog", "trustRootRef")
 	if key, ok, _ := unstructured.NestedMap(a, "key"); ok {
 		if data, _, _ := unstructured.NestedString(key, "data"); data != "" {
-			entries := pemEntries(data, ctlog, "key.data", "a KMS or Secret key")
-			for i := range entries {
-				entries[i].logTrustRoot = logRoot
-			}
-			return []AttestorSet{{Entries: entries}}
+			// The first PEM key only, as policy-controller reads key.data
+			// (pkg/webhook/clusterimagepolicy/clusterimagepolicy_types.go,
+			// KeyRef.UnmarshalJSON: cryptoutils.UnmarshalPEMToPublicKey,
+			// one key): a second key in the data admits nothing.
+			e := pemEntries(data, ctlog, "key.data", "a KMS or Secret key")[0]
+			e.logTrustRoot = logRoot
+			return []AttestorSet{{Entries: []KeyEntry{e}}}
 		}
 		if name, _, _ := unstructured.NestedString(key, "secretRef", "name"); name != "" {
 			// Read in policy-controller's own namespace, whatever
