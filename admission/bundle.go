@@ -61,6 +61,10 @@ func (v CosignVerifier) verifyBundles(ctx context.Context, ref name.Digest, sigs
 	}
 	co.NewBundleFormat = true
 	co.ClaimVerifier = cosign.IntotoSubjectClaimVerifier
+	// Kyverno's SigstoreBundle path does not look at annotations
+	// (annotations.go): the bundle's subject annotations are not held to
+	// the entry's.
+	co.Annotations = nil
 	bundles, h, err := cosign.GetBundles(ctx, ref, co.RegistryClientOpts, nameOptions(ref)...)
 	if err != nil {
 		// GetBundles passes over a referrer it cannot read (a fault as
