@@ -13,12 +13,16 @@ import (
 )
 
 // kyvernoAnnotatedAttestors is a rule's attestors: one entry, the key
-// PUB, the log ignored, requiring the annotation env=ENV.
+// PUB, the log and SCT ignored (with both ignored, Kyverno's SigstoreBundle
+// path verifies with the key alone: cpol/cosign/sigstore.go,
+// buildVerifyOptions, getTrustedMaterial), requiring the annotation
+// env=ENV.
 const kyvernoAnnotatedAttestors = `          attestors:
             - entries:
                 - keys:
                     publicKeys: "PUB"
                     rekor: {ignoreTlog: true}
+                    ctlog: {ignoreSCT: true}
                   annotations:
                     env: ENV
 `
