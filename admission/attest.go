@@ -58,11 +58,15 @@ func (v CosignVerifier) VerifyAttestation(ctx context.Context, ref name.Digest, 
 	if e.Unverifiable != "" {
 		return Verdict{Outcome: Unverifiable, Reason: e.Unverifiable}
 	}
+	if len(e.Annotations) > 0 {
+		return Verdict{Outcome: Unverifiable, Reason: fmt.Sprintf("the attestor at %s requires the annotations %s, which Kyverno compares with the attestations' payloads (pkg/image/verifiers/cpol/cosign/verifier.go, FetchAttestations, checkAnnotations): not evaluated by regcheck; check with kyverno test, or drop the attestor's annotations", e.Path, annotationsText(e.Annotations))}
+	}
 	co, err := v.checkOpts(ctx, ref, sigs, e)
 	if err != nil {
 		return Verdict{Outcome: Unverifiable, Reason: err.Error()}
 	}
 	co.ClaimVerifier = cosign.IntotoSubjectClaimVerifier
+	co.Annotations = nil
 	found, _, err := cosign.VerifyImageAttestations(ctx, ref, co, nameOptions(ref)...)
 	if err != nil {
 		return verdictOfAttestation(err)

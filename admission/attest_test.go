@@ -124,7 +124,7 @@ func TestVerifyBundleAndAttestations(t *testing.T) {
 		{"policy-controller bundle attestation, the key verifies", cipAttestationPolicy(a, "bundle", ""),
 			[]artifacts.Artifact{attIn(artifacts.ReferrersAPI, slsa)}, false, types.OK, "", "", "bundle " + slsa},
 		{"policy-controller attestation, another key", cipAttestationPolicy(b, "legacy", ""),
-			[]artifacts.Artifact{attIn(artifacts.CosignTag, slsa)}, false, types.Broken, "attestation-refused/critical", "by key.data", "legacy " + slsa},
+			[]artifacts.Artifact{attIn(artifacts.CosignTag, slsa)}, false, types.Broken, "attestation-refused/critical", "by authorities[0] (authority-0).key.data", "legacy " + slsa},
 		{"policy-controller attestation policy not evaluated: unknown", cipAttestationPolicy(a, "legacy", "          policy:\n            type: cue\n            data: 'predicateType: \""+slsa+"\"'\n"),
 			[]artifacts.Artifact{attIn(artifacts.CosignTag, slsa)}, false, types.Unknown, "signature-unverifiable/warning", "attestations[0].policy (cue)", "legacy " + slsa},
 	} {

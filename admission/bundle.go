@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/sigstore/cosign/v3/pkg/cosign"
+	"github.com/sigstore/cosign/v3/pkg/oci"
 	"github.com/sigstore/cosign/v3/pkg/oci/static"
 	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
 	sgbundle "github.com/sigstore/sigstore-go/pkg/bundle"
@@ -61,6 +62,10 @@ func (v CosignVerifier) verifyBundles(ctx context.Context, ref name.Digest, sigs
 	}
 	co.NewBundleFormat = true
 	co.ClaimVerifier = cosign.IntotoSubjectClaimVerifier
+	// Kyverno's SigstoreBundle path does not look at annotations
+	// (annotations.go): the bundle's subject annotations are not held to
+	// the entry's.
+	co.Annotations = nil
 	bundles, h, err := cosign.GetBundles(ctx, ref, co.RegistryClientOpts, nameOptions(ref)...)
 	if err != nil {
 		// GetBundles passes over a referrer it cannot read (a fault as
@@ -88,6 +93,9 @@ func (v CosignVerifier) verifyBundles(ctx context.Context, ref name.Digest, sigs
 		if err := verifyOneBundle(ctx, co, policy, b, *h); err != nil {
 			errs = append(errs, err)
 			continue
+		}
+		if v := bundleLayerAnnotations(b, e); v.Outcome != Verified {
+			return v
 		}
 		if !e.Tlog {
 			return Verdict{Outcome: Verified}
@@ -120,6 +128,30 @@ func verifyOneBundle(ctx context.Context, co *cosign.CheckOpts, policy verify.Ar
 		return fmt.Errorf("reading the bundle's DSSE envelope: %w", err)
 	}
 	return co.ClaimVerifier(att, h, co.Annotations)
+}
+
+// bundleLayerAnnotations holds a bundle that verified to an
+// ImageValidatingPolicy's annotations: Kyverno compares them with the
+// oci.Signature cosign.VerifyImageAttestations makes of the bundle
+// (static.NewAttestation of its DSSE envelope, whose layer annotations
+// are cosign's own), as layerAnnotations does for a .sig.
+func bundleLayerAnnotations(b *sgbundle.Bundle, e KeyEntry) Verdict {
+	if !e.annotationsInLayer || len(e.Annotations) == 0 {
+		return Verdict{Outcome: Verified}
+	}
+	env, ok := b.Content.(*protobundle.Bundle_DsseEnvelope)
+	if !ok {
+		return Verdict{Outcome: Refused, Reason: "the bundle does not contain a DSSE envelope"}
+	}
+	body, err := json.Marshal(env.DsseEnvelope)
+	if err != nil {
+		return Verdict{Outcome: Unverifiable, Reason: "reading the bundle's DSSE envelope: " + err.Error()}
+	}
+	att, err := static.NewAttestation(body)
+	if err != nil {
+		return Verdict{Outcome: Unverifiable, Reason: "reading the bundle's DSSE envelope: " + err.Error()}
+	}
+	return layerAnnotations([]oci.Signature{att}, e)
 }
 
 // bundlePredicate is the in-toto predicate type of a bundle's DSSE
@@ -165,15 +197,46 @@ func nameOptions(ref name.Digest) []name.Option {
 	return nil
 }
 
+// DetectingVerifier verifies a signature in whichever format is there, as
+// a Kyverno ImageValidatingPolicy reads it (pkg/image/verifiers/ivpol/
+// cosign/verifier.go, buildCheckOptsWithBundleDetection: the bundles when
+// cosign.GetBundles finds any, else the legacy .sig). A Verifier that
+// does not implement it verifies the legacy .sig for such rules.
+type DetectingVerifier interface {
+	VerifyDetected(ctx context.Context, ref name.Digest, sigs name.Repository, e KeyEntry) Verdict
+}
+
+var _ DetectingVerifier = CosignVerifier{}
+
+// VerifyDetected verifies ref's bundles with e's key when it has any,
+// every bundle counting (Kyverno verifies them with
+// cosign.VerifyImageAttestations, which accepts any that verifies), else
+// its legacy .sig. A keyless entry reads the legacy .sig.
+func (v CosignVerifier) VerifyDetected(ctx context.Context, ref name.Digest, sigs name.Repository, e KeyEntry) Verdict {
+	if e.Unverifiable != "" || e.Keyless != nil {
+		return v.VerifyLegacy(ctx, ref, sigs, e)
+	}
+	bundles, _, err := cosign.GetBundles(ctx, ref, v.registryOpts(ctx, ref, sigs), nameOptions(ref)...)
+	if err != nil || len(bundles) == 0 {
+		return v.VerifyLegacy(ctx, ref, sigs, e)
+	}
+	return v.verifyBundles(ctx, ref, sigs, e, func(string) bool { return true }, "signature")
+}
+
 // verifyWith runs the verification what asks for with the Checker's
 // Verifier: the legacy signature, the bundle signature (BundleVerifier),
-// or an attestation (AttestationVerifier).
+// either as found (DetectingVerifier, for an ImageValidatingPolicy), or
+// an attestation (AttestationVerifier).
 func (c *Checker) verifyWith(ctx context.Context, ref name.Digest, sigs name.Repository, e KeyEntry, what check) Verdict {
 	switch {
 	case what.attestation:
 		return c.Verifier.(AttestationVerifier).VerifyAttestation(ctx, ref, sigs, e, what.format, what.predicate)
 	case what.format == Bundle:
 		return c.Verifier.(BundleVerifier).VerifyBundle(ctx, ref, sigs, e)
+	case what.format == AnyFormat:
+		if dv, ok := c.Verifier.(DetectingVerifier); ok {
+			return dv.VerifyDetected(ctx, ref, sigs, e)
+		}
 	}
 	return c.Verifier.VerifyLegacy(ctx, ref, sigs, e)
 }

@@ -30,7 +30,14 @@ import (
 // layer's annotation, under the sha256-<hex>.sig tag.
 func signLegacy(t *testing.T, repo name.Repository, digest string, key *ecdsa.PrivateKey) {
 	t.Helper()
-	body, err := payload.Cosign{Image: repo.Digest(digest)}.MarshalJSON()
+	signAnnotated(t, repo, digest, key, nil, nil)
+}
+
+// signAnnotated is signLegacy with annotations in the payload's optional
+// map (as cosign sign -a writes them) and in the layer's annotations.
+func signAnnotated(t *testing.T, repo name.Repository, digest string, key *ecdsa.PrivateKey, inPayload map[string]any, inLayer map[string]string) {
+	t.Helper()
+	body, err := payload.Cosign{Image: repo.Digest(digest), Annotations: inPayload}.MarshalJSON()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +51,7 @@ func signLegacy(t *testing.T, repo name.Repository, digest string, key *ecdsa.Pr
 	}
 	img, err := mutate.Append(empty.Image, mutate.Addendum{
 		Layer:       static.NewLayer(body, "application/vnd.dev.cosign.simplesigning.v1+json"),
-		Annotations: map[string]string{"dev.cosignproject.cosign/signature": base64.StdEncoding.EncodeToString(sig)},
+		Annotations: layerAnnotationsOf(inLayer, base64.StdEncoding.EncodeToString(sig)),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -52,6 +59,16 @@ func signLegacy(t *testing.T, repo name.Repository, digest string, key *ecdsa.Pr
 	if err := remote.Write(repo.Tag(strings.Replace(digest, ":", "-", 1)+".sig"), img); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// layerAnnotationsOf is a .sig layer's annotations: the signature and
+// those given.
+func layerAnnotationsOf(given map[string]string, sig string) map[string]string {
+	out := map[string]string{"dev.cosignproject.cosign/signature": sig}
+	for k, v := range given {
+		out[k] = v
+	}
+	return out
 }
 
 // pushRandom pushes a random image to repo:tag and returns its digest.
@@ -124,6 +141,48 @@ func TestCosignVerifier(t *testing.T) {
 			v := CosignVerifier{}.VerifyLegacy(context.Background(), c.ref, c.ref.Context(), c.entry)
 			if v.Outcome != c.want || v.Fault != c.fault || !strings.Contains(v.Reason, c.reason) {
 				t.Errorf("got %+v; want outcome %d, fault %v, reason with %q", v, c.want, c.fault, c.reason)
+			}
+		})
+	}
+}
+
+// TestCosignVerifierAnnotations: an entry's annotations verified by
+// cosign's own calls on signatures made here: in the payload (Kyverno's
+// ClusterPolicy, cosign verify -a) a signature holding env=prod passes
+// env=prod and is refused for env=dev with cosign's text; in the layer
+// (Kyverno's ImageValidatingPolicy) the payload's annotation does not
+// count, the layer's does.
+func TestCosignVerifierAnnotations(t *testing.T) {
+	srv := httptest.NewServer(ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	repo, err := name.NewRepository(strings.TrimPrefix(srv.URL, "http://")+"/team/web", name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	inPayload := pushRandom(t, repo, "v1")
+	signAnnotated(t, repo, inPayload, key, map[string]any{"env": "prod"}, nil)
+	inLayer := pushRandom(t, repo, "v2")
+	signAnnotated(t, repo, inLayer, key, nil, map[string]string{"env": "prod"})
+	prod, dev := map[string]string{"env": "prod"}, map[string]string{"env": "dev"}
+	for _, c := range []struct {
+		name   string
+		digest string
+		entry  KeyEntry
+		want   Outcome
+		reason string
+	}{
+		{"payload env=prod, asked env=prod", inPayload, KeyEntry{PEM: pemOf(t, key), Annotations: prod}, Verified, ""},
+		{"payload env=prod, asked env=dev", inPayload, KeyEntry{PEM: pemOf(t, key), Annotations: dev, Path: "p"}, Refused, "missing or incorrect annotation; the entry at p requires the signed payload to hold the annotations env=dev"},
+		{"payload env=prod, asked in the layer", inPayload, KeyEntry{PEM: pemOf(t, key), Annotations: prod, annotationsInLayer: true}, Refused, "OCI layer annotations"},
+		{"layer env=prod, asked in the layer", inLayer, KeyEntry{PEM: pemOf(t, key), Annotations: prod, annotationsInLayer: true}, Verified, ""},
+		{"layer env=prod, asked in the payload", inLayer, KeyEntry{PEM: pemOf(t, key), Annotations: prod}, Refused, "missing or incorrect annotation"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ref := repo.Digest(c.digest)
+			v := CosignVerifier{}.VerifyLegacy(context.Background(), ref, ref.Context(), c.entry)
+			if v.Outcome != c.want || !strings.Contains(v.Reason, c.reason) {
+				t.Errorf("got %+v; want outcome %d, reason with %q", v, c.want, c.reason)
 			}
 		})
 	}

@@ -241,6 +241,11 @@ func ivpEntry(att map[string]any, path string) KeyEntry {
 		out.Unverifiable += "; Kyverno itself checks keyless signatures against the Fulcio roots (cosign.keyless.roots, else its TUF root) and the Rekor key (cosign.ctlog.rekorPubKey): that is the trust material to supply"
 	}
 	out.Repository = repo
+	// Kyverno compares cosign.annotations with the verified signature's
+	// OCI annotations (pkg/image/verifiers/ivpol/cosign/verifier.go,
+	// VerifyImageSignature; certs.go, checkSignatureAnnotations:
+	// sig.Annotations()), not with the signed payload.
+	out.annotationsInLayer = len(out.Annotations) > 0
 	return out
 }
 

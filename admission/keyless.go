@@ -83,11 +83,15 @@ func authorityKeyless(kl map[string]any, ctlog bool) KeyEntry {
 // id is what, beside its key, tells one entry's verification from
 // another's: the log's key and the keyless identities and roots.
 func (e KeyEntry) id() string {
-	if e.Keyless == nil {
-		return e.RekorPEM
-	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s|%s|%s|%v|%v", e.RekorPEM, e.Keyless.RootsPEM, e.Keyless.CTLogPEM, e.Keyless.IgnoreSCT, e.Keyless.splitRoots)
+	b.WriteString(e.RekorPEM)
+	if len(e.Annotations) > 0 {
+		fmt.Fprintf(&b, "|annotations %v %s", e.annotationsInLayer, annotationsText(e.Annotations))
+	}
+	if e.Keyless == nil {
+		return b.String()
+	}
+	fmt.Fprintf(&b, "|%s|%s|%v|%v", e.Keyless.RootsPEM, e.Keyless.CTLogPEM, e.Keyless.IgnoreSCT, e.Keyless.splitRoots)
 	for _, id := range e.Keyless.Identities {
 		fmt.Fprintf(&b, "|%q %q %q %q", id.Issuer, id.Subject, id.IssuerRegExp, id.SubjectRegExp)
 	}

@@ -3,6 +3,7 @@ package admission
 import (
 	"encoding/pem"
 	"fmt"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -34,6 +35,17 @@ type KeyEntry struct {
 	// Keyless, when not nil, makes this a keyless entry: a certificate's
 	// identity and the roots it chains to, instead of PEM.
 	Keyless *Keyless
+	// Annotations, when not nil, are the key-value pairs a signature must
+	// carry to be accepted by this entry (Kyverno attestor entries'
+	// annotations, else the verifyImages entry's; ImageValidatingPolicy
+	// cosign.annotations). Where they are looked for is the engine's:
+	// annotationsInLayer.
+	Annotations map[string]string
+	// annotationsInLayer: the engine compares Annotations with the
+	// signature's OCI layer annotations (Kyverno ImageValidatingPolicy),
+	// not with the signed payload's optional map as cosign verify -a and
+	// Kyverno's ClusterPolicy do.
+	annotationsInLayer bool
 	// trustRoot and logTrustRoot name the policy-controller TrustRoots
 	// whose material the entry takes (keyless.trustRootRef,
 	// ctlog.trustRootRef), when they are read (Policies.withTrustRoot).
@@ -93,8 +105,42 @@ func attestorSets(atts []any, prefix string) []AttestorSet {
 	return sets
 }
 
-// kyvernoEntry reads one attestor entry.
+// kyvernoEntry reads one attestor entry, and the annotations it
+// requires (kyverno/kyverno pkg/engine/internal/imageverifier.go,
+// buildCosignVerifier: opts.Annotations = attestor.Annotations when set).
 func kyvernoEntry(e map[string]any, path string) []KeyEntry {
+	out := kyvernoEntryKeys(e, path)
+	if ann, found, _ := unstructured.NestedStringMap(e, "annotations"); found {
+		for i := range out {
+			out[i].Annotations = ann
+		}
+	}
+	return out
+}
+
+// withAnnotations is sets with ann as the annotations of each entry that
+// names none: a verifyImages entry's annotations (deprecated) are every
+// attestor's unless the attestor names its own (buildCosignVerifier:
+// opts.Annotations = imageVerify.Annotations, then the attestor's).
+func withAnnotations(sets []AttestorSet, ann map[string]string) []AttestorSet {
+	if ann == nil {
+		return sets
+	}
+	out := slices.Clone(sets)
+	for i := range out {
+		out[i].Entries = slices.Clone(out[i].Entries)
+		for j := range out[i].Entries {
+			if out[i].Entries[j].Annotations == nil {
+				out[i].Entries[j].Annotations = ann
+			}
+		}
+	}
+	return out
+}
+
+// kyvernoEntryKeys reads one attestor entry's key, keyless identity or
+// what cannot be verified offline.
+func kyvernoEntryKeys(e map[string]any, path string) []KeyEntry {
 	keys, ok, _ := unstructured.NestedMap(e, "keys")
 	if kl, isKeyless, _ := unstructured.NestedMap(e, "keyless"); !ok && isKeyless {
 		return []KeyEntry{kyvernoKeyless(kl, path+".keyless")}
@@ -165,7 +211,8 @@ func truncate(s string, n int) string {
 }
 
 // authorityAttestors reads a ClusterImagePolicy authority's key as one
-// set of one entry. policy-controller checks a key authority against the
+// set of one entry (any authority of a policy admits, every policy that
+// matches must: Rule.Alternatives, one Rule per policy). policy-controller checks a key authority against the
 // transparency log only when the authority names one (ctlog.url);
 // otherwise it ignores the log (sigstore/policy-controller
 // pkg/webhook/validator.go, ValidatePolicySignaturesForAuthority: a
@@ -177,11 +224,13 @@ func authorityAttestors(a map[string]any) []AttestorSet {
 	logRoot, _, _ := unstructured.NestedString(a, "ctlog", "trustRootRef")
 	if key, ok, _ := unstructured.NestedMap(a, "key"); ok {
 		if data, _, _ := unstructured.NestedString(key, "data"); data != "" {
-			entries := pemEntries(data, ctlog, "key.data", "a KMS or Secret key")
-			for i := range entries {
-				entries[i].logTrustRoot = logRoot
-			}
-			return []AttestorSet{{Entries: entries}}
+			// The first PEM key only, as policy-controller reads key.data
+			// (pkg/webhook/clusterimagepolicy/clusterimagepolicy_types.go,
+			// KeyRef.UnmarshalJSON: cryptoutils.UnmarshalPEMToPublicKey,
+			// one key): a second key in the data admits nothing.
+			e := pemEntries(data, ctlog, "key.data", "a KMS or Secret key")[0]
+			e.logTrustRoot = logRoot
+			return []AttestorSet{{Entries: []KeyEntry{e}}}
 		}
 		if name, _, _ := unstructured.NestedString(key, "secretRef", "name"); name != "" {
 			// Read in policy-controller's own namespace, whatever

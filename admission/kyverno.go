@@ -176,8 +176,12 @@ func kyvernoNeeds(vi map[string]any) Needs {
 	_, hasRoots := vi["roots"]
 	n.Signature = len(atts) > 0 || hasKey || hasRoots
 	n.Repository, _, _ = unstructured.NestedString(vi, "repository")
-	sets := kyvernoAttestors(vi)
+	ann, _, _ := unstructured.NestedStringMap(vi, "annotations")
+	sets := withAnnotations(kyvernoAttestors(vi), ann)
 	n.Attestations = kyvernoAttestations(vi, sets, n.Repository)
+	for i := range n.Attestations {
+		n.Attestations[i].Sets = withAnnotations(n.Attestations[i].Sets, ann)
+	}
 	if n.Signature {
 		n.Sets = sets
 		n.entryRepositories()

@@ -2,6 +2,7 @@ package admission
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -36,20 +37,59 @@ func sigstoreRule(obj *unstructured.Unstructured, source string) (*Rule, error) 
 	if err != nil {
 		return nil, fmt.Errorf("spec.authorities: %w", err)
 	}
-	for _, raw := range auths {
+	for i, raw := range auths {
 		a, _ := raw.(map[string]any)
 		n, pass := authorityNeeds(a)
 		if pass {
 			return nil, nil
 		}
 		if n.Signature || len(n.Predicates) > 0 {
-			r.Alternatives = append(r.Alternatives, n)
+			r.Alternatives = append(r.Alternatives, n.under(authorityPath(a, i)))
 		}
 	}
 	if len(r.Alternatives) == 0 {
 		return nil, nil
 	}
 	return r, nil
+}
+
+// authorityPath names the i-th authority in the findings as
+// policy-controller names it in its errors: its name, or authority-i
+// when it has none (pkg/apis/policy/v1beta1/clusterimagepolicy_defaults.go,
+// SetDefaults).
+func authorityPath(a map[string]any, i int) string {
+	name, _, _ := unstructured.NestedString(a, "name")
+	if name == "" {
+		name = fmt.Sprintf("authority-%d", i)
+	}
+	return fmt.Sprintf("authorities[%d] (%s).", i, name)
+}
+
+// under is n with prefix before the path of each of its entries, its
+// signature's and its attestations'.
+func (n Needs) under(prefix string) Needs {
+	n.Sets = prefixed(n.Sets, prefix)
+	n.Attestations = slices.Clone(n.Attestations)
+	for i := range n.Attestations {
+		n.Attestations[i].Sets = prefixed(n.Attestations[i].Sets, prefix)
+		n.Attestations[i].Path = prefix + n.Attestations[i].Path
+		if n.Attestations[i].Conditions != "" {
+			n.Attestations[i].Conditions = prefix + n.Attestations[i].Conditions
+		}
+	}
+	return n
+}
+
+// prefixed is a copy of sets with prefix before each entry's path.
+func prefixed(sets []AttestorSet, prefix string) []AttestorSet {
+	out := slices.Clone(sets)
+	for i := range out {
+		out[i].Entries = slices.Clone(out[i].Entries)
+		for j := range out[i].Entries {
+			out[i].Entries[j].Path = prefix + out[i].Entries[j].Path
+		}
+	}
+	return out
 }
 
 // cipMatch is one entry of a ClusterImagePolicy's spec.match: the

@@ -47,7 +47,7 @@ func (v CosignVerifier) verifyLog(ctx context.Context, ref name.Digest, co *cosi
 		return materialVerdict(missing, err)
 	}
 	if _, _, err := cosign.VerifyImageSignatures(ctx, ref, &withLog); err != nil {
-		return verdictOf(err)
+		return annotationVerdict(verdictOf(err), e)
 	}
 	return Verdict{Outcome: Verified}
 }
@@ -59,6 +59,7 @@ func (v CosignVerifier) verifyLog(ctx context.Context, ref name.Digest, co *cosi
 func (v CosignVerifier) verifyKeyless(ctx context.Context, ref name.Digest, sigs name.Repository, e KeyEntry) Verdict {
 	co := &cosign.CheckOpts{
 		ClaimVerifier:      cosign.SimpleClaimVerifier,
+		Annotations:        claimAnnotations(e),
 		Identities:         e.Keyless.Identities,
 		IgnoreTlog:         !e.Tlog,
 		IgnoreSCT:          e.Keyless.IgnoreSCT,
@@ -68,10 +69,11 @@ func (v CosignVerifier) verifyKeyless(ctx context.Context, ref name.Digest, sigs
 	if missing, err := v.trust(co, e); err != nil || missing != "" {
 		return materialVerdict(missing, err)
 	}
-	if _, _, err := cosign.VerifyImageSignatures(ctx, ref, co); err != nil {
-		return verdictOf(err)
+	found, _, err := cosign.VerifyImageSignatures(ctx, ref, co)
+	if err != nil {
+		return annotationVerdict(verdictOf(err), e)
 	}
-	return Verdict{Outcome: Verified}
+	return layerAnnotations(found, e)
 }
 
 // materialVerdict: trust material missing or unreadable is unverifiable.

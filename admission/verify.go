@@ -84,7 +84,10 @@ func (v CosignVerifier) VerifyLegacy(ctx context.Context, ref name.Digest, sigs 
 	}
 	found, _, err := cosign.VerifyImageSignatures(ctx, ref, co)
 	if err != nil {
-		return verdictOf(err)
+		return annotationVerdict(verdictOf(err), e)
+	}
+	if v := layerAnnotations(found, e); v.Outcome != Verified {
+		return v
 	}
 	if !e.Tlog {
 		return Verdict{Outcome: Verified}
@@ -98,7 +101,8 @@ func (v CosignVerifier) VerifyLegacy(ctx context.Context, ref name.Digest, sigs 
 }
 
 // checkOpts are cosign's options for one key: the key as verifier, the
-// claim checked against the digest asked for, the log ignored.
+// claim checked against the digest asked for (and the annotations the
+// entry requires in the payload, as cosign verify -a), the log ignored.
 func (v CosignVerifier) checkOpts(ctx context.Context, ref name.Digest, sigs name.Repository, e KeyEntry) (*cosign.CheckOpts, error) {
 	pub, err := cryptoutils.UnmarshalPEMToPublicKey([]byte(e.PEM))
 	if err != nil {
@@ -111,6 +115,7 @@ func (v CosignVerifier) checkOpts(ctx context.Context, ref name.Digest, sigs nam
 	return &cosign.CheckOpts{
 		SigVerifier:        sv,
 		ClaimVerifier:      cosign.SimpleClaimVerifier,
+		Annotations:        claimAnnotations(e),
 		IgnoreTlog:         true,
 		IgnoreSCT:          true,
 		Offline:            true,

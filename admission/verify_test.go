@@ -115,7 +115,7 @@ func keyAuthority(p string, ctlog bool) string {
 // Enforce is broken, under Audit at-risk; what cannot be decided offline
 // is unknown, never ok. The log requirement follows the engine.
 func TestVerifyFindings(t *testing.T) {
-	a, b := testPEM("key A"), testPEM("key B")
+	a, b, other := testPEM("key A"), testPEM("key B"), testPEM("key C")
 	good := map[string]Outcome{a: Verified}
 	for _, c := range []struct {
 		name     string
@@ -140,8 +140,12 @@ func TestVerifyFindings(t *testing.T) {
 			types.Unknown, "signature-unverifiable/warning", "", "false"},
 		{"policy-controller, the key verifies, no ctlog: log ignored", cipPolicy(keyAuthority(a, false)), types.OK, "", "", "false"},
 		{"policy-controller, ctlog: log required", cipPolicy(keyAuthority(a, true)), types.OK, "", "", "true"},
-		{"policy-controller, another key: broken", cipPolicy(keyAuthority(b, false)), types.Broken, "signature-refused/critical", "by key.data", "false"},
+		{"policy-controller, another key: broken", cipPolicy(keyAuthority(b, false)), types.Broken, "signature-refused/critical", "by authorities[0] (authority-0).key.data", "false"},
 		{"policy-controller, any authority: one refused, one verified", cipPolicy(keyAuthority(b, false), keyAuthority(a, false)), types.OK, "", "", "false false"},
+		{"policy-controller, no authority verifies: each one named", cipPolicy(keyAuthority(b, false), keyAuthority(other, false)), types.Broken, "signature-refused/critical",
+			"by any of authorities[0] (authority-0).key.data, authorities[1] (authority-1).key.data for Deployment dev/web; the signature is there, and cosign refuses it: authorities[0] (authority-0).key.data: error verifying bundle", "false false"},
+		{"policy-controller, two keys in key.data: the first is the key (another)", cipPolicy(keyAuthority(b+a, false)), types.Broken, "signature-refused/critical", "", "false"},
+		{"policy-controller, two keys in key.data: the first is the key (it verifies)", cipPolicy(keyAuthority(a+b, false)), types.OK, "", "", "false"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := filepath.Join(t.TempDir(), "policy.yaml")

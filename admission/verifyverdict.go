@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -77,6 +78,7 @@ func (c *Checker) verifyFindings(ctx context.Context, ru *ruleUses, im *types.Im
 		return nil
 	}
 	var worst *altResult
+	var refused []altResult
 	for _, n := range ru.rule.Alternatives {
 		if needsIn(ctx, sets, n).state == artifacts.Missing {
 			continue // not there: it admits nothing, and cosign has nothing to refuse
@@ -85,6 +87,9 @@ func (c *Checker) verifyFindings(ctx context.Context, ru *ruleUses, im *types.Im
 		if r.outcome == Verified {
 			return nil
 		}
+		if r.outcome == Refused {
+			refused = append(refused, r)
+		}
 		if worst == nil || r.outcome == Unverifiable && worst.outcome == Refused {
 			worst = &r
 		}
@@ -92,7 +97,28 @@ func (c *Checker) verifyFindings(ctx context.Context, ru *ruleUses, im *types.Im
 	if worst == nil {
 		return nil
 	}
+	if worst.outcome == Refused && len(refused) > 1 {
+		*worst = everyRefusal(refused)
+	}
 	return []types.Finding{ru.verifyFinding(*worst, im.Digest)}
+}
+
+// everyRefusal is the refusal of a policy none of whose alternatives
+// (policy-controller authorities: any one admits, as ValidatePolicy in
+// pkg/webhook/validator.go keeps a policy when one authority matches)
+// verifies: each one's entry and cosign's text, as policy-controller
+// lists each authority's error.
+func everyRefusal(rs []altResult) altResult {
+	out := rs[0]
+	paths := make([]string, 0, len(rs))
+	reasons := make([]string, 0, len(rs))
+	for _, r := range rs {
+		paths = append(paths, r.entry.Path)
+		reasons = append(reasons, r.entry.Path+": "+r.verdict.Reason)
+	}
+	out.entry.Path = "any of " + strings.Join(paths, ", ")
+	out.verdict.Reason = strings.Join(reasons, "; ")
+	return out
 }
 
 // digestRef is im's digest in its repository as the registry client

@@ -229,3 +229,52 @@ func codesOf(im *types.Image) []types.Code {
 	}
 	return out
 }
+
+// TestVerifyBundleAudit: v3 bundles under policies that admit what they
+// refuse (Kyverno type: SigstoreBundle with failureAction: Audit, an
+// ImageValidatingPolicy with validationActions: [Audit], which reads the
+// bundles when any are there, policy-controller signatureFormat: bundle in
+// mode: warn), the log ignored. Signed with the wrong key: at-risk
+// (signature-refused, a warning), and cosign verify --new-bundle-format
+// --key exits non-zero on the same fixture; with the right key: no
+// finding, cosign exits 0.
+func TestVerifyBundleAudit(t *testing.T) {
+	ctx := context.Background()
+	a, b := newCosign(t), newCosign(t)
+	r := startEmpty(t, registry.V3)
+	host := r.Host()
+	// The log and the SCT ignored: with both, Kyverno's SigstoreBundle
+	// path verifies with the key alone (cpol/cosign/sigstore.go,
+	// buildVerifyOptions: WithNoObserverTimestamps; getTrustedMaterial:
+	// no TUF root).
+	ignore := "                    rekor: {ignoreTlog: true}\n                    ctlog: {ignoreSCT: true}\n"
+	kyverno := func(repo string) string {
+		p := strings.Replace(kyvernoBundlePolicy, "BODY", strings.Replace(kyvernoAttestorsBlock, "REKOR", ignore, 1), 1)
+		p = strings.Replace(p, "failureAction: Enforce", "failureAction: Audit", 1)
+		return strings.NewReplacer("HOST", host, "REPO", repo, "TYPE", "SigstoreBundle", "PUB", pubYAML(t, a)).Replace(p)
+	}
+	ivp := func(repo string) string {
+		return strings.NewReplacer("HOST", host, "REPO", repo, "ACTION", "Audit", "ANNOTATIONS", "", "PUB", pubYAML(t, a)).Replace(ivpSignedPolicy)
+	}
+	cip := func(repo string) string {
+		p := strings.Replace(cipBundlePolicy, "spec:\n  images:", "spec:\n  mode: warn\n  images:", 1)
+		return strings.NewReplacer("HOST", host, "REPO", repo, "FORMAT", "bundle", "ATTESTATIONS", "", "PUB", pubYAML(t, a)).Replace(p)
+	}
+	verify := func(ref string) (bool, string, error) { return a.VerifyKey(ctx, ref, a.Pub, cosign.Bundle, true, "") }
+	var cases []bundleCase
+	for _, engine := range []struct {
+		name   string
+		policy func(repo string) string
+	}{{"Kyverno SigstoreBundle Audit", kyverno}, {"ImageValidatingPolicy Audit", ivp}, {"policy-controller warn", cip}} {
+		repo := strings.ToLower(strings.Fields(engine.name)[0])
+		good, wrong := "audgood"+repo, "audwrong"+repo
+		cases = append(cases,
+			bundleCase{name: engine.name + ", the right key", im: pushAndSignBundle(t, a, host, good), policy: engine.policy(good),
+				cosign: verify, want: types.OK, cosignOK: true},
+			bundleCase{name: engine.name + ", the wrong key", im: pushAndSignBundle(t, b, host, wrong), policy: engine.policy(wrong),
+				cosign: verify, want: types.AtRisk, code: types.SignatureRefused, says: "the pod is admitted"})
+	}
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) { checkBundleCase(t, host, tt) })
+	}
+}

@@ -100,6 +100,20 @@ func (c *Cosign) Sign(ctx context.Context, ref string, f Format, recursive bool)
 	return nil
 }
 
+// SignAnnotated signs ref (repo@digest) in format f with annotations
+// ("key=value", cosign sign -a each): in a legacy signature's payload
+// (its optional map), in a bundle's in-toto subject.
+func (c *Cosign) SignAnnotated(ctx context.Context, ref string, f Format, annotations ...string) error {
+	args := append([]string{"sign"}, c.signFlags(f)...)
+	for _, a := range annotations {
+		args = append(args, "-a", a)
+	}
+	if out, err := c.run(ctx, append(args, ref)...); err != nil {
+		return fmt.Errorf("cosign sign %s: %w\n%s", ref, err, out)
+	}
+	return nil
+}
+
 // SignIn signs ref (repo@digest) the legacy way, keeping the signature in
 // the repository sigRepo instead of beside the image, as cosign does with
 // COSIGN_REPOSITORY set.
@@ -159,6 +173,18 @@ func (c *Cosign) VerifyKeyIn(ctx context.Context, ref, sigRepo, pub string, f Fo
 	if rekorPub != "" {
 		env = append(env, "SIGSTORE_REKOR_PUBLIC_KEY="+rekorPub)
 	}
+	return c.verdict(c.runEnv(ctx, env, append(append(args, registryFlags...), ref)...))
+}
+
+// VerifyKeyAnnotated is VerifyKey with the log ignored
+// (--insecure-ignore-tlog) requiring the annotations ("key=value",
+// cosign verify -a each).
+func (c *Cosign) VerifyKeyAnnotated(ctx context.Context, ref, pub string, f Format, annotations ...string) (bool, string, error) {
+	args := append([]string{"verify", "--key", pub, "--insecure-ignore-tlog=true", "--offline=true"}, formatFlags(f)...)
+	for _, a := range annotations {
+		args = append(args, "-a", a)
+	}
+	env := []string{"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9"}
 	return c.verdict(c.runEnv(ctx, env, append(append(args, registryFlags...), ref)...))
 }
 
