@@ -55,6 +55,9 @@ func (v CosignVerifier) verifyBundles(ctx context.Context, ref name.Digest, sigs
 	if e.Unverifiable != "" {
 		return Verdict{Outcome: Unverifiable, Reason: e.Unverifiable}
 	}
+	if e.Keyless != nil {
+		return Verdict{Outcome: Unverifiable, Reason: fmt.Sprintf("the %s is a sigstore bundle and the attestor at %s is keyless: regcheck does not verify a keyless bundle offline yet (the legacy .sig is verified with --trusted-root)", what, e.Path)}
+	}
 	co, err := v.checkOpts(ctx, ref, sigs, e)
 	if err != nil {
 		return Verdict{Outcome: Unverifiable, Reason: err.Error()}
@@ -166,9 +169,14 @@ func nameOptions(ref name.Digest) []name.Option {
 }
 
 // verifyWith runs the verification what asks for with the Checker's
-// Verifier: the legacy signature, the bundle signature (BundleVerifier),
-// or an attestation (AttestationVerifier).
+// Verifier: in the layout the image has (DetectingVerifier) for a rule
+// that reads either (an ImageValidatingPolicy); the legacy signature, the
+// bundle signature (BundleVerifier), or an attestation
+// (AttestationVerifier).
 func (c *Checker) verifyWith(ctx context.Context, ref name.Digest, sigs name.Repository, e KeyEntry, what check) Verdict {
+	if d, ok := c.Verifier.(DetectingVerifier); ok && what.format == AnyFormat {
+		return d.VerifyDetected(ctx, ref, sigs, e, what.predicate)
+	}
 	switch {
 	case what.attestation:
 		return c.Verifier.(AttestationVerifier).VerifyAttestation(ctx, ref, sigs, e, what.format, what.predicate)
