@@ -58,6 +58,9 @@ func (v CosignVerifier) VerifyAttestation(ctx context.Context, ref name.Digest, 
 	if e.Unverifiable != "" {
 		return Verdict{Outcome: Unverifiable, Reason: e.Unverifiable}
 	}
+	if e.Keyless != nil {
+		return Verdict{Outcome: Unverifiable, Reason: fmt.Sprintf("the attestor at %s is keyless: regcheck does not verify a keyless attestation offline yet (a keyless .sig is verified with --trusted-root)", e.Path)}
+	}
 	co, err := v.checkOpts(ctx, ref, sigs, e)
 	if err != nil {
 		return Verdict{Outcome: Unverifiable, Reason: err.Error()}

@@ -217,6 +217,9 @@ func TestCosignVerifierGone(t *testing.T) {
 		{"a keyless bundle", func() Verdict {
 			return CosignVerifier{}.VerifyBundle(context.Background(), ref, gone, KeyEntry{Keyless: &Keyless{}, Path: "keyless"})
 		}, false},
+		{"a keyless .att", func() Verdict {
+			return CosignVerifier{}.VerifyAttestation(context.Background(), ref, gone, KeyEntry{Keyless: &Keyless{}, Path: "keyless"}, Legacy, slsa)
+		}, false},
 		{"a KMS key", func() Verdict {
 			return CosignVerifier{}.VerifyAttestation(context.Background(), ref, gone, KeyEntry{Unverifiable: "a KMS key"}, Bundle, slsa)
 		}, false},
