@@ -61,6 +61,9 @@ func (v CosignVerifier) VerifyAttestation(ctx context.Context, ref name.Digest, 
 	if len(e.Annotations) > 0 {
 		return Verdict{Outcome: Unverifiable, Reason: fmt.Sprintf("the attestor at %s requires the annotations %s, which Kyverno compares with the attestations' payloads (pkg/image/verifiers/cpol/cosign/verifier.go, FetchAttestations, checkAnnotations): not evaluated by regcheck; check with kyverno test, or drop the attestor's annotations", e.Path, annotationsText(e.Annotations))}
 	}
+	if e.Keyless != nil {
+		return Verdict{Outcome: Unverifiable, Reason: fmt.Sprintf("the attestor at %s is keyless: regcheck does not verify a keyless attestation offline yet (a keyless .sig is verified with --trusted-root)", e.Path)}
+	}
 	co, err := v.checkOpts(ctx, ref, sigs, e)
 	if err != nil {
 		return Verdict{Outcome: Unverifiable, Reason: err.Error()}

@@ -208,6 +208,18 @@ func TestCosignVerifierGone(t *testing.T) {
 		{"bundle attestation", func() Verdict {
 			return CosignVerifier{}.VerifyAttestation(context.Background(), ref, gone, e, Bundle, slsa)
 		}, true},
+		{"the layout the image has (ImageValidatingPolicy), signature", func() Verdict {
+			return CosignVerifier{}.VerifyDetected(context.Background(), ref, gone, e, "")
+		}, true},
+		{"the layout the image has, attestation", func() Verdict {
+			return CosignVerifier{}.VerifyDetected(context.Background(), ref, gone, e, slsa)
+		}, true},
+		{"a keyless bundle", func() Verdict {
+			return CosignVerifier{}.VerifyBundle(context.Background(), ref, gone, KeyEntry{Keyless: &Keyless{}, Path: "keyless"})
+		}, false},
+		{"a keyless .att", func() Verdict {
+			return CosignVerifier{}.VerifyAttestation(context.Background(), ref, gone, KeyEntry{Keyless: &Keyless{}, Path: "keyless"}, Legacy, slsa)
+		}, false},
 		{"a KMS key", func() Verdict {
 			return CosignVerifier{}.VerifyAttestation(context.Background(), ref, gone, KeyEntry{Unverifiable: "a KMS key"}, Bundle, slsa)
 		}, false},

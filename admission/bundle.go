@@ -56,6 +56,9 @@ func (v CosignVerifier) verifyBundles(ctx context.Context, ref name.Digest, sigs
 	if e.Unverifiable != "" {
 		return Verdict{Outcome: Unverifiable, Reason: e.Unverifiable}
 	}
+	if e.Keyless != nil {
+		return Verdict{Outcome: Unverifiable, Reason: fmt.Sprintf("the %s is a sigstore bundle and the attestor at %s is keyless: regcheck does not verify a keyless bundle offline yet (the legacy .sig is verified with --trusted-root)", what, e.Path)}
+	}
 	co, err := v.checkOpts(ctx, ref, sigs, e)
 	if err != nil {
 		return Verdict{Outcome: Unverifiable, Reason: err.Error()}
@@ -197,46 +200,20 @@ func nameOptions(ref name.Digest) []name.Option {
 	return nil
 }
 
-// DetectingVerifier verifies a signature in whichever format is there, as
-// a Kyverno ImageValidatingPolicy reads it (pkg/image/verifiers/ivpol/
-// cosign/verifier.go, buildCheckOptsWithBundleDetection: the bundles when
-// cosign.GetBundles finds any, else the legacy .sig). A Verifier that
-// does not implement it verifies the legacy .sig for such rules.
-type DetectingVerifier interface {
-	VerifyDetected(ctx context.Context, ref name.Digest, sigs name.Repository, e KeyEntry) Verdict
-}
-
-var _ DetectingVerifier = CosignVerifier{}
-
-// VerifyDetected verifies ref's bundles with e's key when it has any,
-// every bundle counting (Kyverno verifies them with
-// cosign.VerifyImageAttestations, which accepts any that verifies), else
-// its legacy .sig. A keyless entry reads the legacy .sig.
-func (v CosignVerifier) VerifyDetected(ctx context.Context, ref name.Digest, sigs name.Repository, e KeyEntry) Verdict {
-	if e.Unverifiable != "" || e.Keyless != nil {
-		return v.VerifyLegacy(ctx, ref, sigs, e)
-	}
-	bundles, _, err := cosign.GetBundles(ctx, ref, v.registryOpts(ctx, ref, sigs), nameOptions(ref)...)
-	if err != nil || len(bundles) == 0 {
-		return v.VerifyLegacy(ctx, ref, sigs, e)
-	}
-	return v.verifyBundles(ctx, ref, sigs, e, func(string) bool { return true }, "signature")
-}
-
 // verifyWith runs the verification what asks for with the Checker's
-// Verifier: the legacy signature, the bundle signature (BundleVerifier),
-// either as found (DetectingVerifier, for an ImageValidatingPolicy), or
-// an attestation (AttestationVerifier).
+// Verifier: in the layout the image has (DetectingVerifier) for a rule
+// that reads either (an ImageValidatingPolicy); the legacy signature, the
+// bundle signature (BundleVerifier), or an attestation
+// (AttestationVerifier).
 func (c *Checker) verifyWith(ctx context.Context, ref name.Digest, sigs name.Repository, e KeyEntry, what check) Verdict {
+	if d, ok := c.Verifier.(DetectingVerifier); ok && what.format == AnyFormat {
+		return d.VerifyDetected(ctx, ref, sigs, e, what.predicate)
+	}
 	switch {
 	case what.attestation:
 		return c.Verifier.(AttestationVerifier).VerifyAttestation(ctx, ref, sigs, e, what.format, what.predicate)
 	case what.format == Bundle:
 		return c.Verifier.(BundleVerifier).VerifyBundle(ctx, ref, sigs, e)
-	case what.format == AnyFormat:
-		if dv, ok := c.Verifier.(DetectingVerifier); ok {
-			return dv.VerifyDetected(ctx, ref, sigs, e)
-		}
 	}
 	return c.Verifier.VerifyLegacy(ctx, ref, sigs, e)
 }

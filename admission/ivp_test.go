@@ -70,16 +70,10 @@ func shownRule(r *Rule) string {
 	fmt.Fprintf(&b, "%s %s images=%v", r.Kind, r.Mode(), r.Images)
 	for _, n := range r.Alternatives {
 		fmt.Fprintf(&b, " sig=%v pred=%v", n.Signature, n.Predicates)
-		for _, s := range n.Sets {
-			fmt.Fprintf(&b, " set(%d:", s.Count)
-			for _, e := range s.Entries {
-				switch {
-				case e.Unverifiable != "":
-					fmt.Fprintf(&b, " %s/unverifiable", e.Path)
-				default:
-					fmt.Fprintf(&b, " %s/tlog=%v/repo=%s", e.Path, e.Tlog, e.Repository)
-				}
-			}
+		shownSets(&b, n.Sets)
+		for _, a := range n.Attestations {
+			fmt.Fprintf(&b, " att(%s at %s:", a.PredicateType, a.Path)
+			shownSets(&b, a.Sets)
 			b.WriteString(")")
 		}
 	}
@@ -87,6 +81,22 @@ func shownRule(r *Rule) string {
 		fmt.Fprintf(&b, " unevaluated=%d", len(r.ivp.unevaluated))
 	}
 	return b.String()
+}
+
+// shownSets states attestor sets for shownRule.
+func shownSets(b *strings.Builder, sets []AttestorSet) {
+	for _, s := range sets {
+		fmt.Fprintf(b, " set(%d:", s.Count)
+		for _, e := range s.Entries {
+			switch {
+			case e.Unverifiable != "":
+				fmt.Fprintf(b, " %s/unverifiable", e.Path)
+			default:
+				fmt.Fprintf(b, " %s/tlog=%v/repo=%s", e.Path, e.Tlog, e.Repository)
+			}
+		}
+		b.WriteString(")")
+	}
 }
 
 // TestIVPRules: ImageValidatingPolicy documents in the shapes of
@@ -121,10 +131,19 @@ func TestIVPRules(t *testing.T) {
 		{"notary, as the conformance tests write it", ivpDoc(ivpBody("Deny", "    - name: notary\n      notary:\n        certs:\n          value: |-\n            -----BEGIN CERTIFICATE-----\n",
 			"images.containers.map(image, verifyImageSignatures(image, [attestors.notary])).all(e, e > 0)")),
 			"ImageValidatingPolicy Deny images=[registry.example.com/team/*] unevaluated=1", "Notary"},
-		{"an intoto attestation: its predicate type", ivpDoc(ivpBody("Deny", a,
+		{"an intoto attestation: its predicate type, signed by the attestor", ivpDoc(ivpBody("Deny", a,
 			"images.containers.map(image, verifyAttestationSignatures(image, attestations.slsa, [attestors.a])).all(e, e > 0)") +
 			"  attestations:\n    - name: slsa\n      intoto:\n        type: https://slsa.dev/provenance/v0.2\n"),
-			"ImageValidatingPolicy Deny images=[registry.example.com/team/*] sig=false pred=[https://slsa.dev/provenance/v0.2]", ""},
+			"ImageValidatingPolicy Deny images=[registry.example.com/team/*] sig=false pred=[https://slsa.dev/provenance/v0.2] att(https://slsa.dev/provenance/v0.2 at spec.validations[0] (attestations.slsa): set(0: spec.attestors[0] (a).cosign.key.data/tlog=false/repo=))", ""},
+		{"an attestation by two attestors, > 0: count 1; its attestor's repository", ivpDoc(ivpBody("Deny",
+			strings.Replace(a, "        key:", "        source:\n          repository: registry.example.com/sigs\n        key:", 1)+b,
+			"images.containers.map(image, verifyAttestationSignatures(image, attestations.slsa, [attestors.a, attestors.b])).all(e, e > 0)") +
+			"  attestations:\n    - name: slsa\n      intoto:\n        type: https://slsa.dev/provenance/v0.2\n"),
+			"ImageValidatingPolicy Deny images=[registry.example.com/team/*] sig=false pred=[https://slsa.dev/provenance/v0.2] att(https://slsa.dev/provenance/v0.2 at spec.validations[0] (attestations.slsa): set(1: spec.attestors[0] (a).cosign.key.data/tlog=false/repo=registry.example.com/sigs spec.attestors[1] (b).cosign.key.data/tlog=true/repo=))", ""},
+		{"an attestation by a Notary attestor: not evaluated", ivpDoc(ivpBody("Deny", "    - name: notary\n      notary:\n        certs:\n          value: x\n",
+			"images.containers.map(image, verifyAttestationSignatures(image, attestations.slsa, [attestors.notary])).all(e, e > 0)") +
+			"  attestations:\n    - name: slsa\n      intoto:\n        type: https://slsa.dev/provenance/v0.2\n"),
+			"ImageValidatingPolicy Deny images=[registry.example.com/team/*] unevaluated=1", "Notary"},
 		{"extractPayload: not evaluated", ivpDoc(ivpBody("Deny", a, sigAny,
 			"images.containers.map(image, extractPayload(image, attestations.sbom).bomFormat == 'CycloneDX').all(e, e)")),
 			"ImageValidatingPolicy Deny images=[registry.example.com/team/*] sig=true pred=[] set(0: spec.attestors[0] (a).cosign.key.data/tlog=false/repo=) unevaluated=1", "extractPayload"},

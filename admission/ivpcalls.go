@@ -98,9 +98,13 @@ func (c ivpCall) need() (int, bool) {
 // readValidations reads spec.validations into what an image needs: a
 // signature verified by a set per verifyImageSignatures call (every
 // validation must pass, so every set), and an attestation of each
-// predicate type verifyAttestationSignatures names (present; whether the
-// attestor signed it is not verified yet). What is not recognised is
-// kept in iv.unevaluated.
+// predicate type verifyAttestationSignatures names, signed by a set of
+// the attestors it lists (kyverno/kyverno pkg/cel/libs/imageverify/impl.go,
+// verify_image_attestations_string_string_stringarray: the count of the
+// attestors whose VerifyAttestationSignature passes; the verifier,
+// pkg/image/verifiers/ivpol/cosign/verifier.go, verifies the attestations
+// with the attestor's key, then looks for the predicate type among those
+// that verified). What is not recognised is kept in iv.unevaluated.
 func (iv *ivpSpec) readValidations(spec map[string]any) Needs {
 	attestors := ivpAttestors(spec)
 	attestations := ivpAttestations(spec)
@@ -123,19 +127,25 @@ func (iv *ivpSpec) readValidations(spec map[string]any) Needs {
 		if need <= 0 {
 			continue // always true
 		}
+		if slices.ContainsFunc(c.attestors, func(a string) bool { return strings.HasSuffix(attestors[a].Path, ".notary") }) {
+			// A Notation signature is an OCI referrer regcheck does not
+			// take for a cosign signature: presence would be misjudged.
+			iv.unevaluated = append(iv.unevaluated, fmt.Sprintf("%s (a Notary attestor: Notation signatures are not verified by regcheck yet)", path))
+			continue
+		}
 		if c.fn == "verifyAttestationSignatures" {
 			t, ok := attestations[c.attestation]
 			if !ok {
 				iv.unevaluated = append(iv.unevaluated, fmt.Sprintf("%s (attestations.%s: an intoto attestation of this name is not in spec.attestations)", path, c.attestation))
 				continue
 			}
+			set, err := ivpSet(attestors, c.attestors, need)
+			if err != nil {
+				iv.unevaluated = append(iv.unevaluated, fmt.Sprintf("%s (%v)", path, err))
+				continue
+			}
 			n.Predicates = append(n.Predicates, t)
-			continue
-		}
-		if slices.ContainsFunc(c.attestors, func(a string) bool { return strings.HasSuffix(attestors[a].Path, ".notary") }) {
-			// A Notation signature is an OCI referrer regcheck does not
-			// take for a cosign signature: presence would be misjudged.
-			iv.unevaluated = append(iv.unevaluated, fmt.Sprintf("%s (a Notary attestor: Notation signatures are not verified by regcheck yet)", path))
+			n.Attestations = append(n.Attestations, Attestation{PredicateType: t, Sets: []AttestorSet{set}, Path: path + " (attestations." + c.attestation + ")"})
 			continue
 		}
 		set, err := ivpSet(attestors, c.attestors, need)
@@ -146,10 +156,18 @@ func (iv *ivpSpec) readValidations(spec map[string]any) Needs {
 		n.Signature = true
 		n.Sets = append(n.Sets, set)
 	}
-	if n.Signature {
-		n.entryRepositories()
-	}
+	n.entryRepositories(n.attestationSets()...)
 	return n
+}
+
+// attestationSets are the attestor sets of n's attestations, which read
+// in their entries' repositories as the signature's sets do.
+func (n *Needs) attestationSets() [][]AttestorSet {
+	var out [][]AttestorSet
+	for _, a := range n.Attestations {
+		out = append(out, a.Sets)
+	}
+	return out
 }
 
 // ivpSet is the attestor set of one call: need of the named attestors'

@@ -258,16 +258,20 @@ func authorityAttestors(a map[string]any) []AttestorSet {
 // Repository will override other OCI image repository locations for this
 // Attestor", api/kyverno/v1 Attestor.Repository). When every entry reads
 // from one repository, the rule's presence is judged there; when they
-// differ, PerEntry says so and each entry's verification decides.
-func (n *Needs) entryRepositories() {
+// differ, PerEntry says so and each entry's verification decides. also
+// are more sets read the same way (an ImageValidatingPolicy's
+// attestations' attestors).
+func (n *Needs) entryRepositories(also ...[]AttestorSet) {
 	repos := map[string]bool{}
-	for i := range n.Sets {
-		for j := range n.Sets[i].Entries {
-			e := &n.Sets[i].Entries[j]
-			if e.Repository == "" {
-				e.Repository = n.Repository
+	for _, sets := range append([][]AttestorSet{n.Sets}, also...) {
+		for i := range sets {
+			for j := range sets[i].Entries {
+				e := &sets[i].Entries[j]
+				if e.Repository == "" {
+					e.Repository = n.Repository
+				}
+				repos[e.Repository] = true
 			}
-			repos[e.Repository] = true
 		}
 	}
 	switch len(repos) {

@@ -251,7 +251,7 @@ func needsPresence(set artifacts.Set, n Needs) presence {
 	out := presence{state: artifacts.Present}
 	for _, q := range qs {
 		st, seen := queryPresence(set, q, n.Format)
-		if st == artifacts.Present {
+		if st == artifacts.Present || bundleSignsFor(set, q, n.Format) {
 			continue
 		}
 		out.lacking = append(out.lacking, lack{kind: q.Kind, predicate: q.PredicateType, state: st, seen: seen, set: set, format: n.Format})
@@ -260,6 +260,24 @@ func needsPresence(set artifacts.Set, n Needs) presence {
 		}
 	}
 	return out
+}
+
+// bundleSignsFor: for an engine that reads bundles when the image has
+// any (AnyFormat: an ImageValidatingPolicy), a whole attestation bundle
+// stands for the signature, since the engine takes any bundle that
+// verifies with the key for one (kyverno/kyverno
+// pkg/image/verifiers/ivpol/cosign/verifier.go, VerifyImageSignature:
+// cosign.VerifyImageAttestations over every bundle, no predicate type
+// asked), as cosign verify --new-bundle-format does; verification then
+// decides.
+func bundleSignsFor(set artifacts.Set, q artifacts.Query, f Format) bool {
+	if f != AnyFormat || q.Kind != artifacts.Signature {
+		return false
+	}
+	bundles := artifacts.Query{Kind: artifacts.Attestation, Layouts: []artifacts.Layout{artifacts.ReferrersAPI, artifacts.ReferrersTag}}
+	return slices.ContainsFunc(set.Match(bundles), func(a artifacts.Artifact) bool {
+		return a.Whole && strings.HasPrefix(a.ArtifactType, "application/vnd.dev.sigstore.bundle")
+	})
 }
 
 // queryPresence is Set.Presence narrowed to the layouts a format is kept

@@ -75,7 +75,7 @@ type Reader struct {
 	written atomic.Int64 // bytes this process wrote since it last counted
 }
 
-var _ walk.Reader = (*Reader)(nil)
+var _ walk.RawReader = (*Reader)(nil)
 
 // Option configures a Reader.
 type Option func(*Reader)
@@ -132,6 +132,23 @@ func (c *Reader) Manifest(ctx context.Context, repo name.Repository, dg string) 
 		return walk.Manifest{}, err
 	}
 	return m, nil
+}
+
+// RawManifest reads a manifest's bytes from below, as they are stored,
+// and keeps them. It is what a reader of a manifest's annotations asks
+// (the artifacts finder telling a sigstore bundle's kind from its
+// manifest, which walk.Manifest does not carry): without it, a cache in
+// the way hid them, and cosign's attestation bundles listed in a
+// referrers tag's index (which carries no annotations) were taken for
+// signatures whenever the cache was on.
+func (c *Reader) RawManifest(ctx context.Context, repo name.Repository, dg string) ([]byte, string, error) {
+	f, err := c.fetchFrom(ctx, repo, dg)
+	return f.body, f.ct, err
+}
+
+// HasManifest asks the reader below, as Manifest does of a cached entry.
+func (c *Reader) HasManifest(ctx context.Context, repo name.Repository, dg string) error {
+	return c.next.HasManifest(ctx, repo, dg)
 }
 
 // fetched is what RawManifest returned.

@@ -563,3 +563,26 @@ func TestHelperProcess(t *testing.T) {
 		}
 	}
 }
+
+// TestRawManifest: the cache hands over a manifest's bytes as stored
+// (their annotations, which walk.Manifest drops, with them), read from
+// below and kept: the next Manifest of the digest is served from the
+// folder.
+func TestRawManifest(t *testing.T) {
+	r, ds := fill(1, 400)
+	c := newCache(t, r, t.TempDir(), 1<<20)
+	body, ct, err := c.RawManifest(context.Background(), repo, ds[0])
+	if err != nil || string(body) != string(r.manifests[ds[0]]) || ct != ocispec.MediaTypeImageManifest {
+		t.Fatalf("RawManifest: %q, %q, %v; want the stored bytes", body, ct, err)
+	}
+	if !strings.Contains(string(body), `"annotations"`) {
+		t.Errorf("the bytes lost the annotations: %s", body)
+	}
+	read(t, c, ds[0])
+	if n := r.raws.Load(); n != 1 {
+		t.Errorf("%d reads from below, want 1 (the bytes kept)", n)
+	}
+	if err := c.HasManifest(context.Background(), repo, "sha256:"+strings.Repeat("0", 64)); !errors.Is(err, types.ErrNotFound) {
+		t.Errorf("HasManifest of an absent digest: %v, want not found", err)
+	}
+}

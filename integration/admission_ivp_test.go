@@ -4,6 +4,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -151,25 +152,16 @@ func TestAdmissionIVP(t *testing.T) {
 	})
 
 	t.Run("scan --cluster", func(t *testing.T) {
-		kc, cs := startKube(t, ctx)
-		namespaceWithSA(t, ctx, cs, "prod")
-		for i, c := range cases {
-			repo := strings.TrimSuffix(c.im.ref, ":v1")
-			workload(t, ctx, cs, "prod", "w"+string(rune('a'+i)), c.im.ref, "IfNotPresent", "node-a", repo+"@"+c.im.digest)
+		var ims []admImage
+		for _, c := range cases {
+			ims = append(ims, c.im)
 		}
+		kc := ivpCluster(t, ctx, ims)
 		_, _, _, stderr := clusterScanErr(t, kubeconfigOf(t, kc), "--log-level", "info")
 		if n := strings.Count(stderr, "no kyverno ImageValidatingPolicies"); n != 1 {
 			t.Errorf("without the CRDs, stderr says %d times that there are no ImageValidatingPolicies, want once:\n%s", n, stderr)
 		}
-		if err := kc.InstallPolicyCRDs(ctx); err != nil {
-			t.Fatal(err)
-		}
-		dyn, err := dynamic.NewForConfig(kc.Config)
-		if err != nil {
-			t.Fatal(err)
-		}
-		applyPolicies(t, ctx, dyn, policies)
-		_, got, _, stderr := clusterScanErr(t, kubeconfigOf(t, kc))
+		got, stderr := ivpClusterScan(t, ctx, kc, policies)
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
 				im := got[c.im.ref]
@@ -180,6 +172,36 @@ func TestAdmissionIVP(t *testing.T) {
 			})
 		}
 	})
+}
+
+// ivpCluster starts a kube-apiserver with a workload in namespace prod
+// per image, each pulled as its digest.
+func ivpCluster(t *testing.T, ctx context.Context, ims []admImage) *kubeapi.Cluster {
+	t.Helper()
+	kc, cs := startKube(t, ctx)
+	namespaceWithSA(t, ctx, cs, "prod")
+	for i, im := range ims {
+		repo := strings.TrimSuffix(im.ref, ":v1")
+		workload(t, ctx, cs, "prod", fmt.Sprintf("w%d", i), im.ref, "IfNotPresent", "node-a", repo+"@"+im.digest)
+	}
+	return kc
+}
+
+// ivpClusterScan installs Kyverno's policies.kyverno.io CRDs in kc,
+// applies the policies and scans the cluster: the results by reference,
+// and stderr.
+func ivpClusterScan(t *testing.T, ctx context.Context, kc *kubeapi.Cluster, policies string) (map[string]*types.Image, string) {
+	t.Helper()
+	if err := kc.InstallPolicyCRDs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(kc.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	applyPolicies(t, ctx, dyn, policies)
+	_, got, _, stderr := clusterScanErr(t, kubeconfigOf(t, kc))
+	return got, stderr
 }
 
 // kubeconfigOf writes an admin kubeconfig for kc.
