@@ -62,11 +62,13 @@ func kyvernoKeyless(kl map[string]any, path string) KeyEntry {
 // insecureIgnoreSCT). The log proof is required when the authority names
 // a ctlog, or names no TrustRoot (Sigstore's Rekor keys are then taken:
 // rekorClientAndKeysFromAuthority); with a TrustRoot and no ctlog there
-// is no Rekor key, and the log is ignored.
+// is no Rekor key, and the log is ignored. With a ctlog there is a Rekor
+// client, and a signature with no SET is searched for online
+// (TlogSearch); without one, only Sigstore's keys, checked offline.
 func authorityKeyless(kl map[string]any, ctlog bool) KeyEntry {
 	ignoreSCT, _, _ := unstructured.NestedBool(kl, "insecureIgnoreSCT")
 	ref, _, _ := unstructured.NestedString(kl, "trustRootRef")
-	e := KeyEntry{Path: "keyless", Tlog: ctlog || ref == "", trustRoot: ref, Keyless: &Keyless{IgnoreSCT: ignoreSCT}}
+	e := KeyEntry{Path: "keyless", Tlog: ctlog || ref == "", TlogSearch: ctlog, trustRoot: ref, Keyless: &Keyless{IgnoreSCT: ignoreSCT}}
 	ids, _, _ := unstructured.NestedSlice(kl, "identities")
 	for _, raw := range ids {
 		m, _ := raw.(map[string]any)
@@ -84,10 +86,10 @@ func authorityKeyless(kl map[string]any, ctlog bool) KeyEntry {
 // another's: the log's key and the keyless identities and roots.
 func (e KeyEntry) id() string {
 	if e.Keyless == nil {
-		return e.RekorPEM
+		return fmt.Sprintf("%s|%v", e.RekorPEM, e.TlogSearch)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s|%s|%s|%v|%v", e.RekorPEM, e.Keyless.RootsPEM, e.Keyless.CTLogPEM, e.Keyless.IgnoreSCT, e.Keyless.splitRoots)
+	fmt.Fprintf(&b, "%s|%v|%s|%s|%v|%v", e.RekorPEM, e.TlogSearch, e.Keyless.RootsPEM, e.Keyless.CTLogPEM, e.Keyless.IgnoreSCT, e.Keyless.splitRoots)
 	for _, id := range e.Keyless.Identities {
 		fmt.Fprintf(&b, "|%q %q %q %q", id.Issuer, id.Subject, id.IssuerRegExp, id.SubjectRegExp)
 	}

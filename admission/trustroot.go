@@ -3,15 +3,20 @@ package admission
 import (
 	"bytes"
 	"context"
+	"crypto"
 	"crypto/x509"
+	"encoding/hex"
 	"encoding/pem"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/sigstore/cosign/v3/pkg/cosign"
+	ociremote "github.com/sigstore/cosign/v3/pkg/oci/remote"
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
+	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/sigstore/sigstore/pkg/tuf"
 )
 
@@ -31,6 +36,8 @@ func LoadTrustedRoot(path string) (*root.TrustedRoot, error) {
 const (
 	supplyRekor = "no Rekor public key was given to check the signature's transparency-log proof (its SET) offline: " +
 		"give a trusted root (--trusted-root FILE, made by cosign trusted-root create, with the log's key) or name the log's key in the policy (Kyverno rekor.pubkey)"
+	supplyBundleRekor = "the bundle carries a transparency-log entry, and no Rekor public key was given to check it offline: " +
+		"give a trusted root (--trusted-root FILE, made by cosign trusted-root create, with the log's key) or name the log's key in the policy (Kyverno rekor.pubkey, the policy-controller TrustRoot of ctlog.trustRootRef)"
 	supplyCA = "no Fulcio CA was given to check the keyless certificate against: give a trusted root (--trusted-root FILE, made by " +
 		"cosign trusted-root create, with the CA chain) or the roots in the policy (Kyverno keyless.roots, the policy-controller TrustRoot named by trustRootRef, with sigstoreKeys)"
 	supplyCT = "the policy requires the certificate's SCT, and no CT log key was given: give a trusted root with the CT log's key " +
@@ -41,15 +48,26 @@ const (
 // checked against the policy's Rekor key or the trusted root's. co is
 // the key's options, the log ignored.
 func (v CosignVerifier) verifyLog(ctx context.Context, ref name.Digest, co *cosign.CheckOpts, e KeyEntry) Verdict {
-	withLog := *co
-	withLog.IgnoreTlog = false
-	if missing, err := v.trust(&withLog, e); err != nil || missing != "" {
-		return materialVerdict(missing, err)
+	withLog, missing := v.logOpts(co, e)
+	if missing != nil {
+		return *missing
 	}
-	if _, _, err := cosign.VerifyImageSignatures(ctx, ref, &withLog); err != nil {
+	if _, _, err := cosign.VerifyImageSignatures(ctx, ref, withLog); err != nil {
 		return verdictOf(err)
 	}
 	return Verdict{Outcome: Verified}
+}
+
+// logOpts are co with the log proof required and the trust material
+// that checks it, or the verdict that the material is missing.
+func (v CosignVerifier) logOpts(co *cosign.CheckOpts, e KeyEntry) (*cosign.CheckOpts, *Verdict) {
+	withLog := *co
+	withLog.IgnoreTlog = false
+	if missing, err := v.trust(&withLog, e); err != nil || missing != "" {
+		m := materialVerdict(missing, err)
+		return nil, &m
+	}
+	return &withLog, nil
 }
 
 // verifyKeyless verifies ref's signatures by their certificates: chained
@@ -69,9 +87,24 @@ func (v CosignVerifier) verifyKeyless(ctx context.Context, ref name.Digest, sigs
 		return materialVerdict(missing, err)
 	}
 	if _, _, err := cosign.VerifyImageSignatures(ctx, ref, co); err != nil {
+		if e.TlogSearch && !v.anySET(ref, co) {
+			return Verdict{Outcome: Unverifiable, Reason: searchText("signature", e) + " (offline, cosign says: " + err.Error() + ")"}
+		}
 		return verdictOf(err)
 	}
 	return Verdict{Outcome: Verified}
+}
+
+// anySET reports whether one of ref's legacy signatures carries a SET;
+// false too when they cannot be read again (cosign's error then says
+// why).
+func (v CosignVerifier) anySET(ref name.Digest, co *cosign.CheckOpts) bool {
+	sigs, err := ociremote.Signatures(ref, co.RegistryClientOpts...)
+	if err != nil {
+		return false
+	}
+	list, err := sigs.Get()
+	return err == nil && carriesSET(list)
 }
 
 // materialVerdict: trust material missing or unreadable is unverifiable.
@@ -203,4 +236,57 @@ func (v CosignVerifier) fulcioRoots(co *cosign.CheckOpts, rootsPEM string, split
 	}
 	co.RootCerts, co.IntermediateCerts = roots, inter
 	return true, nil
+}
+
+// bundleLogMaterial is the trusted material a bundle's log entry is
+// checked against, as sigstore-go takes it: the policy's Rekor keys (a
+// transparency log each, named by its log ID, the SHA-256 of its DER
+// key, valid from the epoch as cosign trusted-root create makes one
+// with no start-time), else the trusted root given; nil when neither
+// holds a Rekor key.
+func (v CosignVerifier) bundleLogMaterial(e KeyEntry) (root.TrustedMaterial, error) {
+	if strings.TrimSpace(e.RekorPEM) == "" {
+		if v.TrustedRoot == nil || len(v.TrustedRoot.RekorLogs()) == 0 {
+			return nil, nil
+		}
+		return v.TrustedRoot, nil
+	}
+	logs := map[string]*root.TransparencyLog{}
+	for rest := []byte(e.RekorPEM); ; {
+		var b *pem.Block
+		if b, rest = pem.Decode(rest); b == nil {
+			break
+		}
+		l, err := transparencyLog(b)
+		if err != nil {
+			return nil, fmt.Errorf("the policy's rekor.pubkey at %s: %w", e.Path, err)
+		}
+		logs[hex.EncodeToString(l.ID)] = l
+	}
+	if len(logs) == 0 {
+		return nil, fmt.Errorf("the policy's rekor.pubkey at %s holds no PEM key", e.Path)
+	}
+	return root.NewTrustedRoot(root.TrustedRootMediaType01, nil, nil, nil, logs)
+}
+
+// transparencyLog is a Rekor log of one PEM public key.
+func transparencyLog(b *pem.Block) (*root.TransparencyLog, error) {
+	pub, err := cryptoutils.UnmarshalPEMToPublicKey(pem.EncodeToMemory(b))
+	if err != nil {
+		return nil, fmt.Errorf("does not parse: %w", err)
+	}
+	id, err := cosign.GetTransparencyLogID(pub)
+	if err != nil {
+		return nil, fmt.Errorf("its log ID: %w", err)
+	}
+	idBytes, err := hex.DecodeString(id)
+	if err != nil {
+		return nil, fmt.Errorf("its log ID: %w", err)
+	}
+	alg, err := signature.GetDefaultAlgorithmDetails(pub)
+	if err != nil {
+		return nil, fmt.Errorf("its algorithm: %w", err)
+	}
+	return &root.TransparencyLog{ID: idBytes, ValidityPeriodStart: time.Unix(0, 0), HashFunc: crypto.SHA256,
+		PublicKey: pub, SignatureHashFunc: alg.GetHashType()}, nil
 }
