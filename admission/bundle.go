@@ -150,9 +150,9 @@ func bundlePredicate(b *sgbundle.Bundle) (string, error) {
 // verify --new-bundle-format --trusted-root checks it (VerifyNewBundle,
 // the log required: sigstore-go's WithTransparencyLog(1), the entry's
 // inclusion promise and inclusion proof against the trusted logs' keys,
-// its body against the bundle's signature and key), with the policy's
-// Rekor key (bundleLogMaterial) or --trusted-root's: a refusal is
-// sigstore-go's own text; with neither given, unverifiable.
+// its body against the bundle's signature and key), with --trusted-root
+// (bundleLogMaterial): a refusal is sigstore-go's own text; with no
+// trusted root given, unverifiable.
 func (v CosignVerifier) bundleTlog(ctx context.Context, co *cosign.CheckOpts, policy verify.ArtifactPolicyOption, b *sgbundle.Bundle, e KeyEntry) Verdict {
 	entries, err := b.TlogEntries()
 	if err != nil {
@@ -161,12 +161,9 @@ func (v CosignVerifier) bundleTlog(ctx context.Context, co *cosign.CheckOpts, po
 	if len(entries) == 0 {
 		return Verdict{Outcome: Refused, Reason: fmt.Sprintf("the bundle verifies with the key at %s, but carries no transparency-log entry, which the policy requires (signed with --tlog-upload=false); set rekor.ignoreTlog: true (policy-controller: no ctlog) if the log is not used, or sign again with the log", e.Path)}
 	}
-	tm, err := v.bundleLogMaterial(e)
-	if err != nil {
-		return Verdict{Outcome: Unverifiable, Reason: err.Error()}
-	}
+	tm, missing := v.bundleLogMaterial(e)
 	if tm == nil {
-		return Verdict{Outcome: Unverifiable, Reason: supplyBundleRekor}
+		return Verdict{Outcome: Unverifiable, Reason: missing}
 	}
 	withLog := *co
 	withLog.IgnoreTlog, withLog.TrustedMaterial = false, tm

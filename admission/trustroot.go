@@ -3,20 +3,16 @@ package admission
 import (
 	"bytes"
 	"context"
-	"crypto"
 	"crypto/x509"
-	"encoding/hex"
 	"encoding/pem"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/sigstore/cosign/v3/pkg/cosign"
 	ociremote "github.com/sigstore/cosign/v3/pkg/oci/remote"
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
-	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/sigstore/sigstore/pkg/tuf"
 )
 
@@ -37,7 +33,7 @@ const (
 	supplyRekor = "no Rekor public key was given to check the signature's transparency-log proof (its SET) offline: " +
 		"give a trusted root (--trusted-root FILE, made by cosign trusted-root create, with the log's key) or name the log's key in the policy (Kyverno rekor.pubkey)"
 	supplyBundleRekor = "the bundle carries a transparency-log entry, and no Rekor public key was given to check it offline: " +
-		"give a trusted root (--trusted-root FILE, made by cosign trusted-root create, with the log's key) or name the log's key in the policy (Kyverno rekor.pubkey, the policy-controller TrustRoot of ctlog.trustRootRef)"
+		"give the trusted root the engine verifies bundles with (--trusted-root FILE: Sigstore's, or one made by cosign trusted-root create with your log's key)"
 	supplyCA = "no Fulcio CA was given to check the keyless certificate against: give a trusted root (--trusted-root FILE, made by " +
 		"cosign trusted-root create, with the CA chain) or the roots in the policy (Kyverno keyless.roots, the policy-controller TrustRoot named by trustRootRef, with sigstoreKeys)"
 	supplyCT = "the policy requires the certificate's SCT, and no CT log key was given: give a trusted root with the CT log's key " +
@@ -239,54 +235,20 @@ func (v CosignVerifier) fulcioRoots(co *cosign.CheckOpts, rootsPEM string, split
 }
 
 // bundleLogMaterial is the trusted material a bundle's log entry is
-// checked against, as sigstore-go takes it: the policy's Rekor keys (a
-// transparency log each, named by its log ID, the SHA-256 of its DER
-// key, valid from the epoch as cosign trusted-root create makes one
-// with no start-time), else the trusted root given; nil when neither
-// holds a Rekor key.
-func (v CosignVerifier) bundleLogMaterial(e KeyEntry) (root.TrustedMaterial, error) {
-	if strings.TrimSpace(e.RekorPEM) == "" {
-		if v.TrustedRoot == nil || len(v.TrustedRoot.RekorLogs()) == 0 {
-			return nil, nil
-		}
-		return v.TrustedRoot, nil
+// checked against: the trusted root given (--trusted-root), standing for
+// the engine's. Kyverno checks a bundle with the TUF trusted root it is
+// configured with, never the policy's rekor.pubkey (kyverno/kyverno
+// pkg/image/verifiers/cpol/cosign/sigstore.go, getTrustedMaterial: the
+// key's material and sigstoretuf.TrustedRoot), as cosign verify
+// --new-bundle-format takes only a trusted root ("trusted root is
+// required when using new bundle format"). nil, and what to supply, when
+// it holds no Rekor log.
+func (v CosignVerifier) bundleLogMaterial(e KeyEntry) (root.TrustedMaterial, string) {
+	if v.TrustedRoot != nil && len(v.TrustedRoot.RekorLogs()) > 0 {
+		return v.TrustedRoot, ""
 	}
-	logs := map[string]*root.TransparencyLog{}
-	for rest := []byte(e.RekorPEM); ; {
-		var b *pem.Block
-		if b, rest = pem.Decode(rest); b == nil {
-			break
-		}
-		l, err := transparencyLog(b)
-		if err != nil {
-			return nil, fmt.Errorf("the policy's rekor.pubkey at %s: %w", e.Path, err)
-		}
-		logs[hex.EncodeToString(l.ID)] = l
+	if strings.TrimSpace(e.RekorPEM) != "" {
+		return nil, supplyBundleRekor + "; the policy's rekor.pubkey is not what Kyverno checks a bundle's entry with (it takes its TUF trusted root): give that trusted root as --trusted-root"
 	}
-	if len(logs) == 0 {
-		return nil, fmt.Errorf("the policy's rekor.pubkey at %s holds no PEM key", e.Path)
-	}
-	return root.NewTrustedRoot(root.TrustedRootMediaType01, nil, nil, nil, logs)
-}
-
-// transparencyLog is a Rekor log of one PEM public key.
-func transparencyLog(b *pem.Block) (*root.TransparencyLog, error) {
-	pub, err := cryptoutils.UnmarshalPEMToPublicKey(pem.EncodeToMemory(b))
-	if err != nil {
-		return nil, fmt.Errorf("does not parse: %w", err)
-	}
-	id, err := cosign.GetTransparencyLogID(pub)
-	if err != nil {
-		return nil, fmt.Errorf("its log ID: %w", err)
-	}
-	idBytes, err := hex.DecodeString(id)
-	if err != nil {
-		return nil, fmt.Errorf("its log ID: %w", err)
-	}
-	alg, err := signature.GetDefaultAlgorithmDetails(pub)
-	if err != nil {
-		return nil, fmt.Errorf("its algorithm: %w", err)
-	}
-	return &root.TransparencyLog{ID: idBytes, ValidityPeriodStart: time.Unix(0, 0), HashFunc: crypto.SHA256,
-		PublicKey: pub, SignatureHashFunc: alg.GetHashType()}, nil
+	return nil, supplyBundleRekor
 }
