@@ -95,7 +95,11 @@ func (v CosignVerifier) verifyKeyless(ctx context.Context, ref name.Digest, sigs
 // false too when they cannot be read again (cosign's error then says
 // why).
 func (v CosignVerifier) anySET(ref name.Digest, co *cosign.CheckOpts) bool {
-	sigs, err := ociremote.Signatures(ref, co.RegistryClientOpts...)
+	img, err := ociremote.SignedImage(ref, co.RegistryClientOpts...)
+	if err != nil {
+		return false
+	}
+	sigs, err := img.Signatures()
 	if err != nil {
 		return false
 	}
