@@ -87,7 +87,7 @@ func (v CosignVerifier) VerifyAttestation(ctx context.Context, ref name.Digest, 
 		if !e.Tlog {
 			return Verdict{Outcome: Verified}
 		}
-		return attestationTlog(att, e)
+		return v.attestationTlog(ctx, ref, co, att, e, predicateType)
 	}
 	// cosign verify-attestation's own words for this.
 	return Verdict{Outcome: Refused, Reason: fmt.Sprintf("none of the attestations matched the predicate type: %s, found: %s", predicateType, strings.Join(seen, ","))}
@@ -104,13 +104,32 @@ func verdictOfAttestation(err error) Verdict {
 }
 
 // attestationTlog is a legacy attestation's log proof where the engine
-// requires one, judged as VerifyLegacy judges a signature's: none carried
-// is a refusal; one carried is not checked offline yet.
-func attestationTlog(att oci.Signature, e KeyEntry) Verdict {
-	if b, err := att.Bundle(); err == nil && b != nil {
-		return Verdict{Outcome: Unverifiable, Reason: "the attestation carries a transparency-log proof (dev.sigstore.cosign/bundle), which regcheck does not check offline yet: the key verifies, the log proof is not checked"}
+// requires one, judged as VerifyLegacy judges a signature's: its SET
+// (dev.sigstore.cosign/bundle) checked against the policy's Rekor key or
+// the trusted root's, cosign.VerifyImageAttestations run again with the
+// log required, and one of predicateType among those that pass; none
+// carried is a refusal, or unknown where the engine searches Rekor.
+func (v CosignVerifier) attestationTlog(ctx context.Context, ref name.Digest, co *cosign.CheckOpts, att oci.Signature, e KeyEntry, predicateType string) Verdict {
+	if !carriesSET([]oci.Signature{att}) {
+		if e.TlogSearch {
+			return Verdict{Outcome: Unverifiable, Reason: searchText("attestation", e)}
+		}
+		return Verdict{Outcome: Refused, Reason: fmt.Sprintf("the attestation verifies with the key at %s, but carries no transparency-log proof, which the policy requires (attested with --tlog-upload=false); set rekor.ignoreTlog: true if the log is not used, or attest again with the log", e.Path)}
 	}
-	return Verdict{Outcome: Refused, Reason: fmt.Sprintf("the attestation verifies with the key at %s, but carries no transparency-log proof, which the policy requires (attested with --tlog-upload=false); set rekor.ignoreTlog: true if the log is not used, or attest again with the log", e.Path)}
+	withLog, missing := v.logOpts(co, e)
+	if missing != nil {
+		return *missing
+	}
+	found, _, err := cosign.VerifyImageAttestations(ctx, ref, withLog, nameOptions(ref)...)
+	if err != nil {
+		return verdictOfAttestation(err)
+	}
+	for _, a := range found {
+		if pt, err := attestationPredicate(a); err == nil && pt == predicateType {
+			return Verdict{Outcome: Verified}
+		}
+	}
+	return Verdict{Outcome: Refused, Reason: fmt.Sprintf("no attestation of predicate type %s passes with its transparency-log proof checked", predicateType)}
 }
 
 // attestationPredicate is the predicate type of a legacy attestation's

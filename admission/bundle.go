@@ -103,7 +103,13 @@ func (v CosignVerifier) verifyBundles(ctx context.Context, ref name.Digest, sigs
 		if !e.Tlog {
 			return Verdict{Outcome: Verified}
 		}
-		return v.bundleTlog(ctx, b, e)
+		// As cosign, any one bundle that passes with its log proof.
+		switch r := v.bundleTlog(ctx, co, policy, b, e); r.Outcome {
+		case Refused:
+			errs = append(errs, errors.New(r.Reason))
+		default:
+			return r
+		}
 	}
 	if len(errs) == 0 {
 		return Verdict{Outcome: Refused, Reason: fmt.Sprintf("no %s bundle of the digest is there (bundles of predicate types %v are)", what, seen)}
@@ -175,12 +181,14 @@ func bundlePredicate(b *sgbundle.Bundle) (string, error) {
 
 // bundleTlog decides the transparency-log proof of a bundle that verified
 // with the key, where the engine requires one: none carried is a refusal
-// (signed with --tlog-upload=false); one carried cannot be checked
-// offline without a Rekor key or trust root: unverifiable.
-//
-// This is the one place a bundle's log proof is judged: the Rekor key /
-// --trusted-root check of the legacy SETs (verify.go) is to fill it.
-func (v CosignVerifier) bundleTlog(_ context.Context, b *sgbundle.Bundle, e KeyEntry) Verdict {
+// (signed with --tlog-upload=false); one carried is checked as cosign
+// verify --new-bundle-format --trusted-root checks it (VerifyNewBundle,
+// the log required: sigstore-go's WithTransparencyLog(1), the entry's
+// inclusion promise and inclusion proof against the trusted logs' keys,
+// its body against the bundle's signature and key), with --trusted-root
+// (bundleLogMaterial): a refusal is sigstore-go's own text; with no
+// trusted root given, unverifiable.
+func (v CosignVerifier) bundleTlog(ctx context.Context, co *cosign.CheckOpts, policy verify.ArtifactPolicyOption, b *sgbundle.Bundle, e KeyEntry) Verdict {
 	entries, err := b.TlogEntries()
 	if err != nil {
 		return Verdict{Outcome: Unverifiable, Reason: "reading the bundle's transparency-log entries: " + err.Error()}
@@ -188,7 +196,16 @@ func (v CosignVerifier) bundleTlog(_ context.Context, b *sgbundle.Bundle, e KeyE
 	if len(entries) == 0 {
 		return Verdict{Outcome: Refused, Reason: fmt.Sprintf("the bundle verifies with the key at %s, but carries no transparency-log entry, which the policy requires (signed with --tlog-upload=false); set rekor.ignoreTlog: true (policy-controller: no ctlog) if the log is not used, or sign again with the log", e.Path)}
 	}
-	return Verdict{Outcome: Unverifiable, Reason: "the bundle carries a transparency-log entry, which regcheck does not check offline yet: the key verifies, the log proof is not checked"}
+	tm, missing := v.bundleLogMaterial(e)
+	if tm == nil {
+		return Verdict{Outcome: Unverifiable, Reason: missing}
+	}
+	withLog := *co
+	withLog.IgnoreTlog, withLog.TrustedMaterial = false, tm
+	if _, err := cosign.VerifyNewBundle(ctx, &withLog, policy, b); err != nil {
+		return Verdict{Outcome: Refused, Reason: "the bundle verifies with the key, and its transparency-log entry does not: " + err.Error()}
+	}
+	return Verdict{Outcome: Verified}
 }
 
 // nameOptions are the name options a reference to ref's repository

@@ -62,11 +62,13 @@ func kyvernoKeyless(kl map[string]any, path string) KeyEntry {
 // insecureIgnoreSCT). The log proof is required when the authority names
 // a ctlog, or names no TrustRoot (Sigstore's Rekor keys are then taken:
 // rekorClientAndKeysFromAuthority); with a TrustRoot and no ctlog there
-// is no Rekor key, and the log is ignored.
+// is no Rekor key, and the log is ignored. With a ctlog there is a Rekor
+// client, and a signature with no SET is searched for online
+// (TlogSearch); without one, only Sigstore's keys, checked offline.
 func authorityKeyless(kl map[string]any, ctlog bool) KeyEntry {
 	ignoreSCT, _, _ := unstructured.NestedBool(kl, "insecureIgnoreSCT")
 	ref, _, _ := unstructured.NestedString(kl, "trustRootRef")
-	e := KeyEntry{Path: "keyless", Tlog: ctlog || ref == "", trustRoot: ref, Keyless: &Keyless{IgnoreSCT: ignoreSCT}}
+	e := KeyEntry{Path: "keyless", Tlog: ctlog || ref == "", TlogSearch: ctlog, trustRoot: ref, Keyless: &Keyless{IgnoreSCT: ignoreSCT}}
 	ids, _, _ := unstructured.NestedSlice(kl, "identities")
 	for _, raw := range ids {
 		m, _ := raw.(map[string]any)
@@ -84,7 +86,7 @@ func authorityKeyless(kl map[string]any, ctlog bool) KeyEntry {
 // another's: the log's key and the keyless identities and roots.
 func (e KeyEntry) id() string {
 	var b strings.Builder
-	b.WriteString(e.RekorPEM)
+	fmt.Fprintf(&b, "%s|%v", e.RekorPEM, e.TlogSearch)
 	if len(e.Annotations) > 0 {
 		fmt.Fprintf(&b, "|annotations %v %s", e.annotationsInLayer, annotationsText(e.Annotations))
 	}

@@ -77,10 +77,11 @@ func TestAuthorityKeyless(t *testing.T) {
 		name, authority     string
 		tlog, ignoreSCT     bool
 		trustRoot, logTrust string
+		search              bool // a Rekor client: no SET is searched for online
 	}{
-		{"a TrustRoot and a ctlog", "keyless:\n  trustRootRef: mine\n  insecureIgnoreSCT: true" + ids + "\nctlog: {url: https://r, trustRootRef: logs}", true, true, "mine", "logs"},
-		{"a TrustRoot, no ctlog: the log ignored", "keyless:\n  trustRootRef: mine" + ids, false, false, "mine", ""},
-		{"no TrustRoot: Sigstore's log required", "keyless:" + ids, true, false, "", ""},
+		{"a TrustRoot and a ctlog", "keyless:\n  trustRootRef: mine\n  insecureIgnoreSCT: true" + ids + "\nctlog: {url: https://r, trustRootRef: logs}", true, true, "mine", "logs", true},
+		{"a TrustRoot, no ctlog: the log ignored", "keyless:\n  trustRootRef: mine" + ids, false, false, "mine", "", false},
+		{"no TrustRoot: Sigstore's log required, offline", "keyless:" + ids, true, false, "", "", false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var a map[string]any
@@ -94,8 +95,38 @@ func TestAuthorityKeyless(t *testing.T) {
 			e := sets[0].Entries[0]
 			want := []cosign.Identity{{Issuer: "https://i", Subject: "a@b.c"}, {IssuerRegExp: "https://.*", SubjectRegExp: ".*"}}
 			if e.Keyless == nil || e.Tlog != tt.tlog || e.Keyless.IgnoreSCT != tt.ignoreSCT || e.Unverifiable != "" || len(e.Keyless.Identities) != 2 ||
-				e.Keyless.Identities[0] != want[0] || e.Keyless.Identities[1] != want[1] || e.trustRoot != tt.trustRoot || e.logTrustRoot != tt.logTrust {
+				e.Keyless.Identities[0] != want[0] || e.Keyless.Identities[1] != want[1] || e.trustRoot != tt.trustRoot || e.logTrustRoot != tt.logTrust || e.TlogSearch != tt.search {
 				t.Errorf("entry %+v keyless %+v", e, e.Keyless)
+			}
+		})
+	}
+}
+
+// TestAuthorityKeyLog: a ClusterImagePolicy key authority requires the
+// log only with a ctlog (url), and then has cosign search Rekor for an
+// entry no SET carries (TlogSearch); the same for a Secret key.
+func TestAuthorityKeyLog(t *testing.T) {
+	data := "key: {data: \"" + strings.ReplaceAll(testPEM("key A"), "\n", "\\n") + "\"}"
+	for _, tt := range []struct {
+		name, authority string
+		tlog            bool
+	}{
+		{"key.data, no ctlog", data, false},
+		{"key.data, ctlog", data + "\nctlog: {url: https://rekor.example.com}", true},
+		{"key.secretRef, ctlog", "key: {secretRef: {name: k}}\nctlog: {url: https://rekor.example.com}", true},
+		{"key.secretRef, no ctlog", "key: {secretRef: {name: k}}", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var a map[string]any
+			if err := yaml.Unmarshal([]byte(tt.authority), &a); err != nil {
+				t.Fatal(err)
+			}
+			sets := authorityAttestors(a)
+			if len(sets) != 1 || len(sets[0].Entries) != 1 {
+				t.Fatalf("sets %+v", sets)
+			}
+			if e := sets[0].Entries[0]; e.Tlog != tt.tlog || e.TlogSearch != tt.tlog {
+				t.Errorf("Tlog %v TlogSearch %v, want both %v", e.Tlog, e.TlogSearch, tt.tlog)
 			}
 		})
 	}

@@ -18,6 +18,11 @@ type KeyEntry struct {
 	PEM string
 	// Tlog: the engine requires a transparency-log proof for this entry.
 	Tlog bool
+	// TlogSearch: where a legacy signature carries no proof (no SET),
+	// the engine searches Rekor for its entry online (policy-controller
+	// with a ctlog: a Rekor client, not Offline), which regcheck cannot
+	// decide offline; false: none carried is a refusal.
+	TlogSearch bool
 	// Unverifiable says why the entry cannot be checked offline.
 	Unverifiable string
 	// Path is where the entry is in the policy, for the findings.
@@ -217,7 +222,10 @@ func truncate(s string, n int) string {
 // otherwise it ignores the log (sigstore/policy-controller
 // pkg/webhook/validator.go, ValidatePolicySignaturesForAuthority: a
 // Rekor client only when authority.CTLog != nil && authority.CTLog.URL
-// != nil).
+// != nil). With that client and no SET carried, cosign searches Rekor
+// for the signature's entry (its Offline is set only when there is no
+// client: "If there's keys however, use offline for verification"):
+// TlogSearch.
 func authorityAttestors(a map[string]any) []AttestorSet {
 	url, _, _ := unstructured.NestedString(a, "ctlog", "url")
 	ctlog := url != ""
@@ -229,14 +237,16 @@ func authorityAttestors(a map[string]any) []AttestorSet {
 			// KeyRef.UnmarshalJSON: cryptoutils.UnmarshalPEMToPublicKey,
 			// one key): a second key in the data admits nothing.
 			e := pemEntries(data, ctlog, "key.data", "a KMS or Secret key")[0]
-			e.logTrustRoot = logRoot
+			e.logTrustRoot, e.TlogSearch = logRoot, ctlog
 			return []AttestorSet{{Entries: []KeyEntry{e}}}
 		}
 		if name, _, _ := unstructured.NestedString(key, "secretRef", "name"); name != "" {
 			// Read in policy-controller's own namespace, whatever
 			// secretRef.namespace says (inlineAndTrackSecret).
 			sk := SecretKey{Name: name, Inline: "key.data"}
-			return []AttestorSet{{Entries: []KeyEntry{secretEntry(sk, ctlog, "key.secretRef")}}}
+			e := secretEntry(sk, ctlog, "key.secretRef")
+			e.TlogSearch = ctlog
+			return []AttestorSet{{Entries: []KeyEntry{e}}}
 		}
 		what := "a Secret key (key.secretRef) without a name"
 		if _, kms := key["kms"]; kms {

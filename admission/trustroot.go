@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/sigstore/cosign/v3/pkg/cosign"
+	ociremote "github.com/sigstore/cosign/v3/pkg/oci/remote"
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/tuf"
@@ -31,6 +32,8 @@ func LoadTrustedRoot(path string) (*root.TrustedRoot, error) {
 const (
 	supplyRekor = "no Rekor public key was given to check the signature's transparency-log proof (its SET) offline: " +
 		"give a trusted root (--trusted-root FILE, made by cosign trusted-root create, with the log's key) or name the log's key in the policy (Kyverno rekor.pubkey)"
+	supplyBundleRekor = "the bundle carries a transparency-log entry, and no Rekor public key was given to check it offline: " +
+		"give the trusted root the engine verifies bundles with (--trusted-root FILE: Sigstore's, or one made by cosign trusted-root create with your log's key)"
 	supplyCA = "no Fulcio CA was given to check the keyless certificate against: give a trusted root (--trusted-root FILE, made by " +
 		"cosign trusted-root create, with the CA chain) or the roots in the policy (Kyverno keyless.roots, the policy-controller TrustRoot named by trustRootRef, with sigstoreKeys)"
 	supplyCT = "the policy requires the certificate's SCT, and no CT log key was given: give a trusted root with the CT log's key " +
@@ -41,15 +44,26 @@ const (
 // checked against the policy's Rekor key or the trusted root's. co is
 // the key's options, the log ignored.
 func (v CosignVerifier) verifyLog(ctx context.Context, ref name.Digest, co *cosign.CheckOpts, e KeyEntry) Verdict {
-	withLog := *co
-	withLog.IgnoreTlog = false
-	if missing, err := v.trust(&withLog, e); err != nil || missing != "" {
-		return materialVerdict(missing, err)
+	withLog, missing := v.logOpts(co, e)
+	if missing != nil {
+		return *missing
 	}
-	if _, _, err := cosign.VerifyImageSignatures(ctx, ref, &withLog); err != nil {
+	if _, _, err := cosign.VerifyImageSignatures(ctx, ref, withLog); err != nil {
 		return annotationVerdict(verdictOf(err), e)
 	}
 	return Verdict{Outcome: Verified}
+}
+
+// logOpts are co with the log proof required and the trust material
+// that checks it, or the verdict that the material is missing.
+func (v CosignVerifier) logOpts(co *cosign.CheckOpts, e KeyEntry) (*cosign.CheckOpts, *Verdict) {
+	withLog := *co
+	withLog.IgnoreTlog = false
+	if missing, err := v.trust(&withLog, e); err != nil || missing != "" {
+		m := materialVerdict(missing, err)
+		return nil, &m
+	}
+	return &withLog, nil
 }
 
 // verifyKeyless verifies ref's signatures by their certificates: chained
@@ -71,9 +85,28 @@ func (v CosignVerifier) verifyKeyless(ctx context.Context, ref name.Digest, sigs
 	}
 	found, _, err := cosign.VerifyImageSignatures(ctx, ref, co)
 	if err != nil {
+		if e.TlogSearch && !v.anySET(ref, co) {
+			return Verdict{Outcome: Unverifiable, Reason: searchText("signature", e) + " (offline, cosign says: " + err.Error() + ")"}
+		}
 		return annotationVerdict(verdictOf(err), e)
 	}
 	return layerAnnotations(found, e)
+}
+
+// anySET reports whether one of ref's legacy signatures carries a SET;
+// false too when they cannot be read again (cosign's error then says
+// why).
+func (v CosignVerifier) anySET(ref name.Digest, co *cosign.CheckOpts) bool {
+	img, err := ociremote.SignedImage(ref, co.RegistryClientOpts...)
+	if err != nil {
+		return false
+	}
+	sigs, err := img.Signatures()
+	if err != nil {
+		return false
+	}
+	list, err := sigs.Get()
+	return err == nil && carriesSET(list)
 }
 
 // materialVerdict: trust material missing or unreadable is unverifiable.
@@ -205,4 +238,23 @@ func (v CosignVerifier) fulcioRoots(co *cosign.CheckOpts, rootsPEM string, split
 	}
 	co.RootCerts, co.IntermediateCerts = roots, inter
 	return true, nil
+}
+
+// bundleLogMaterial is the trusted material a bundle's log entry is
+// checked against: the trusted root given (--trusted-root), standing for
+// the engine's. Kyverno checks a bundle with the TUF trusted root it is
+// configured with, never the policy's rekor.pubkey (kyverno/kyverno
+// pkg/image/verifiers/cpol/cosign/sigstore.go, getTrustedMaterial: the
+// key's material and sigstoretuf.TrustedRoot), as cosign verify
+// --new-bundle-format takes only a trusted root ("trusted root is
+// required when using new bundle format"). nil, and what to supply, when
+// it holds no Rekor log.
+func (v CosignVerifier) bundleLogMaterial(e KeyEntry) (root.TrustedMaterial, string) {
+	if v.TrustedRoot != nil && len(v.TrustedRoot.RekorLogs()) > 0 {
+		return v.TrustedRoot, ""
+	}
+	if strings.TrimSpace(e.RekorPEM) != "" {
+		return nil, supplyBundleRekor + "; the policy's rekor.pubkey is not what Kyverno checks a bundle's entry with (it takes its TUF trusted root): give that trusted root as --trusted-root"
+	}
+	return nil, supplyBundleRekor
 }

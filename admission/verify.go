@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/sigstore/cosign/v3/pkg/cosign"
+	"github.com/sigstore/cosign/v3/pkg/oci"
 	ociremote "github.com/sigstore/cosign/v3/pkg/oci/remote"
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
@@ -92,12 +93,34 @@ func (v CosignVerifier) VerifyLegacy(ctx context.Context, ref name.Digest, sigs 
 	if !e.Tlog {
 		return Verdict{Outcome: Verified}
 	}
-	for _, s := range found {
-		if b, err := s.Bundle(); err == nil && b != nil {
-			return v.verifyLog(ctx, ref, co, e)
-		}
+	if carriesSET(found) {
+		return v.verifyLog(ctx, ref, co, e)
+	}
+	if e.TlogSearch {
+		return Verdict{Outcome: Unverifiable, Reason: searchText("signature", e)}
 	}
 	return Verdict{Outcome: Refused, Reason: "the signature verifies with the key, but carries no transparency-log proof, which the policy requires (signed with --tlog-upload=false); set keys.rekor.ignoreTlog: true if the log is not used, or sign again with the log"}
+}
+
+// carriesSET reports whether one of the signatures (or attestations)
+// carries its log proof: a Rekor SET (dev.sigstore.cosign/bundle).
+func carriesSET(found []oci.Signature) bool {
+	for _, s := range found {
+		if b, err := s.Bundle(); err == nil && b != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// searchText says, of a legacy signature or attestation that verifies
+// with the key and carries no SET, under an engine that then searches
+// Rekor for its entry online (policy-controller with a ctlog), that it
+// cannot be decided offline, and what to supply.
+func searchText(what string, e KeyEntry) string {
+	return fmt.Sprintf("the %s verifies with the key at %s and carries no transparency-log proof (no SET: signed with --tlog-upload=false, or the proof not attached); "+
+		"policy-controller, with the authority's ctlog, searches Rekor for its entry online, which is not decided offline: sign again with the log so that the SET is carried, "+
+		"or drop the authority's ctlog if the log is not used", what, e.Path)
 }
 
 // checkOpts are cosign's options for one key: the key as verifier, the

@@ -440,6 +440,11 @@ func TestVerifyTrustRoot(t *testing.T) {
 		{"policy-controller keyless, the TrustRoot object, forged SET", f.signLegacy(t, host, "tcipforged", sigSpec{key: leafKey, cert: leafCert, set: forgedSET, at: now}),
 			withTrustRoot(cip("tcipforged", "{issuer: "+testIssuer+", subject: "+testSigner+"}")), nil,
 			append(idFlags(testSigner), "--trusted-root", f.trustedRoot), types.Broken, types.SignatureRefused, false, nil},
+		// policy-controller, with a ctlog, searches Rekor for an entry no
+		// SET carries: not decided offline (cosign --offline refuses).
+		{"policy-controller keyless, ctlog, no SET", f.signLegacy(t, host, "tcipnoset", sigSpec{key: leafKey, cert: leafCert}),
+			cip("tcipnoset", "{issuer: "+testIssuer+", subject: "+testSigner+"}"), trusted,
+			append(idFlags(testSigner), "--trusted-root", f.trustedRoot), types.Unknown, types.SignatureUnverifiable, false, nil},
 		{"policy-controller keyless, TrustRoot not given", f.signLegacy(t, host, "tcipnoroot", sigSpec{key: leafKey, cert: leafCert, set: goodSET, at: now}),
 			cip("tcipnoroot", "{issuer: "+testIssuer+", subject: "+testSigner+"}"), nil,
 			idFlags(testSigner), types.Unknown, types.SignatureUnverifiable, false, nil},
@@ -464,6 +469,7 @@ func TestVerifyTrustRoot(t *testing.T) {
 		"keyless, no trust material":                                  {"no Fulcio CA was given", "TUF"},
 		"policy-controller keyless, the TrustRoot object, forged SET": {"unable to verify SET", "unable to verify SET"},
 		"policy-controller keyless, TrustRoot not given":              {"no Fulcio CA was given", "TUF"},
+		"policy-controller keyless, ctlog, no SET":                    {"searches Rekor for its entry online", "offline verification failed"},
 		"keyless, expired certificate, SET after it":                  {"certificate expired before observed time", "certificate expired before observed time"},
 	}
 	if wait := time.Until(shortTo.Add(time.Second)); wait > 0 {

@@ -21,3 +21,13 @@ func (c *Cosign) VerifyWithEnv(ctx context.Context, env []string, ref string, fl
 	env = append([]string{"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9"}, env...)
 	return c.verdict(c.runEnv(ctx, env, args...))
 }
+
+// VerifyAttestationWith runs cosign verify-attestation on ref, expecting
+// format f, with the verification flags given (--key, --type,
+// --trusted-root, --insecure-ignore-tlog, ...), offline as VerifyWith is.
+func (c *Cosign) VerifyAttestationWith(ctx context.Context, ref string, f Format, flags ...string) (bool, string, error) {
+	args := append([]string{"verify-attestation", "--offline=true"}, formatFlags(f)...)
+	args = append(append(append(args, flags...), registryFlags...), ref)
+	env := []string{"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9"}
+	return c.verdict(c.runEnv(ctx, env, args...))
+}
