@@ -169,6 +169,9 @@ func (v CosignVerifier) registryOpts(ctx context.Context, ref name.Digest, sigs 
 // verdictOf reads cosign's error: a verification failure is a refusal
 // (cosign's own text); anything else (a registry that failed, signatures
 // not found: absence is the finder's to prove) is unverifiable, a fault.
+// cosign folds a failed read of a signature's layer into
+// ErrNoMatchingSignatures: the Verify methods hold such a refusal to the
+// verification's transportFaults.
 func verdictOf(err error) Verdict {
 	var nomatch *cosign.ErrNoMatchingSignatures
 	var failure *cosign.VerificationFailure
