@@ -195,7 +195,15 @@ func signatureBundleLayer(t *testing.T, rp name.Repository, digest string) strin
 	}
 	im, _ := idx.IndexManifest()
 	for _, d := range im.Manifests {
-		if d.Annotations["dev.sigstore.bundle.predicateType"] == "https://sigstore.dev/cosign/sign/v1" {
+		img, err := remote.Image(rp.Digest(d.Digest.String()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := img.Manifest() // the referrers tag's index copies no annotations
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Annotations["dev.sigstore.bundle.predicateType"] == "https://sigstore.dev/cosign/sign/v1" {
 			return layerOf(t, rp.Digest(d.Digest.String()).String())
 		}
 	}
