@@ -50,8 +50,15 @@ var _ AttestationVerifier = CosignVerifier{}
 // e's key, as cosign verify-attestation --key --type does: in bundles
 // (--new-bundle-format) or in the .att tag (cosign.VerifyImageAttestations,
 // the in-toto subject checked against the digest), then the predicate
-// type of those that verified.
+// type of those that verified. A refusal reached while a registry
+// request failed is unverifiable, a fault (transportFaults.hide).
 func (v CosignVerifier) VerifyAttestation(ctx context.Context, ref name.Digest, sigs name.Repository, e KeyEntry, f Format, predicateType string) Verdict {
+	ctx, faults := withTransportFaults(ctx)
+	return faults.hide(v.verifyAttestation(ctx, ref, sigs, e, f, predicateType))
+}
+
+// verifyAttestation is VerifyAttestation's verification.
+func (v CosignVerifier) verifyAttestation(ctx context.Context, ref name.Digest, sigs name.Repository, e KeyEntry, f Format, predicateType string) Verdict {
 	if f == Bundle {
 		return v.verifyBundles(ctx, ref, sigs, e, func(p string) bool { return p == predicateType }, "attestation")
 	}
@@ -78,7 +85,9 @@ func (v CosignVerifier) VerifyAttestation(ctx context.Context, ref name.Digest, 
 	for _, att := range found {
 		pt, err := attestationPredicate(att)
 		if err != nil {
-			return Verdict{Outcome: Refused, Reason: err.Error()}
+			// Not read, or not a statement: whether it is the one of
+			// predicateType is not known, which is no refusal.
+			return Verdict{Outcome: Unverifiable, Fault: true, Cause: err, Reason: err.Error()}
 		}
 		if pt != predicateType {
 			seen = append(seen, pt)
@@ -133,27 +142,35 @@ func (v CosignVerifier) attestationTlog(ctx context.Context, ref name.Digest, co
 }
 
 // attestationPredicate is the predicate type of a legacy attestation's
-// in-toto statement (a DSSE envelope whose payload is base64).
+// in-toto statement (a DSSE envelope whose payload is base64), read as
+// cosign verify-attestation and policy-controller read it (cosign
+// pkg/policy/attestation.go AttestationToPayloadJSON;
+// sigstore/policy-controller pkg/webhook/validator.go,
+// ValidatePolicyAttestationsForAuthority): from the signed statement, not
+// the layer's predicateType annotation, which is not signed. att is
+// cosign's static copy of what it verified (static.Copy), so its payload
+// is in memory: no second GET. A failed read is a types.ErrRegistry, a
+// payload that does not parse a types.ErrBadResponse.
 func attestationPredicate(att oci.Signature) (string, error) {
 	raw, err := att.Payload()
 	if err != nil {
-		return "", fmt.Errorf("reading the attestation: %w", err)
+		return "", fmt.Errorf("%w: reading the attestation: %w", types.ErrRegistry, err)
 	}
 	var env struct {
 		Payload string `json:"payload"`
 	}
 	if err := json.Unmarshal(raw, &env); err != nil {
-		return "", fmt.Errorf("the attestation is not a DSSE envelope: %w", err)
+		return "", fmt.Errorf("%w: the attestation is not a DSSE envelope: %w", types.ErrBadResponse, err)
 	}
 	body, err := base64.StdEncoding.DecodeString(env.Payload)
 	if err != nil {
-		return "", fmt.Errorf("the attestation's DSSE payload is not base64: %w", err)
+		return "", fmt.Errorf("%w: the attestation's DSSE payload is not base64: %w", types.ErrBadResponse, err)
 	}
 	var st struct {
 		PredicateType string `json:"predicateType"`
 	}
 	if err := json.Unmarshal(body, &st); err != nil {
-		return "", fmt.Errorf("the attestation's payload is not an in-toto statement: %w", err)
+		return "", fmt.Errorf("%w: the attestation's payload is not an in-toto statement: %w", types.ErrBadResponse, err)
 	}
 	return st.PredicateType, nil
 }

@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"cmp"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -17,6 +18,7 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/verify"
 
 	"github.com/regcheck/regcheck/artifacts"
+	"github.com/regcheck/regcheck/types"
 )
 
 // cosignSignPredicate is the in-toto predicate type of the statement
@@ -41,17 +43,21 @@ var _ BundleVerifier = CosignVerifier{}
 // ignored first (the key decides), then, where the engine requires a log
 // proof, holding the bundle that verified to bundleTlog. Bundles that
 // carry an attestation rather than a signature are not signatures here,
-// as the artifacts finder reads them.
+// as the artifacts finder reads them. A refusal reached while a registry
+// request failed is unverifiable, a fault (transportFaults.hide).
 func (v CosignVerifier) VerifyBundle(ctx context.Context, ref name.Digest, sigs name.Repository, e KeyEntry) Verdict {
-	return v.verifyBundles(ctx, ref, sigs, e, func(predicate string) bool {
+	ctx, faults := withTransportFaults(ctx)
+	return faults.hide(v.verifyBundles(ctx, ref, sigs, e, func(predicate string) bool {
 		return predicate == "" || predicate == cosignSignPredicate
-	}, "signature")
+	}, "signature"))
 }
 
 // verifyBundles verifies the bundles of ref whose in-toto predicate type
 // wants accepts ("" for a message signature), with e's key: Verified
 // when one verifies (and its log proof passes where the engine requires
-// one), Refused with cosign's text when every one is refused.
+// one), Refused with cosign's text when every one is refused; Unverifiable
+// when a bundle's statement does not parse, or none wanted was read (the
+// finder saw one: GetBundles passes over a referrer it cannot read).
 func (v CosignVerifier) verifyBundles(ctx context.Context, ref name.Digest, sigs name.Repository, e KeyEntry, wants func(string) bool, what string) Verdict {
 	if e.Unverifiable != "" {
 		return Verdict{Outcome: Unverifiable, Reason: e.Unverifiable}
@@ -83,10 +89,11 @@ func (v CosignVerifier) verifyBundles(ctx context.Context, ref name.Digest, sigs
 	policy := verify.WithArtifactDigest(h.Algorithm, digest)
 	var errs []error
 	var seen []string
+	var garbled error
 	for _, b := range bundles {
 		pt, err := bundlePredicate(b)
 		if err != nil {
-			errs = append(errs, err)
+			garbled = cmp.Or(garbled, err)
 			continue
 		}
 		if !wants(pt) {
@@ -111,10 +118,26 @@ func (v CosignVerifier) verifyBundles(ctx context.Context, ref name.Digest, sigs
 			return r
 		}
 	}
-	if len(errs) == 0 {
-		return Verdict{Outcome: Refused, Reason: fmt.Sprintf("no %s bundle of the digest is there (bundles of predicate types %v are)", what, seen)}
+	switch {
+	case garbled != nil:
+		return Verdict{Outcome: Unverifiable, Fault: true, Cause: garbled, Reason: garbled.Error()}
+	case len(errs) == 0:
+		return unreadBundle(ctx, what, seen)
 	}
 	return Verdict{Outcome: Refused, Reason: "no matching bundles: " + errors.Join(errs...).Error()}
+}
+
+// unreadBundle is the verdict when no bundle of what was read: the
+// artifacts finder saw one (presence is its to prove), so it was passed
+// over or read as another kind. Unverifiable: a fault when a request
+// failed.
+func unreadBundle(ctx context.Context, what string, seen []string) Verdict {
+	v := Verdict{Outcome: Unverifiable, Reason: fmt.Sprintf("no %s bundle of the digest was read (bundles of predicate types %v were): the one the artifacts finder saw was passed over by cosign (GetBundles skips a referrer it cannot read) or read as another kind", what, seen)}
+	if cause := transportFaultsOf(ctx).err(); cause != nil {
+		v.Fault, v.Cause = true, cause
+		v.Reason += fmt.Sprintf(": %v", cause)
+	}
+	return v
 }
 
 // verifyOneBundle is cosign's check of one bundle
@@ -164,7 +187,8 @@ func bundleLayerAnnotations(b *sgbundle.Bundle, e KeyEntry) Verdict {
 }
 
 // bundlePredicate is the in-toto predicate type of a bundle's DSSE
-// statement, "" for a message signature.
+// statement, "" for a message signature; a statement that does not parse
+// is a types.ErrBadResponse.
 func bundlePredicate(b *sgbundle.Bundle) (string, error) {
 	env, ok := b.Content.(*protobundle.Bundle_DsseEnvelope)
 	if !ok || env.DsseEnvelope == nil {
@@ -174,7 +198,7 @@ func bundlePredicate(b *sgbundle.Bundle) (string, error) {
 		PredicateType string `json:"predicateType"`
 	}
 	if err := json.Unmarshal(env.DsseEnvelope.GetPayload(), &st); err != nil {
-		return "", fmt.Errorf("the bundle's DSSE payload is not an in-toto statement: %w", err)
+		return "", fmt.Errorf("%w: the bundle's DSSE payload is not an in-toto statement: %w", types.ErrBadResponse, err)
 	}
 	return st.PredicateType, nil
 }

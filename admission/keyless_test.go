@@ -165,8 +165,12 @@ spec:
 	if got := ps.withTrustRoot(keyless("tuf", "")); !strings.Contains(got.Unverifiable, "TUF repository") {
 		t.Errorf("a TUF repository TrustRoot: %+v", got)
 	}
-	if got := ps.withTrustRoot(keyless("absent", "")); got.Unverifiable != "" || got.Keyless.RootsPEM != "" {
-		t.Errorf("a TrustRoot not read: %+v", got)
+	// A TrustRoot named and not read: policy-controller cannot build the
+	// authority, and --trusted-root does not stand in for it.
+	for _, e := range []KeyEntry{keyless("absent", ""), keyless("mine", "absent"), {Tlog: true, PEM: "k", logTrustRoot: "absent"}} {
+		if got := ps.withTrustRoot(e); !strings.Contains(got.Unverifiable, "TrustRoot absent") || got.RekorPEM != "" {
+			t.Errorf("a TrustRoot not read: %+v", got)
+		}
 	}
 }
 

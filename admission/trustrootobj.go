@@ -85,7 +85,7 @@ func (ps *Policies) readTrustRoots(ctx context.Context, dyn dynamic.Interface, d
 	case apierrors.IsNotFound(err):
 		return nil
 	case err != nil:
-		return []Problem{{Warning: true, Source: "cluster", Message: fmt.Sprintf("listing %s: %v; keyless authorities naming a TrustRoot take --trusted-root's material", trustRootsGVR.GroupResource(), err)}}
+		return []Problem{{Warning: true, Source: "cluster", Message: fmt.Sprintf("listing %s: %v; the authorities naming a TrustRoot are not verified (unknown)", trustRootsGVR.GroupResource(), err)}}
 	}
 	for i := range list.Items {
 		ps.addTrustRoot(&list.Items[i])
@@ -104,20 +104,27 @@ func (ps *Policies) addTrustRoot(obj *unstructured.Unstructured) {
 // withTrustRoot is e with the material of the TrustRoots it names
 // (policy-controller keyless.trustRootRef for the CA and CT log,
 // ctlog.trustRootRef for Rekor), as the policy's own: e as it is when it
-// names none, or one not read (the trusted root given then decides). A
-// TrustRoot that gives no material offline makes e unverifiable.
+// names none. A TrustRoot named and not read (not among the files, or
+// the cluster's list failed or does not hold it), or one that gives no
+// material offline, makes e unverifiable: policy-controller cannot build
+// the authority without it ("trustRootRef %s not found",
+// sigstore/policy-controller pkg/webhook/validator.go,
+// sigstoreKeysFromContext and rekorKeysFromTrustRef), and --trusted-root
+// is never taken in its place.
 func (ps *Policies) withTrustRoot(e KeyEntry) KeyEntry {
 	if ps == nil || e.Unverifiable != "" {
 		return e
 	}
-	if tr, ok := ps.TrustRoots[e.logTrustRoot]; ok && e.logTrustRoot != "" {
+	if e.logTrustRoot != "" {
+		tr := ps.trustRoot(e.logTrustRoot, "ctlog.trustRootRef")
 		if tr.Unreadable != "" {
 			e.Unverifiable = tr.Unreadable
 			return e
 		}
 		e.RekorPEM = tr.RekorPEM
 	}
-	if tr, ok := ps.TrustRoots[e.trustRoot]; ok && e.trustRoot != "" && e.Keyless != nil {
+	if e.trustRoot != "" && e.Keyless != nil {
+		tr := ps.trustRoot(e.trustRoot, "keyless.trustRootRef")
 		if tr.Unreadable != "" {
 			e.Unverifiable = tr.Unreadable
 			return e
@@ -127,4 +134,14 @@ func (ps *Policies) withTrustRoot(e KeyEntry) KeyEntry {
 		e.Keyless = &k
 	}
 	return e
+}
+
+// trustRoot is the TrustRoot a policy names at field; one not read has
+// Unreadable saying so.
+func (ps *Policies) trustRoot(name, field string) TrustRootKeys {
+	if tr, ok := ps.TrustRoots[name]; ok {
+		return tr
+	}
+	return TrustRootKeys{Unreadable: fmt.Sprintf("the TrustRoot %s the policy names (%s) was not read: it is not among the files, or the cluster's TrustRoots do not hold it (or could not be listed), and policy-controller cannot build the authority without it: "+
+		"give the TrustRoot (-f its manifest, or let regcheck list trustroots.policy.sigstore.dev); --trusted-root is not taken in its place", name, field)}
 }

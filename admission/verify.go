@@ -5,6 +5,7 @@ import (
 	"crypto"
 	"errors"
 	"fmt"
+	"net/http"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -42,6 +43,9 @@ type Verdict struct {
 	Reason string
 	// Fault: Unverifiable because the registry could not be asked.
 	Fault bool
+	// Cause is a Fault's failure as a types error (types.FaultCode names
+	// its finding); nil: a registry error, not said which.
+	Cause error
 }
 
 // Verifier verifies the legacy signatures of an image digest (repo@digest),
@@ -59,6 +63,10 @@ type CosignVerifier struct {
 	// Keychain gives the registry credentials; nil is the default
 	// keychain (the docker config).
 	Keychain authn.Keychain
+	// Transport sends the registry requests (the Scanner's, with its
+	// retries, insecure hosts and request counts); nil is
+	// go-containerregistry's default.
+	Transport http.RoundTripper
 	// TrustedRoot is the trust material given (a sigstore trusted root,
 	// LoadTrustedRoot): the Rekor keys that check a carried log proof
 	// and the Fulcio CAs that check a keyless certificate, where the
@@ -72,7 +80,16 @@ type CosignVerifier struct {
 // one (its SET) against the Rekor key the policy names or the trusted
 // root's: with neither given, a carried proof is unverifiable. A keyless
 // entry is verified by its certificate (verifyKeyless).
+//
+// A refusal reached while a registry request failed is unverifiable, a
+// fault (transportFaults.hide).
 func (v CosignVerifier) VerifyLegacy(ctx context.Context, ref name.Digest, sigs name.Repository, e KeyEntry) Verdict {
+	ctx, faults := withTransportFaults(ctx)
+	return faults.hide(v.verifyLegacy(ctx, ref, sigs, e))
+}
+
+// verifyLegacy is VerifyLegacy's verification.
+func (v CosignVerifier) verifyLegacy(ctx context.Context, ref name.Digest, sigs name.Repository, e KeyEntry) Verdict {
 	if e.Unverifiable != "" {
 		return Verdict{Outcome: Unverifiable, Reason: e.Unverifiable}
 	}
@@ -146,14 +163,29 @@ func (v CosignVerifier) checkOpts(ctx context.Context, ref name.Digest, sigs nam
 	}, nil
 }
 
-// registryOpts read the signatures at the registry with the keychain, in
-// sigs when it is not ref's own repository.
+// registryOpts read the signatures at the registry with the keychain and
+// the transport, in sigs when it is not ref's own repository, noting
+// each request's outcome in ctx's transportFaults.
 func (v CosignVerifier) registryOpts(ctx context.Context, ref name.Digest, sigs name.Repository) []ociremote.Option {
 	kc := v.Keychain
 	if kc == nil {
 		kc = authn.DefaultKeychain
 	}
-	opts := []ociremote.Option{ociremote.WithRemoteOptions(remote.WithContext(ctx), remote.WithAuthFromKeychain(kc))}
+	rt := v.Transport
+	if rt == nil {
+		rt = remote.DefaultTransport
+	}
+	if f := transportFaultsOf(ctx); f != nil {
+		rt = faultRecorder{next: rt, faults: f}
+	}
+	ropts := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(kc), remote.WithTransport(rt)}
+	if v.Transport != nil {
+		// The Scanner's transport retries 429, 5xx and network errors
+		// with backoff: go-containerregistry's retries on top would
+		// multiply them.
+		ropts = append(ropts, remote.WithRetryBackoff(remote.Backoff{Steps: 1}))
+	}
+	opts := []ociremote.Option{ociremote.WithRemoteOptions(ropts...)}
 	if sigs != ref.Context() {
 		// Signatures kept in another repository, as COSIGN_REPOSITORY
 		// says to cosign verify.
@@ -165,6 +197,9 @@ func (v CosignVerifier) registryOpts(ctx context.Context, ref name.Digest, sigs 
 // verdictOf reads cosign's error: a verification failure is a refusal
 // (cosign's own text); anything else (a registry that failed, signatures
 // not found: absence is the finder's to prove) is unverifiable, a fault.
+// cosign folds a failed read of a signature's layer into
+// ErrNoMatchingSignatures: the Verify methods hold such a refusal to the
+// verification's transportFaults.
 func verdictOf(err error) Verdict {
 	var nomatch *cosign.ErrNoMatchingSignatures
 	var failure *cosign.VerificationFailure

@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -208,7 +209,7 @@ func (ru *ruleUses) verifyFinding(r altResult, digest string) types.Finding {
 	if r.outcome == Unverifiable {
 		code := types.SignatureUnverifiable
 		if r.verdict.Fault {
-			code = types.RegistryFault
+			code = cmp.Or(types.FaultCode(r.verdict.Cause), types.RegistryFault)
 		}
 		return types.NewAdvisedFinding(code, digest, "",
 			fmt.Sprintf("%s requires %s of %s by %s for %s; whether it verifies could not be decided offline: %s",

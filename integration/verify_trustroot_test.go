@@ -74,7 +74,8 @@ spec:
 // cipKeylessPolicy is a policy-controller ClusterImagePolicy on
 // HOST/REPO* with one keyless authority whose identity is IDENTITY (a
 // flow mapping), its Fulcio and Rekor material in the TrustRoot named
-// test-root (given to regcheck as --trusted-root), SCTs ignored.
+// test-root (the trustRootObject appended to it; without it the authority
+// is unknown, as policy-controller cannot build it), SCTs ignored.
 const cipKeylessPolicy = `apiVersion: policy.sigstore.dev/v1beta1
 kind: ClusterImagePolicy
 metadata:
@@ -428,10 +429,10 @@ func TestVerifyTrustRoot(t *testing.T) {
 		{"keyless, no SET, log required", f.signLegacy(t, host, "tkeylessnoset", sigSpec{key: leafKey, cert: leafCert}),
 			keylessPolicy("tkeylessnoset", testSigner), trusted, append(idFlags(testSigner), "--trusted-root", f.trustedRoot), types.Broken, types.SignatureRefused, false, nil},
 		{"policy-controller keyless, identity matches", f.signLegacy(t, host, "tcipmatch", sigSpec{key: leafKey, cert: leafCert, set: goodSET, at: now}),
-			cip("tcipmatch", "{issuer: "+testIssuer+", subject: "+testSigner+"}"), trusted,
+			withTrustRoot(cip("tcipmatch", "{issuer: "+testIssuer+", subject: "+testSigner+"}")), trusted,
 			append(idFlags(testSigner), "--trusted-root", f.trustedRoot), types.OK, "", true, nil},
 		{"policy-controller keyless, identity mismatch", f.signLegacy(t, host, "tcipother", sigSpec{key: leafKey, cert: leafCert, set: goodSET, at: now}),
-			cip("tcipother", "{issuer: "+testIssuer+", subjectRegExp: '^ci@.*'}"), trusted,
+			withTrustRoot(cip("tcipother", "{issuer: "+testIssuer+", subjectRegExp: '^ci@.*'}")), trusted,
 			[]string{"--certificate-identity-regexp", "^ci@.*", "--certificate-oidc-issuer", testIssuer, "--insecure-ignore-sct=true", "--trusted-root", f.trustedRoot},
 			types.Broken, types.SignatureRefused, false, nil},
 		{"policy-controller keyless, the TrustRoot object's sigstoreKeys", f.signLegacy(t, host, "tcipobj", sigSpec{key: leafKey, cert: leafCert, set: goodSET, at: now}),
@@ -448,6 +449,11 @@ func TestVerifyTrustRoot(t *testing.T) {
 		{"policy-controller keyless, TrustRoot not given", f.signLegacy(t, host, "tcipnoroot", sigSpec{key: leafKey, cert: leafCert, set: goodSET, at: now}),
 			cip("tcipnoroot", "{issuer: "+testIssuer+", subject: "+testSigner+"}"), nil,
 			idFlags(testSigner), types.Unknown, types.SignatureUnverifiable, false, nil},
+		// policy-controller cannot build the authority without the
+		// TrustRoot it names: --trusted-root does not stand in for it.
+		{"policy-controller keyless, TrustRoot not given, --trusted-root given", f.signLegacy(t, host, "tcipnorootflag", sigSpec{key: leafKey, cert: leafCert, set: goodSET, at: now}),
+			cip("tcipnorootflag", "{issuer: "+testIssuer+", subject: "+testSigner+"}"), trusted,
+			idFlags(testSigner), types.Unknown, types.SignatureUnverifiable, false, nil},
 		{"keyless, no trust material", keylessNoRoot, keylessPolicy("tnoroot", testSigner), nil,
 			idFlags(testSigner), types.Unknown, types.SignatureUnverifiable, false, nil},
 		{"keyless, expired certificate, SET inside its validity", expiredIn, keylessPolicy("texpiredin", testSigner), trusted,
@@ -459,18 +465,19 @@ func TestVerifyTrustRoot(t *testing.T) {
 	// cosign's output say: the fixture fails for the reason the case
 	// names, not another.
 	why := map[string][2]string{
-		"key, forged SET":                                             {"unable to verify SET", "unable to verify SET"},
-		"key, no SET, Kyverno default":                                {"carries no transparency-log proof", "offline verification failed"},
-		"key, good SET, no trust material":                            {"no Rekor public key was given", "getting rekor public keys"},
-		"keyless, identity mismatch":                                  {"none of the expected identities matched", "none of the expected identities matched"},
-		"keyless, subjectRegExp does not match":                       {"none of the expected identities matched", "none of the expected identities matched"},
-		"keyless, no SET, log required":                               {"offline verification failed", "offline verification failed"},
-		"policy-controller keyless, identity mismatch":                {"none of the expected identities matched", "none of the expected identities matched"},
-		"keyless, no trust material":                                  {"no Fulcio CA was given", "TUF"},
-		"policy-controller keyless, the TrustRoot object, forged SET": {"unable to verify SET", "unable to verify SET"},
-		"policy-controller keyless, TrustRoot not given":              {"no Fulcio CA was given", "TUF"},
-		"policy-controller keyless, ctlog, no SET":                    {"searches Rekor for its entry online", "offline verification failed"},
-		"keyless, expired certificate, SET after it":                  {"certificate expired before observed time", "certificate expired before observed time"},
+		"key, forged SET":                                                      {"unable to verify SET", "unable to verify SET"},
+		"key, no SET, Kyverno default":                                         {"carries no transparency-log proof", "offline verification failed"},
+		"key, good SET, no trust material":                                     {"no Rekor public key was given", "getting rekor public keys"},
+		"keyless, identity mismatch":                                           {"none of the expected identities matched", "none of the expected identities matched"},
+		"keyless, subjectRegExp does not match":                                {"none of the expected identities matched", "none of the expected identities matched"},
+		"keyless, no SET, log required":                                        {"offline verification failed", "offline verification failed"},
+		"policy-controller keyless, identity mismatch":                         {"none of the expected identities matched", "none of the expected identities matched"},
+		"keyless, no trust material":                                           {"no Fulcio CA was given", "TUF"},
+		"policy-controller keyless, the TrustRoot object, forged SET":          {"unable to verify SET", "unable to verify SET"},
+		"policy-controller keyless, TrustRoot not given":                       {"TrustRoot test-root the policy names", "TUF"},
+		"policy-controller keyless, TrustRoot not given, --trusted-root given": {"TrustRoot test-root the policy names", "TUF"},
+		"policy-controller keyless, ctlog, no SET":                             {"searches Rekor for its entry online", "offline verification failed"},
+		"keyless, expired certificate, SET after it":                           {"certificate expired before observed time", "certificate expired before observed time"},
 	}
 	if wait := time.Until(shortTo.Add(time.Second)); wait > 0 {
 		time.Sleep(wait) // the 5-second leaf has expired

@@ -286,3 +286,12 @@ func buildTransport(o *options) layers {
 	pings := &pingCache{next: rt}
 	return layers{rt: transport.NewUserAgent(plainHTTPGuard{next: pings, insecure: o.insecure}, o.userAgent), counter: c, pings: pings, limits: limits}
 }
+
+// Transport returns the transport the Scanner's registry requests go
+// through (retries and backoff on 429 and 5xx, the pull budget, insecure
+// hosts, plain HTTP refused but to loopback and the insecure hosts,
+// request counting): for a client that reads the same registries beside
+// the Scanner (cosign's verification of the signatures it found), so
+// that its requests are retried and counted alike. The auth layer is the
+// client's own.
+func (s *Scanner) Transport() http.RoundTripper { return s.c.rt }

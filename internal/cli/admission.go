@@ -53,10 +53,11 @@ func (p *policyFlags) load() error {
 
 // verifier is the signature verifier the policies are checked with:
 // cosign's, with the credentials of the Scanner that walked the images
-// (with --pull-secrets, the pods' pull secrets first) and the trusted
+// (with --pull-secrets, the pods' pull secrets first) and its transport
+// (its retries, insecure hosts and request counts), and the trusted
 // root load read.
 func (p *policyFlags) verifier(s *scan.Scanner) admission.Verifier {
-	v := admission.CosignVerifier{Keychain: s.Keychain()}
+	v := admission.CosignVerifier{Keychain: s.Keychain(), Transport: s.Transport()}
 	if p.root != nil { // never a nil *TrustedRoot in the interface
 		v.TrustedRoot = p.root
 	}

@@ -12,6 +12,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -39,6 +40,10 @@ type Rule struct {
 	Kinds []Kind
 	// Path, if set, is a substring the request's path must contain.
 	Path string
+	// Methods, if set, are the HTTP methods the rule applies to (a GET
+	// of a blob, not the HEAD that checked it was there); none means
+	// every method.
+	Methods []string
 	// First, if positive, injects the fault only into the first First
 	// requests of each method and path: a transient fault that a retry passes.
 	First int
@@ -321,7 +326,8 @@ const notFoundFlag = "faultproxy-404"
 // match returns the first rule that applies to r, counting r against it.
 func (p *Proxy) match(r *http.Request, kind Kind) (Rule, bool) {
 	for i, rule := range p.cfg.Rules {
-		if len(rule.Kinds) > 0 && !contains(rule.Kinds, kind) || !strings.Contains(r.URL.Path, rule.Path) {
+		if len(rule.Kinds) > 0 && !contains(rule.Kinds, kind) || !strings.Contains(r.URL.Path, rule.Path) ||
+			len(rule.Methods) > 0 && !slices.Contains(rule.Methods, r.Method) {
 			continue
 		}
 		key := fmt.Sprintf("%d %s %s", i, r.Method, r.URL.Path)

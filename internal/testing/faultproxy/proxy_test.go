@@ -239,6 +239,22 @@ func TestFirstPerRequest(t *testing.T) {
 	}
 }
 
+// TestMethods: a rule with Methods faults only those: the blob's GET,
+// not the HEAD that checked it was there.
+func TestMethods(t *testing.T) {
+	f := newFixture(t)
+	p := start(t, Config{Upstream: f.upstream, Rules: []Rule{{Fault: Unavailable, Kinds: []Kind{Blob}, Methods: []string{"GET"}}}})
+	blob := "http://" + p.Host() + "/v2/repo/img/blobs/" + f.blob.String()
+	var got []int
+	for _, method := range []string{"HEAD", "GET", "HEAD"} {
+		code, _, _, _ := get(t, nil, method, blob)
+		got = append(got, code)
+	}
+	if !slices.Equal(got, []int{200, 503, 200}) || p.Total() != 1 {
+		t.Errorf("%v (%d injected), want 200 503 200 (1)", got, p.Total())
+	}
+}
+
 func TestLimit(t *testing.T) {
 	f := newFixture(t)
 	p := start(t, Config{Upstream: f.upstream, Rules: []Rule{{Fault: Unavailable, Kinds: []Kind{ManifestByTag}, Limit: 2}}})
