@@ -2,6 +2,9 @@ package record
 
 import (
 	"testing"
+	"time"
+
+	"github.com/regcheck/regcheck/results/recordresult"
 )
 
 func TestRetain(t *testing.T) {
@@ -63,5 +66,38 @@ func TestRetainTransitionsWithoutRecords(t *testing.T) {
 	}
 	if len(h.Transitions) != 6 {
 		t.Errorf("%d transitions kept, want 6", len(h.Transitions))
+	}
+}
+
+// BenchmarkRetainUnderChurn is the watcher's write under churn at 10,000
+// containers, each holding its limit of 10: 300 containers change (a
+// record and a transition each), then Retain drops their oldest.
+func BenchmarkRetainUnderChurn(b *testing.B) {
+	const owners, limit, batch = 10000, 10, 300
+	h := NewHistory()
+	for d := 1; d <= limit; d++ {
+		for i := range owners {
+			e, tr := realistic(i, d, t0.Add(time.Duration(d)*time.Minute), false)
+			h.Records = append(h.Records, Record{Key: keyOf(e), FirstSeen: e.Time, LastSeen: e.Time, Pod: e.Pod, Image: e.Image})
+			h.Transitions = append(h.Transitions, tr)
+		}
+	}
+	h.sort()
+	h.sortTransitions()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for n := range b.N {
+		at := t0.Add(time.Duration(limit+1+n) * time.Hour)
+		var es []recordresult.Entry
+		var ts []Transition
+		for j := range batch {
+			e, tr := realistic((n*batch+j)%owners, limit+1+n, at, false)
+			es, ts = append(es, e), append(ts, tr)
+		}
+		h.Merge(recordresult.Snapshot{Cluster: "prod", Time: at, Entries: es})
+		h.AddTransitions(ts...)
+		if dropped := h.Retain(limit); dropped != 2*batch {
+			b.Fatalf("dropped %d, want %d", dropped, 2*batch)
+		}
 	}
 }
