@@ -444,7 +444,7 @@ func TestVerifyTrustRoot(t *testing.T) {
 		// policy-controller, with a ctlog, searches Rekor for an entry no
 		// SET carries: not decided offline (cosign --offline refuses).
 		{"policy-controller keyless, ctlog, no SET", f.signLegacy(t, host, "tcipnoset", sigSpec{key: leafKey, cert: leafCert}),
-			cip("tcipnoset", "{issuer: "+testIssuer+", subject: "+testSigner+"}"), trusted,
+			withTrustRoot(cip("tcipnoset", "{issuer: "+testIssuer+", subject: "+testSigner+"}")), trusted,
 			append(idFlags(testSigner), "--trusted-root", f.trustedRoot), types.Unknown, types.SignatureUnverifiable, false, nil},
 		{"policy-controller keyless, TrustRoot not given", f.signLegacy(t, host, "tcipnoroot", sigSpec{key: leafKey, cert: leafCert, set: goodSET, at: now}),
 			cip("tcipnoroot", "{issuer: "+testIssuer+", subject: "+testSigner+"}"), nil,

@@ -102,7 +102,9 @@ func TestWatchConfigMapBesideRecord(t *testing.T) {
 	}
 	const cm = "regcheck-history"
 	src := configMapHistory(r.cs, r.ns, cm)
-	w := r.startWatcher(t, []string{"--configmap", r.ns + "/" + cm}, "--flush-interval", cmFlush.String())
+	// Nothing lost beside record's writes, not retention: every
+	// transition is kept (--history-limit 0).
+	w := r.startWatcher(t, []string{"--configmap", r.ns + "/" + cm}, "--flush-interval", cmFlush.String(), "--history-limit", "0")
 	w.waitReady(t, time.Minute)
 	readyAt := time.Now()
 

@@ -1112,7 +1112,9 @@ func TestWatchSIGKILL(t *testing.T) {
 	kills, due := 0, 0
 	begin := time.Now()
 	for kills < killRounds && time.Since(begin) < killLoopBudget && !t.Failed() {
-		w := r.startWatcher(t, store, "--flush-interval", killFlush.String())
+		// Durability, not retention: every transition is kept
+		// (--history-limit 0), so that "never loses one it held" is exact.
+		w := r.startWatcher(t, store, "--flush-interval", killFlush.String(), "--history-limit", "0")
 		readyAt := waitReadyFor(w, time.Duration(rng.IntN(6000))*time.Millisecond)
 		if w.exited() {
 			t.Fatalf("the watcher exited by itself: %v\n%s", w.cmd.ProcessState, w.tail())
@@ -1143,7 +1145,7 @@ func TestWatchSIGKILL(t *testing.T) {
 		t.Errorf("only %d kills within %v", kills, killLoopBudget)
 	}
 
-	w := r.startWatcher(t, store)
+	w := r.startWatcher(t, store, "--history-limit", "0")
 	w.waitReady(t, time.Minute)
 	for _, o := range ch.owners {
 		s := ch.states[ch.current[o]]
