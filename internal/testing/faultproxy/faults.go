@@ -229,6 +229,8 @@ func rewrite(f func([]byte) ([]byte, bool)) injector {
 		body, ok := f(resp.body)
 		if ok {
 			resp.body = body
+		} else {
+			pass(w)
 		}
 		p.write(w, r, resp)
 		return ok
@@ -336,6 +338,7 @@ func redirectLoop(p *Proxy, w http.ResponseWriter, r *http.Request) bool {
 
 // answer writes the registry's answer, or a 502 when there was none.
 func (p *Proxy) answer(w http.ResponseWriter, r *http.Request, resp *response, err error) {
+	pass(w)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return

@@ -1,6 +1,7 @@
 package faultproxy
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
@@ -245,21 +246,72 @@ func (p *Proxy) serveProxy(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if rule, ok := p.match(r, kind); ok {
-		if injectors[rule.Fault](p, w, r) {
+		fw := &faultWriter{ResponseWriter: w, count: func() {
 			p.mu.Lock()
 			p.injected[rule.Fault]++
 			if repo != "" {
 				p.byRepo[repo]++
 			}
 			p.mu.Unlock()
+		}}
+		if injectors[rule.Fault](p, fw, r) {
+			fw.commit()
 		}
 		return
 	}
 	p.serve(w, r)
 }
 
+// faultWriter counts its fault when the answer is committed (its header
+// written or its connection taken), before the client can have it: a test
+// that asks Total after its request sees the fault it met. An answer
+// passed through as the registry's (pass) is not counted.
+type faultWriter struct {
+	http.ResponseWriter
+	count func()
+	done  bool
+}
+
+func (f *faultWriter) commit() {
+	if !f.done {
+		f.done = true
+		f.count()
+	}
+}
+
+// WriteHeader commits the fault, then writes the header.
+func (f *faultWriter) WriteHeader(code int) {
+	f.commit()
+	f.ResponseWriter.WriteHeader(code)
+}
+
+// Write commits the fault, then writes b.
+func (f *faultWriter) Write(b []byte) (int, error) {
+	f.commit()
+	return f.ResponseWriter.Write(b)
+}
+
+// Hijack commits the fault, then takes the connection.
+func (f *faultWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	hj, ok := f.ResponseWriter.(http.Hijacker)
+	if !ok {
+		return nil, nil, fmt.Errorf("faultproxy: %T cannot be hijacked", f.ResponseWriter)
+	}
+	f.commit()
+	return hj.Hijack()
+}
+
+// pass marks w's answer as the registry's own, not a fault: it is not
+// counted. It does nothing to a writer that carries no fault.
+func pass(w http.ResponseWriter) {
+	if f, ok := w.(*faultWriter); ok {
+		f.done = true
+	}
+}
+
 // serve answers a request as the proxy does without faults.
 func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
+	pass(w)
 	kind, _, _ := parse(r.URL.Path)
 	if p.cfg.Auth {
 		http.SetCookie(w, &http.Cookie{Name: "faultproxy-session", Value: "secret", Path: "/"})
