@@ -53,6 +53,11 @@ type Needs struct {
 	// (Kyverno entries[].repository), so presence is not judged in one
 	// place: each entry's verification looks in its own.
 	PerEntry bool
+	// Refusal, when set, is an alternative nothing meets: a
+	// policy-controller authority with static.action fail, whose error
+	// this is (pkg/webhook/validator.go, ValidatePolicy: "disallowed by
+	// static policy: MESSAGE"); Path names the authority.
+	Refusal, Path string
 }
 
 // Rule is one image-verifying rule: a Kyverno verifyImages entry, or a

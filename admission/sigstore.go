@@ -43,7 +43,7 @@ func sigstoreRule(obj *unstructured.Unstructured, source string) (*Rule, error) 
 		if pass {
 			return nil, nil
 		}
-		if n.Signature || len(n.Predicates) > 0 {
+		if n.Signature || len(n.Predicates) > 0 || n.Refusal != "" {
 			r.Alternatives = append(r.Alternatives, n.under(authorityPath(a, i)))
 		}
 	}
@@ -68,6 +68,9 @@ func authorityPath(a map[string]any, i int) string {
 // under is n with prefix before the path of each of its entries, its
 // signature's and its attestations'.
 func (n Needs) under(prefix string) Needs {
+	if n.Refusal != "" {
+		n.Path = strings.TrimSuffix(prefix, ".")
+	}
 	n.Sets = prefixed(n.Sets, prefix)
 	n.Attestations = slices.Clone(n.Attestations)
 	for i := range n.Attestations {
@@ -156,6 +159,10 @@ func (r *Rule) matchesResources(res []resource) (ok, unsure bool) {
 // (signed by that authority) instead.
 func authorityNeeds(a map[string]any) (Needs, bool) {
 	if action, _, _ := unstructured.NestedString(a, "static", "action"); action != "" {
+		if strings.EqualFold(action, "fail") {
+			msg, _, _ := unstructured.NestedString(a, "static", "message")
+			return Needs{Refusal: "disallowed by static policy: " + msg}, false
+		}
 		return Needs{}, strings.EqualFold(action, "pass")
 	}
 	n := Needs{Format: Legacy}

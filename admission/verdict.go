@@ -189,6 +189,8 @@ type lack struct {
 	set       artifacts.Set        // where it was looked for
 	format    Format               // the layout the engine looks in
 	err       error                // the set could not be read at all
+	refusal   string               // a static refusal (Needs.Refusal)
+	path      string               // the refusing authority (Needs.Path)
 }
 
 // verdict is the findings for one rule over the set.
@@ -201,6 +203,10 @@ func (ru *ruleUses) verdict(ctx context.Context, sets *repoSets, digest string) 
 	for _, l := range p.lacking {
 		if l.state == artifacts.Unknown {
 			out = append(out, ru.faultFinding(l, digest))
+			continue
+		}
+		if l.refusal != "" {
+			out = append(out, ru.staticFinding(l, digest))
 			continue
 		}
 		out = append(out, ru.missingFinding(l, digest))
@@ -229,6 +235,9 @@ func (r *Rule) presence(ctx context.Context, sets *repoSets) presence {
 // alternative whose entries read from different repositories is not
 // judged by presence: each entry's verification looks in its own.
 func needsIn(ctx context.Context, sets *repoSets, n Needs) presence {
+	if n.Refusal != "" {
+		return presence{state: artifacts.Missing, lacking: []lack{{kind: artifacts.Signature, state: artifacts.Missing, refusal: n.Refusal, path: n.Path}}}
+	}
 	if n.PerEntry {
 		return presence{state: artifacts.Present}
 	}
@@ -329,6 +338,15 @@ func (ru *ruleUses) missingFinding(l lack, digest string) types.Finding {
 	}
 	msg := fmt.Sprintf("%s%s requires %s of %s for %s; %s%s", ru.rule.named(), ru.overridden(), what, types.ShortDigest(digest), usesText(ru.uses), seenText(l.seen), invisibleText(l))
 	return ru.act(types.NewFinding(code, digest, "", "%s", msg))
+}
+
+// staticFinding is the refusal of an authority that refuses whatever
+// the image carries (policy-controller static.action fail), in the
+// engine's own words.
+func (ru *ruleUses) staticFinding(l lack, digest string) types.Finding {
+	msg := fmt.Sprintf("%s%s, %s, refuses %s for %s whatever it carries: %q", ru.rule.named(), ru.overridden(), l.path, types.ShortDigest(digest), usesText(ru.uses), l.refusal)
+	return ru.act(types.NewAdvisedFinding(types.SignatureRefused, digest, "", msg,
+		"this policy admits no image its globs match: leave the image out of its spec.images, or remove the static fail authority, if the image is meant to run"))
 }
 
 // act finishes a finding about what the rule requires with what the
