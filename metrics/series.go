@@ -32,7 +32,8 @@ func WriteScan(w io.Writer, r *types.Result) error {
 // named in families.go; docs/formats.md lists them all.
 func ScanSeries(r *types.Result) *prometheus.Registry {
 	reg := runSeries(r)
-	reg.MustRegister(NewUseCollector(func() *types.Result { return r }))
+	snap := NewUseSnapshot(r)
+	reg.MustRegister(NewUseCollector(func() *UseSnapshot { return snap }))
 	return reg
 }
 
@@ -215,7 +216,8 @@ func ImageLabel(ref string) string { return redact.DropUserinfo(LabelValue(ref))
 // owner container.
 func WalkSeries(res *types.Result) *prometheus.Registry {
 	reg := WalkRunSeries(res)
-	reg.MustRegister(NewUseCollector(func() *types.Result { return res }).WithAvailability())
+	snap := NewUseSnapshot(res)
+	reg.MustRegister(NewUseCollector(func() *UseSnapshot { return snap }).WithAvailability())
 	return reg
 }
 

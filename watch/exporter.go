@@ -40,11 +40,12 @@ type Metrics struct {
 	// walk holds the last deep walk's per-image and per-run series,
 	// gathered once at publish (a few per image).
 	walk atomic.Pointer[gathered]
-	// uses is the last deep walk's result, with the unplanned upgrades'
-	// findings: its per-use series (regcheck_use_findings and
-	// regcheck_container_image_available, one per container) are made from
-	// it at each scrape by the UseCollector in useReg, and held nowhere.
-	uses   atomic.Pointer[types.Result]
+	// uses is what the last deep walk's per-use series are made of (with
+	// the unplanned upgrades' findings counted, their text not kept):
+	// regcheck_use_findings and regcheck_container_image_available, one
+	// per container, are made from it at each scrape by the UseCollector
+	// in useReg, and held nowhere.
+	uses   atomic.Pointer[metrics.UseSnapshot]
 	useReg *prometheus.Registry
 }
 
@@ -88,7 +89,7 @@ func (m *Metrics) publishWalk(res *types.Result) error {
 		return err
 	}
 	m.walk.Store(g)
-	m.uses.Store(res)
+	m.uses.Store(metrics.NewUseSnapshot(res))
 	return nil
 }
 
