@@ -62,6 +62,9 @@ func (v CosignVerifier) verifyBundles(ctx context.Context, ref name.Digest, sigs
 	if e.Unverifiable != "" {
 		return Verdict{Outcome: Unverifiable, Reason: e.Unverifiable}
 	}
+	if v := kyvernoUnbuildable(e); v.Outcome != Verified {
+		return v
+	}
 	if e.Keyless != nil {
 		return Verdict{Outcome: Unverifiable, Reason: fmt.Sprintf("the %s is a sigstore bundle and the attestor at %s is keyless: regcheck does not verify a keyless bundle offline yet (the legacy .sig is verified with --trusted-root)", what, e.Path)}
 	}
@@ -106,6 +109,13 @@ func (v CosignVerifier) verifyBundles(ctx context.Context, ref name.Digest, sigs
 		}
 		if v := bundleLayerAnnotations(b, e); v.Outcome != Verified {
 			return v
+		}
+		switch r := v.kyvernoObserverTime(b, policy, e, co.SigVerifier); r.Outcome {
+		case Refused:
+			errs = append(errs, errors.New(r.Reason))
+			continue
+		case Unverifiable:
+			return r
 		}
 		if !e.Tlog {
 			return Verdict{Outcome: Verified}

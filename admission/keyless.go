@@ -87,6 +87,9 @@ func authorityKeyless(kl map[string]any, ctlog bool) KeyEntry {
 func (e KeyEntry) id() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s|%v", e.RekorPEM, e.TlogSearch)
+	if e.kyvernoBundle != nil {
+		fmt.Fprintf(&b, "|kyverno ignoreSCT %v", e.kyvernoBundle.ignoreSCT)
+	}
 	if len(e.Annotations) > 0 {
 		fmt.Fprintf(&b, "|annotations %v %s", e.annotationsInLayer, annotationsText(e.Annotations))
 	}

@@ -55,6 +55,10 @@ type KeyEntry struct {
 	// whose material the entry takes (keyless.trustRootRef,
 	// ctlog.trustRootRef), when they are read (Policies.withTrustRoot).
 	trustRoot, logTrustRoot string
+	// kyvernoBundle, for a Kyverno ClusterPolicy or Policy attestor
+	// entry, is what decides the verifier Kyverno builds for a sigstore
+	// bundle (kyvernobundle.go); nil for the other engines.
+	kyvernoBundle *kyvernoBundleOpts
 }
 
 // AttestorSet is a set of entries of which Count must accept the
@@ -82,6 +86,11 @@ func kyvernoAttestors(vi map[string]any) []AttestorSet {
 		} else {
 			sets = append(sets, AttestorSet{Entries: pemEntries(key, true, "key", "a KMS or Secret key")})
 		}
+		// Converted to a keys attestor without a ctlog block
+		// (api/kyverno/v1 ImageVerification.Convert): the SCT not ignored.
+		for i := range sets[len(sets)-1].Entries {
+			sets[len(sets)-1].Entries[i].kyvernoBundle = &kyvernoBundleOpts{}
+		}
 	}
 	return sets
 }
@@ -102,6 +111,7 @@ func attestorSets(atts []any, prefix string) []AttestorSet {
 			repo, _, _ := unstructured.NestedString(e, "repository")
 			for _, ke := range kyvernoEntry(e, fmt.Sprintf("%sattestors[%d].entries[%d]", prefix, i, j)) {
 				ke.Repository = repo
+				ke.kyvernoBundle = kyvernoCTLog(e)
 				set.Entries = append(set.Entries, ke)
 			}
 		}

@@ -128,6 +128,7 @@ spec:
                 - keys:
                     publicKeys: "PUB"
                     rekor: {ignoreTlog: true} # signed with --tlog-upload=false
+                    ctlog: {ignoreSCT: true} # a key-signed bundle has no SCT (Kyverno requires a timestamp otherwise)
 ---
 apiVersion: kyverno.io/v1
 kind: ClusterPolicy

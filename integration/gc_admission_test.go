@@ -42,6 +42,7 @@ spec:
                 - keys:
                     publicKeys: "PUB"
                     rekor: {ignoreTlog: true} # signed with --tlog-upload=false
+                    ctlog: {ignoreSCT: true} # a key-signed bundle has no SCT (Kyverno requires a timestamp otherwise)
     - name: legacy
       match:
         any:
@@ -69,6 +70,7 @@ spec:
                 - keys:
                     publicKeys: "PUB"
                     rekor: {ignoreTlog: true} # signed with --tlog-upload=false
+                    ctlog: {ignoreSCT: true} # a key-signed bundle has no SCT (Kyverno requires a timestamp otherwise)
 `
 
 // gcCheckJSON runs gc-check -o json and decodes its report.

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sigstore/sigstore-go/pkg/root"
+	"github.com/sigstore/sigstore-go/pkg/verify"
+
 	"github.com/regcheck/regcheck/internal/testing/cosign"
 	"github.com/regcheck/regcheck/internal/testing/registry"
 	"github.com/regcheck/regcheck/types"
@@ -41,7 +44,9 @@ const kyvernoAttestorsBlock = `          attestors:
 REKOR`
 
 // kyvernoAttestationsBlock requires a SLSA v0.2 provenance attestation
-// signed by PUB, the log ignored.
+// signed by PUB, the log and the SCT ignored (under type: SigstoreBundle
+// Kyverno otherwise requires an RFC 3161 timestamp of a key-signed
+// bundle: admission/kyvernobundle.go).
 const kyvernoAttestationsBlock = `          attestations:
             - type: https://slsa.dev/provenance/v0.2
               attestors:
@@ -49,7 +54,30 @@ const kyvernoAttestationsBlock = `          attestations:
                     - keys:
                         publicKeys: "PUB"
                         rekor: {ignoreTlog: true}
+                        ctlog: {ignoreSCT: true}
 `
+
+// kyvernoAttestationsNoSCT is kyvernoAttestationsBlock with the log
+// ignored and the SCT not.
+var kyvernoAttestationsNoSCT = strings.Replace(kyvernoAttestationsBlock, "                        ctlog: {ignoreSCT: true}\n", "", 1)
+
+// noStamp is what sigstore-go says, through cosign, of a bundle without
+// the RFC 3161 timestamp --use-signed-timestamps requires.
+const noStamp = "threshold not met for verified signed timestamps: 0 < 1"
+
+// kyvernoUnbuildable is the oracle where cosign cannot say Kyverno's
+// rule: sigstore-go (v1.3.0, Kyverno's) building the verifier Kyverno's
+// SigstoreBundle path builds for a key attestor whose log is required
+// and whose SCT is ignored (kyverno/kyverno
+// pkg/image/verifiers/cpol/cosign/sigstore.go, buildVerifyOptions:
+// WithTransparencyLog(1) alone). cosign never builds that verifier (a key
+// asks it for WithNoObserverTimestamps).
+func kyvernoUnbuildable(string) (bool, string, error) {
+	if _, err := verify.NewVerifier(&root.BaseTrustedMaterial{}, verify.WithTransparencyLog(1)); err != nil {
+		return false, "sigstore-go: " + err.Error(), nil
+	}
+	return true, "sigstore-go built the verifier", nil
+}
 
 // conditionsBlock is a condition on the attestation's predicate.
 const conditionsBlock = `              conditions:
@@ -98,6 +126,9 @@ type bundleCase struct {
 	code     types.Code
 	says     string // in the finding's message
 	cosignOK bool
+	// cosignSays, when set, is in the oracle's output: it refused for
+	// the reason the case is about.
+	cosignSays string
 }
 
 // TestVerifyBundle holds regcheck's verdict on v3 sigstore bundles and on
@@ -119,7 +150,9 @@ func TestVerifyBundle(t *testing.T) {
 		return strings.NewReplacer("HOST", host, "REPO", repo, "TYPE", typ, "PUB", pubYAML(t, c)).Replace(p)
 	}
 	attestors := func(rekor string) string { return strings.Replace(kyvernoAttestorsBlock, "REKOR", rekor, 1) }
-	ignore := "                    rekor: {ignoreTlog: true}\n"
+	// The log and the SCT ignored: Kyverno verifies with the key alone.
+	ignore := "                    rekor: {ignoreTlog: true}\n                    ctlog: {ignoreSCT: true}\n"
+	ignoreTlogOnly := "                    rekor: {ignoreTlog: true}\n"
 	cip := func(repo, format, atts string, c *cosign.Cosign) string {
 		return strings.NewReplacer("HOST", host, "REPO", repo, "FORMAT", format, "ATTESTATIONS", atts, "PUB", pubYAML(t, c)).Replace(cipBundlePolicy)
 	}
@@ -131,6 +164,15 @@ func TestVerifyBundle(t *testing.T) {
 		t.Fatal(err)
 	}
 	verifyRoot := func(ref string) (bool, string, error) { return a.VerifyKeyRoot(ctx, ref, a.Pub, root, cosign.Bundle) }
+	// Kyverno's rule for a key-signed bundle, the log ignored and the SCT
+	// not: an observer timestamp, which only an RFC 3161 timestamp can be;
+	// cosign says it with --use-signed-timestamps (sigstore-go
+	// WithSignedTimestamps(1)) against the trusted root's authorities.
+	stamped := []string{"--key", a.Pub, "--insecure-ignore-tlog=true", "--use-signed-timestamps", "--trusted-root", root}
+	verifyStamped := func(ref string) (bool, string, error) { return a.VerifyFormatWith(ctx, ref, cosign.Bundle, stamped...) }
+	verifyAttStamped := func(ref string) (bool, string, error) {
+		return a.VerifyAttestationWith(ctx, ref, cosign.Bundle, append([]string{"--type", "slsaprovenance"}, stamped...)...)
+	}
 	verifyAtt := func(f cosign.Format) func(string) (bool, string, error) {
 		return func(ref string) (bool, string, error) {
 			return a.VerifyAttestationKey(ctx, ref, a.Pub, "slsaprovenance", f, true, rekor)
@@ -147,6 +189,12 @@ func TestVerifyBundle(t *testing.T) {
 	cases := []bundleCase{
 		{name: "good v3 bundle, Kyverno SigstoreBundle ignoreTlog", im: pushAndSignBundle(t, a, host, "bgood"),
 			policy: kyverno("bgood", "SigstoreBundle", attestors(ignore), a), cosign: verify(cosign.Bundle, true), want: types.OK, cosignOK: true},
+		{name: "good v3 bundle, Kyverno SigstoreBundle ignoreTlog without ignoreSCT: a timestamp required", im: pushAndSignBundle(t, a, host, "bnosct"),
+			policy: kyverno("bnosct", "SigstoreBundle", attestors(ignoreTlogOnly), a), cosign: verifyStamped,
+			want: types.Broken, code: types.SignatureRefused, says: "ctlog: {ignoreSCT: true}", cosignSays: noStamp},
+		{name: "v3 bundle, Kyverno SigstoreBundle log required with ignoreSCT: no verifier", im: pushAndSignBundle(t, a, host, "bsctlog"),
+			policy: kyverno("bsctlog", "SigstoreBundle", attestors("                    ctlog: {ignoreSCT: true}\n"), a), cosign: kyvernoUnbuildable,
+			want: types.Broken, code: types.SignatureRefused, says: "sigstore-go refuses to build", cosignSays: "you must specify at least one of"},
 		{name: "good v3 bundle, policy-controller signatureFormat bundle", im: pushAndSignBundle(t, a, host, "bgoodcip"),
 			policy: cip("bgoodcip", "bundle", "", a), cosign: verify(cosign.Bundle, true), want: types.OK, cosignOK: true},
 		{name: "v3 bundle, the wrong key", im: pushAndSignBundle(t, b, host, "bwrong"),
@@ -184,6 +232,9 @@ func TestVerifyBundle(t *testing.T) {
 			want: types.Broken, code: types.SignedAttestationMissing},
 		{name: "bundle attestation, good", im: attest(a, "bagood", cosign.Bundle),
 			policy: kyverno("bagood", "SigstoreBundle", kyvernoAttestationsBlock, a), cosign: verifyAtt(cosign.Bundle), want: types.OK, cosignOK: true},
+		{name: "bundle attestation, ignoreTlog without ignoreSCT: a timestamp required", im: attest(a, "banosct", cosign.Bundle),
+			policy: kyverno("banosct", "SigstoreBundle", kyvernoAttestationsNoSCT, a), cosign: verifyAttStamped,
+			want: types.Broken, code: types.AttestationRefused, says: "ctlog: {ignoreSCT: true}", cosignSays: noStamp},
 		{name: "bundle attestation, the wrong key", im: attest(b, "bawrong", cosign.Bundle),
 			policy: kyverno("bawrong", "SigstoreBundle", kyvernoAttestationsBlock, a), cosign: verifyAtt(cosign.Bundle),
 			want: types.Broken, code: types.AttestationRefused, says: "cosign refuses it"},
@@ -206,8 +257,8 @@ func checkBundleCase(t *testing.T, host string, tt bundleCase) {
 		t.Fatal(err)
 	}
 	t.Logf("regcheck %s %v; cosign passed=%v: %s", got.Verdict, codesOf(got), ok, lastLines(out, 1))
-	if ok != tt.cosignOK {
-		t.Fatalf("cosign passed=%v, want %v (the fixture is not what the case says):\n%s", ok, tt.cosignOK, lastLines(out, 5))
+	if ok != tt.cosignOK || !strings.Contains(out, tt.cosignSays) {
+		t.Fatalf("cosign passed=%v, want %v saying %q (the fixture is not what the case says):\n%s", ok, tt.cosignOK, tt.cosignSays, lastLines(out, 5))
 	}
 	if got.Verdict != tt.want || (tt.code != "" && findingOf(got, tt.code) == nil) {
 		t.Fatalf("regcheck: verdict %s, want %s with %s; cosign passed=%v:\n%+v\ncosign: %s", got.Verdict, tt.want, tt.code, ok, got.Findings, lastLines(out, 3))
@@ -216,6 +267,7 @@ func checkBundleCase(t *testing.T, host string, tt bundleCase) {
 		return
 	}
 	f := findingOf(got, tt.code)
+	t.Logf("finding: %s", f.Message)
 	if !strings.Contains(f.Message, tt.says) || !strings.Contains(f.Message, "require-signed") && !strings.Contains(f.Message, "signed-by-key") {
 		t.Errorf("the finding does not name the policy and %q: %s", tt.says, f.Message)
 	}
@@ -261,7 +313,16 @@ func TestVerifyBundleAudit(t *testing.T) {
 		return strings.NewReplacer("HOST", host, "REPO", repo, "FORMAT", "bundle", "ATTESTATIONS", "", "PUB", pubYAML(t, a)).Replace(p)
 	}
 	verify := func(ref string) (bool, string, error) { return a.VerifyKey(ctx, ref, a.Pub, cosign.Bundle, true, "") }
-	var cases []bundleCase
+	root, err := a.TrustedRoot(ctx, rekorKey(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	verifyStamped := func(ref string) (bool, string, error) {
+		return a.VerifyFormatWith(ctx, ref, cosign.Bundle, "--key", a.Pub, "--insecure-ignore-tlog=true", "--use-signed-timestamps", "--trusted-root", root)
+	}
+	noSCT := strings.Replace(kyverno("audnosct"), "                    ctlog: {ignoreSCT: true}\n", "", 1)
+	cases := []bundleCase{{name: "Kyverno SigstoreBundle Audit, the right key, ignoreTlog without ignoreSCT", im: pushAndSignBundle(t, a, host, "audnosct"),
+		policy: noSCT, cosign: verifyStamped, want: types.AtRisk, code: types.SignatureRefused, says: "the pod is admitted", cosignSays: noStamp}}
 	for _, engine := range []struct {
 		name   string
 		policy func(repo string) string

@@ -249,7 +249,7 @@ func TestVerifyRegistryFaultsMatchCosign(t *testing.T) {
 		"fatt":    layerOf(t, sigTag("fatt", att.digest, ".att").String()),
 		"fbundle": signatureBundleLayer(t, repoOf("fbundle"), bundle.digest),
 	}
-	ignore := "                    rekor: {ignoreTlog: true}\n"
+	ignore := "                    rekor: {ignoreTlog: true}\n                    ctlog: {ignoreSCT: true}\n"
 	kyverno := func(phost, repo, typ, body string) string {
 		p := strings.Replace(kyvernoBundlePolicy, "BODY", body, 1)
 		return strings.NewReplacer("HOST", phost, "REPO", repo, "TYPE", typ, "PUB", pubYAML(t, a)).Replace(p)

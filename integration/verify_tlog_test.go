@@ -299,7 +299,9 @@ func TestVerifyTlog(t *testing.T) {
 		return strings.Replace(p, "REKOR", rekor, 1) // after the replacer: a PEM holds "PUB"
 	}
 	attPolicy := func(repo, typ string) string {
-		body := strings.Replace(kyvernoAttestationsBlock, "                        rekor: {ignoreTlog: true}\n", "", 1)
+		// The log required, the SCT not ignored (Kyverno then requires the
+		// entry's time: kyvernobundle.go).
+		body := strings.NewReplacer("                        rekor: {ignoreTlog: true}\n", "", "                        ctlog: {ignoreSCT: true}\n", "").Replace(kyvernoAttestationsBlock)
 		p := strings.Replace(kyvernoBundlePolicy, "BODY", body, 1)
 		return strings.NewReplacer("HOST", host, "REPO", repo, "TYPE", typ, "PUB", quotedPEM(t, pub)).Replace(p)
 	}

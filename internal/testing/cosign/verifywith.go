@@ -31,3 +31,13 @@ func (c *Cosign) VerifyAttestationWith(ctx context.Context, ref string, f Format
 	env := []string{"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9"}
 	return c.verdict(c.runEnv(ctx, env, args...))
 }
+
+// VerifyFormatWith is VerifyWith expecting format f (--new-bundle-format
+// for Bundle): a sigstore bundle verified with the flags given
+// (--use-signed-timestamps, --trusted-root, ...).
+func (c *Cosign) VerifyFormatWith(ctx context.Context, ref string, f Format, flags ...string) (bool, string, error) {
+	args := append([]string{"verify", "--offline=true"}, formatFlags(f)...)
+	args = append(append(append(args, flags...), registryFlags...), ref)
+	env := []string{"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9"}
+	return c.verdict(c.runEnv(ctx, env, args...))
+}
