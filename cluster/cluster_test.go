@@ -202,7 +202,8 @@ func TestCheck(t *testing.T) {
 
 // Pods without pull secrets share one set of credentials (the Docker
 // config): an image they share is walked once, not once per namespace; a
-// pod with secrets gets its own walk.
+// pod with secrets gets its own walk, shared with the pods whose secrets
+// hold the same bytes (one regcred copied into several namespaces).
 func TestCheckWithPullSecretsGroups(t *testing.T) {
 	srv := httptest.NewServer(registry.New())
 	defer srv.Close()
@@ -214,6 +215,13 @@ func TestCheckWithPullSecretsGroups(t *testing.T) {
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "c", Name: "builder"}, ImagePullSecrets: []corev1.LocalObjectReference{{Name: "regcred"}}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "c", Name: "regcred"}, Type: corev1.SecretTypeDockerConfigJson,
 			Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(`{"auths":{}}`)}},
+		// d copies c's regcred; e holds other credentials under that name.
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "d", Name: "builder"}, ImagePullSecrets: []corev1.LocalObjectReference{{Name: "regcred"}}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "d", Name: "regcred"}, Type: corev1.SecretTypeDockerConfigJson,
+			Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(`{"auths":{}}`)}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "e", Name: "builder"}, ImagePullSecrets: []corev1.LocalObjectReference{{Name: "regcred"}}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "e", Name: "regcred"}, Type: corev1.SecretTypeDockerConfigJson,
+			Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(`{"auths":{"other.example":{"auth":"dTpw"}}}`)}},
 	)
 	ctr := func(ns, sa string) inventory.Container {
 		return inventory.Container{Namespace: ns, OwnerKind: "Pod", OwnerName: "p", Pod: "p", Container: "c", Image: host + "/shared:v1", ServiceAccount: sa}
@@ -240,6 +248,12 @@ func TestCheckWithPullSecretsGroups(t *testing.T) {
 	}
 	if n := count(&inventory.Inventory{Containers: []inventory.Container{ctr("a", "default"), ctr("c", "builder")}}); n != 2 {
 		t.Errorf("one namespace with its service account's pull secret: %d manifest GETs, want 2 (a walk each)", n)
+	}
+	if n := count(&inventory.Inventory{Containers: []inventory.Container{ctr("c", "builder"), ctr("d", "builder")}}); n != 1 {
+		t.Errorf("one regcred copied into two namespaces: %d manifest GETs, want 1 (the same credentials, one walk)", n)
+	}
+	if n := count(&inventory.Inventory{Containers: []inventory.Container{ctr("c", "builder"), ctr("e", "builder")}}); n != 2 {
+		t.Errorf("two regcreds of other contents: %d manifest GETs, want 2 (a walk each)", n)
 	}
 }
 

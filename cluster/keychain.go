@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -254,8 +255,9 @@ func (r *reader) keychain(ctx context.Context, k credentials) (authn.Keychain, [
 // imagePullSecrets and its service account's, then with the node's
 // credentials (the keychain opts give: by default the Docker config), never
 // another namespace's. Containers are grouped by (namespace, service account,
-// secrets) — every pod without secrets shares one group — and each group
-// gets its own Scanner, built from opts plus its keychain, so an image used
+// secrets) — every pod without secrets shares one group — and groups whose
+// secrets hold the same bytes (one regcred copied into several namespaces)
+// are joined; each group gets its own Scanner, built from opts plus its keychain, so an image used
 // in two groups is asked for twice, once with each set of credentials. The
 // results are merged per reference. A fault (401, 403, …) is kept, naming
 // the credentials that met it: it is true for those pods, whose next pull
@@ -285,54 +287,18 @@ type Then func(ctx context.Context, s *scan.Scanner, res *types.Result) error
 // not walked, and then is not applied to it. then's error is returned.
 func CheckWithPullSecretsThen(ctx context.Context, c kubernetes.Interface, inv *inventory.Inventory, then Then, opts ...scan.Option) (*types.Result, error) {
 	rd := newReader(c)
-	groups := map[credentials]*inventory.Inventory{}
-	var order []credentials
-	for _, ct := range inv.Containers {
-		k, err := rd.credentialsOf(ctx, ct)
-		if err != nil {
-			return nil, err
-		}
-		g, ok := groups[k]
-		if !ok {
-			g = &inventory.Inventory{NodeImages: inv.NodeImages}
-			groups[k] = g
-			order = append(order, k)
-		}
-		g.Containers = append(g.Containers, ct)
+	groups, err := rd.walkGroups(ctx, inv)
+	if err != nil {
+		return nil, err
 	}
 	merged := &types.Result{}
 	byRef := map[string]*types.Image{}
-	for _, k := range order {
-		kc, problems, err := rd.keychain(ctx, k)
+	for _, g := range groups {
+		res, err := g.check(ctx, then, opts)
 		if err != nil {
 			return nil, err
 		}
-		var res *types.Result
-		if len(problems) > 0 {
-			s, err := scan.New(opts...)
-			if err != nil {
-				return nil, err
-			}
-			res, err = unchecked(ctx, s, groups[k], problems)
-			if err != nil {
-				return nil, err
-			}
-		} else {
-			s, err := scan.New(append(slices.Clone(opts), scan.WithKeychainFirst(func() (authn.Keychain, error) { return kc, nil }))...)
-			if err != nil {
-				return nil, err
-			}
-			res, err = Check(ctx, s, groups[k])
-			if err != nil {
-				return nil, err
-			}
-			if then != nil {
-				if err := then(ctx, s, res); err != nil {
-					return nil, err
-				}
-			}
-		}
-		mergeGroup(merged, byRef, k, res)
+		mergeGroup(merged, byRef, g.String(), res)
 	}
 	for _, im := range merged.Images {
 		im.UpdateVerdict()
@@ -341,9 +307,133 @@ func CheckWithPullSecretsThen(ctx context.Context, c kubernetes.Interface, inv *
 	return merged, nil
 }
 
+// walkGroup is the containers walked with one Scanner: those of one set
+// of credentials by name (credentials), joined with every other set whose
+// secrets hold the same bytes: one regcred copied into N namespaces is
+// one walk, not N, since the registry sees the same credentials.
+type walkGroup struct {
+	keys     []credentials // the first named in findings
+	inv      *inventory.Inventory
+	kc       authn.Keychain
+	problems []problem
+}
+
+// String names the group as a person reads it: its first credentials,
+// and how many namespaces more hold the same.
+func (g *walkGroup) String() string {
+	if len(g.keys) == 1 {
+		return g.keys[0].String()
+	}
+	var others []string
+	for _, k := range g.keys[1:] {
+		if !slices.Contains(others, k.namespace) && k.namespace != g.keys[0].namespace {
+			others = append(others, k.namespace)
+		}
+	}
+	if len(others) == 0 {
+		return g.keys[0].String()
+	}
+	if len(others) > 3 {
+		others = append(others[:3], fmt.Sprintf("%d more", len(others)-3))
+	}
+	return fmt.Sprintf("%s (the same secret contents as in namespace %s)", g.keys[0], strings.Join(others, ", "))
+}
+
+// walkGroups groups the inventory's containers by their credentials by
+// name, in the order first met, then joins the groups whose pull secrets
+// are usable and hold the same bytes. The error is the context's only.
+func (r *reader) walkGroups(ctx context.Context, inv *inventory.Inventory) ([]*walkGroup, error) {
+	byName := map[credentials]*inventory.Inventory{}
+	var order []credentials
+	for _, ct := range inv.Containers {
+		k, err := r.credentialsOf(ctx, ct)
+		if err != nil {
+			return nil, err
+		}
+		g, ok := byName[k]
+		if !ok {
+			g = &inventory.Inventory{NodeImages: inv.NodeImages}
+			byName[k] = g
+			order = append(order, k)
+		}
+		g.Containers = append(g.Containers, ct)
+	}
+	var out []*walkGroup
+	byBytes := map[string]*walkGroup{}
+	for _, k := range order {
+		kc, problems, err := r.keychain(ctx, k)
+		if err != nil {
+			return nil, err
+		}
+		fp := r.fingerprint(k)
+		if g, ok := byBytes[fp]; ok && len(problems) == 0 {
+			g.keys = append(g.keys, k)
+			g.inv.Containers = append(g.inv.Containers, byName[k].Containers...)
+			continue
+		}
+		g := &walkGroup{keys: []credentials{k}, inv: byName[k], kc: kc, problems: problems}
+		if len(problems) == 0 && fp != "" {
+			byBytes[fp] = g
+		}
+		out = append(out, g)
+	}
+	return out, nil
+}
+
+// fingerprint is a digest of what k's secrets hold, in the order the
+// keychain reads them (by name): equal for two groups whose registry
+// credentials are the same bytes; "" for a group without secrets (one
+// group already) or with a secret not read.
+func (r *reader) fingerprint(k credentials) string {
+	if k.secrets == "" || k.account != "" {
+		return ""
+	}
+	h := sha256.New()
+	for _, name := range strings.Split(k.secrets, ",") {
+		s, ok := r.secrets[k.namespace+"/"+name]
+		if !ok || s.problem != nil {
+			return ""
+		}
+		key := corev1.DockerConfigJsonKey
+		if s.secret.Type == corev1.SecretTypeDockercfg {
+			key = corev1.DockerConfigKey
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", s.secret.Type, len(s.secret.Data[key]))
+		h.Write(s.secret.Data[key])
+	}
+	return string(h.Sum(nil))
+}
+
+// check walks the group: with its keychain asked first, then applying
+// then; or, when its credentials cannot be used, asking no registry.
+func (g *walkGroup) check(ctx context.Context, then Then, opts []scan.Option) (*types.Result, error) {
+	if len(g.problems) > 0 {
+		s, err := scan.New(opts...)
+		if err != nil {
+			return nil, err
+		}
+		return unchecked(ctx, s, g.inv, g.problems)
+	}
+	kc := g.kc
+	s, err := scan.New(append(slices.Clone(opts), scan.WithKeychainFirst(func() (authn.Keychain, error) { return kc, nil }))...)
+	if err != nil {
+		return nil, err
+	}
+	res, err := Check(ctx, s, g.inv)
+	if err != nil {
+		return nil, err
+	}
+	if then != nil {
+		if err := then(ctx, s, res); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
 // mergeGroup adds the result of group k to merged, per reference
 // (byRef): a fault finding names k's credentials, which met it.
-func mergeGroup(merged *types.Result, byRef map[string]*types.Image, k credentials, res *types.Result) {
+func mergeGroup(merged *types.Result, byRef map[string]*types.Image, k string, res *types.Result) {
 	if merged.Started.IsZero() {
 		merged.Started = res.Started
 	}
