@@ -100,6 +100,9 @@ func (v CosignVerifier) verifyLegacy(ctx context.Context, ref name.Digest, sigs 
 	if err != nil {
 		return Verdict{Outcome: Unverifiable, Reason: err.Error()}
 	}
+	if found, ok := v.verifiedWithLog(ctx, ref, co, e); ok {
+		return layerAnnotations(found, e)
+	}
 	found, _, err := cosign.VerifyImageSignatures(ctx, ref, co)
 	if err != nil {
 		return annotationVerdict(verdictOf(err), e)
@@ -117,6 +120,23 @@ func (v CosignVerifier) verifyLegacy(ctx context.Context, ref name.Digest, sigs 
 		return Verdict{Outcome: Unverifiable, Reason: searchText("signature", e)}
 	}
 	return Verdict{Outcome: Refused, Reason: "the signature verifies with the key, but carries no transparency-log proof, which the policy requires (signed with --tlog-upload=false); set keys.rekor.ignoreTlog: true if the log is not used, or sign again with the log"}
+}
+
+// verifiedWithLog verifies once with the log proof required, where the
+// entry requires it and the material to check it was given: the usual
+// case, one fetch of the signatures. Any failure is told apart by the
+// key alone first (refused by the key, no proof carried, a proof that
+// fails), which fetches them again.
+func (v CosignVerifier) verifiedWithLog(ctx context.Context, ref name.Digest, co *cosign.CheckOpts, e KeyEntry) ([]oci.Signature, bool) {
+	if !e.Tlog {
+		return nil, false
+	}
+	withLog, missing := v.logOpts(co, e)
+	if missing != nil {
+		return nil, false
+	}
+	found, _, err := cosign.VerifyImageSignatures(ctx, ref, withLog)
+	return found, err == nil
 }
 
 // carriesSET reports whether one of the signatures (or attestations)
