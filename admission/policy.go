@@ -53,6 +53,10 @@ type Needs struct {
 	// (Kyverno entries[].repository), so presence is not judged in one
 	// place: each entry's verification looks in its own.
 	PerEntry bool
+	// refusal, when not nil, is the engine's own error for this
+	// alternative, given before it reads any signature or attestation
+	// (refusal.go): it admits nothing, whatever the image has.
+	refusal *engineRefusal
 }
 
 // Rule is one image-verifying rule: a Kyverno verifyImages entry, or a

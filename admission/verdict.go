@@ -227,9 +227,11 @@ func (r *Rule) presence(ctx context.Context, sets *repoSets) presence {
 
 // needsIn meets one alternative in the repository it reads from. An
 // alternative whose entries read from different repositories is not
-// judged by presence: each entry's verification looks in its own.
+// judged by presence: each entry's verification looks in its own; nor is
+// one the engine refuses before reading anything (refusal.go): what is
+// there changes nothing, verification says the engine's refusal.
 func needsIn(ctx context.Context, sets *repoSets, n Needs) presence {
-	if n.PerEntry {
+	if n.PerEntry || n.refusal != nil {
 		return presence{state: artifacts.Present}
 	}
 	set, err := sets.get(ctx, n.Repository)
@@ -262,16 +264,22 @@ func needsPresence(set artifacts.Set, n Needs) presence {
 	return out
 }
 
-// bundleSignsFor: for an engine that reads bundles when the image has
-// any (AnyFormat: an ImageValidatingPolicy), a whole attestation bundle
-// stands for the signature, since the engine takes any bundle that
-// verifies with the key for one (kyverno/kyverno
-// pkg/image/verifiers/ivpol/cosign/verifier.go, VerifyImageSignature:
-// cosign.VerifyImageAttestations over every bundle, no predicate type
-// asked), as cosign verify --new-bundle-format does; verification then
-// decides.
+// bundleSignsFor: for an engine that reads bundles, a whole attestation
+// bundle stands for the signature, since the engine takes any bundle
+// that verifies with the key for one, as cosign verify
+// --new-bundle-format does; verification then decides. An
+// ImageValidatingPolicy (AnyFormat: bundles when the image has any;
+// kyverno/kyverno pkg/image/verifiers/ivpol/cosign/verifier.go,
+// VerifyImageSignature: cosign.VerifyImageAttestations over every bundle,
+// no predicate type asked); Kyverno type: SigstoreBundle (Bundle;
+// pkg/image/verifiers/cpol/cosign/sigstore.go, fetchBundles: every
+// referrer of artifact type application/vnd.dev.sigstore.bundle*, filtered
+// by predicate type only for an attestation (opts.Type), then
+// verifyBundles with the image digest as the artifact, which a DSSE
+// statement meets by its subject). policy-controller's bundle
+// signatures are refused before (bundleRefusal).
 func bundleSignsFor(set artifacts.Set, q artifacts.Query, f Format) bool {
-	if f != AnyFormat || q.Kind != artifacts.Signature {
+	if f == Legacy || q.Kind != artifacts.Signature {
 		return false
 	}
 	bundles := artifacts.Query{Kind: artifacts.Attestation, Layouts: []artifacts.Layout{artifacts.ReferrersAPI, artifacts.ReferrersTag}}
