@@ -42,10 +42,18 @@ var _ BundleVerifier = CosignVerifier{}
 // (kyverno/kyverno pkg/image/verifiers/cpol/cosign/sigstore.go,
 // fetchBundles: no predicate type asked for a signature) and cosign
 // verify --new-bundle-format does. A refusal reached while a registry
-// request failed is unverifiable, a fault (transportFaults.hide).
+// request failed is unverifiable, a fault (transportFaults.hide); so is a
+// bundle that verifies while another could not be read, since Kyverno's
+// fetchBundles fails on any referrer it cannot read where cosign's
+// GetBundles passes over it.
 func (v CosignVerifier) VerifyBundle(ctx context.Context, ref name.Digest, sigs name.Repository, e KeyEntry) Verdict {
 	ctx, faults := withTransportFaults(ctx)
-	return faults.hide(v.verifyBundles(ctx, ref, sigs, e, func(string) bool { return true }, "signature"))
+	r := faults.hide(v.verifyBundles(ctx, ref, sigs, e, func(string) bool { return true }, "signature"))
+	if cause := faults.err(); cause != nil && r.Outcome == Verified {
+		return Verdict{Outcome: Unverifiable, Fault: true, Cause: cause, Reason: fmt.Sprintf(
+			"a bundle verifies with the key, and another referrer of the digest could not be read (%v): Kyverno's SigstoreBundle verifier fails on any it cannot read (pkg/image/verifiers/cpol/cosign/sigstore.go, fetchBundles), so it admits nothing until the registry answers", cause)}
+	}
+	return r
 }
 
 // verifyBundles verifies the bundles of ref whose in-toto predicate type

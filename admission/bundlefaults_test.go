@@ -90,7 +90,9 @@ const cosignSignPredicate = "https://sigstore.dev/cosign/sign/v1"
 // attestation bundle by key B, read through the fault proxy. cosign's
 // GetBundles passes over the signature bundle whose layer GET fails and
 // reads the attestation, which key A does not verify: that is
-// unverifiable, a fault with its cause, not refused. A bundle whose
+// unverifiable, a fault with its cause, not refused; where key A signed
+// the attestation too it verifies, and it is still a fault: Kyverno's
+// fetchBundles fails on the referrer it cannot read. A bundle whose
 // statement does not parse is bad-response. Any bundle that verifies is
 // a signature, an attestation bundle too (Kyverno type: SigstoreBundle,
 // fetchBundles asks no predicate type for a signature; cosign verify
@@ -107,6 +109,9 @@ func TestCosignVerifierBundleFaults(t *testing.T) {
 	signed := pushRandom(t, up, "v1")
 	sigLayer := signBundle(t, up, signed, cosignSignPredicate, "", keyA)
 	signBundle(t, up, signed, slsa, "", keyB)
+	both := pushRandom(t, up, "v4")
+	bothLayer := signBundle(t, up, both, cosignSignPredicate, "", keyA)
+	signBundle(t, up, both, slsa, "", keyA)
 	attOnly := pushRandom(t, up, "v3")
 	signBundle(t, up, attOnly, slsa, "", keyA)
 	garbled := pushRandom(t, up, "v2")
@@ -122,6 +127,10 @@ func TestCosignVerifierBundleFaults(t *testing.T) {
 	}{
 		{"503 on the signature bundle's layer", []faultproxy.Rule{{Fault: faultproxy.Unavailable, Kinds: []faultproxy.Kind{faultproxy.Blob}, Methods: []string{http.MethodGet}, Path: sigLayer}},
 			signed, keyA, Unverifiable, types.RegistryFault, "503"},
+		// cosign passes over the unreadable bundle and verifies the
+		// attestation; Kyverno's fetchBundles fails on it: a fault.
+		{"503 on one bundle's layer, another by the key", []faultproxy.Rule{{Fault: faultproxy.Unavailable, Kinds: []faultproxy.Kind{faultproxy.Blob}, Methods: []string{http.MethodGet}, Path: bothLayer}},
+			both, keyA, Unverifiable, types.RegistryFault, "fetchBundles"},
 		{"a statement that does not parse", nil, garbled, keyA, Unverifiable, types.BadResponse, "not an in-toto statement"},
 		{"only an attestation bundle, its key", nil, attOnly, keyA, Verified, "", ""},
 		{"only an attestation bundle, another key", nil, attOnly, keyB, Refused, "", "no matching bundles"},
