@@ -281,12 +281,8 @@ func (c *Checker) verifies(what check) bool {
 // needsResult verifies one alternative: its signature, where it names
 // keys, and each attestation that names attestors. All must pass: a
 // refusal of any is the alternative's refusal; else an undecided one
-// leaves it unverifiable. What names no keys was met by presence. One
-// the engine refuses before reading anything is refused in its words.
+// leaves it unverifiable. What names no keys was met by presence.
 func (c *Checker) needsResult(ctx context.Context, ref name.Digest, n Needs) altResult {
-	if n.refusal != nil {
-		return refusalResult(n)
-	}
 	out := altResult{outcome: Verified}
 	sig := check{format: n.Format}
 	if n.Signature && len(n.Sets) > 0 && c.verifies(sig) {

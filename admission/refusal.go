@@ -1,9 +1,11 @@
 package admission
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
+	"github.com/regcheck/regcheck/artifacts"
 	"github.com/regcheck/regcheck/types"
 )
 
@@ -18,6 +20,11 @@ type engineRefusal struct {
 	text string
 	// advice says what to change in the policy or the signing.
 	advice string
+	// unlessArtifact, when set, is the artifact type of a referrer the
+	// engine reads first under a setting regcheck does not read; with one
+	// there, whole, the refusal is not certain: unverifiable, unlessText
+	// saying why.
+	unlessArtifact, unlessText string
 }
 
 // refusalResult is the result of an alternative the engine refuses up
@@ -28,6 +35,31 @@ func refusalResult(n Needs) altResult {
 		verdict: Verdict{Outcome: Refused, Reason: n.refusal.text}, refusal: n.refusal}
 	if !n.Signature && len(n.Predicates) > 0 {
 		r.attestation, r.predicate = true, strings.Join(n.Predicates, ", ")
+	}
+	return r
+}
+
+// refusalIn is refusalResult met against the set the alternative reads
+// from: unverifiable where a whole referrer of refusal.unlessArtifact is
+// there (the engine may read it), or where the set could not be read to
+// tell.
+func refusalIn(ctx context.Context, sets *repoSets, n Needs) altResult {
+	r := refusalResult(n)
+	if n.refusal.unlessArtifact == "" {
+		return r
+	}
+	set, err := sets.get(ctx, n.Repository)
+	if err != nil {
+		r.outcome, r.refusal = Unverifiable, nil
+		r.verdict = Verdict{Outcome: Unverifiable, Fault: true, Cause: err, Reason: fmt.Sprintf("%s, unless %s: whether one is there could not be asked: %v", n.refusal.text, n.refusal.unlessText, err)}
+		return r
+	}
+	for _, a := range set.Match(artifacts.Query{Kind: artifacts.Signature}) {
+		if a.Whole && a.ArtifactType == n.refusal.unlessArtifact {
+			r.outcome, r.refusal = Unverifiable, nil
+			r.verdict = Verdict{Outcome: Unverifiable, Reason: fmt.Sprintf("%s is there; the engine refuses the authority (%s) unless %s", a.Ref, n.refusal.text, n.refusal.unlessText)}
+			return r
+		}
 	}
 	return r
 }

@@ -24,11 +24,14 @@ const keylessAuthority = "    - keyless:\n        identities:\n          - issue
 // support for image signatures is not yet implemented"): whatever the
 // image has, the authority admits nothing; broken under enforce, at-risk
 // under warn, with the engine's text and what to do, and nothing is
-// verified. Another authority that verifies admits. signatureFormat is
+// verified; unknown where a signature of cosign's experimental OCI 1.1
+// layout is there, which the keyless path reads under enable-oci11. Another authority that verifies admits. signatureFormat is
 // compared exactly: "Bundle" reads the legacy layout.
 func TestPolicyControllerBundleRefusal(t *testing.T) {
 	a, b := testPEM("key A"), testPEM("key B")
 	bundleFormat := "      signatureFormat: bundle\n"
+	oci11Sig := sig(artifacts.ReferrersAPI, true)
+	oci11Sig.ArtifactType = cosignOCI11Signature
 	keyText := "constructing checkOpts for authority-0: when using the new bundle format, the authority must be keyless"
 	for _, c := range []struct {
 		name     string
@@ -56,6 +59,8 @@ func TestPolicyControllerBundleRefusal(t *testing.T) {
 			[]artifacts.Artifact{sig(artifacts.CosignTag, true)}, types.OK, "", nil, ""},
 		{"keyless, bundle signature", cipPolicy(keylessAuthority + bundleFormat), []artifacts.Artifact{sig(artifacts.ReferrersAPI, true)},
 			types.Broken, "signature-refused/critical", []string{"signature keyless validation failed for authority authority-0 for the image: bundle support for image signatures is not yet implemented"}, ""},
+		{"keyless, bundle signature, a signature of cosign's experimental OCI 1.1 layout there: read under enable-oci11, unknown", cipPolicy(keylessAuthority + bundleFormat), []artifacts.Artifact{oci11Sig},
+			types.Unknown, "signature-unverifiable/warning", []string{"unless enable-oci11 is set in config-policy-controller"}, ""},
 		{"keyless, bundle attestation: read, not refused up front", cipPolicy(keylessAuthority + bundleFormat + "      attestations:\n        - name: prov\n          predicateType: " + slsa + "\n"),
 			[]artifacts.Artifact{attIn(artifacts.ReferrersAPI, slsa)}, types.Unknown, "signature-unverifiable/warning", nil, "bundle " + slsa},
 	} {

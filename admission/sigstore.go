@@ -210,6 +210,10 @@ func authoritySource(a map[string]any) string {
 	return repo
 }
 
+// cosignOCI11Signature is the artifact type of a signature in cosign's
+// experimental OCI 1.1 layout (a referrer, not a sigstore bundle).
+const cosignOCI11Signature = "application/vnd.dev.cosign.artifact.sig.v1+json"
+
 // isBundleFormat reports whether an authority reads sigstore bundles:
 // signatureFormat exactly "bundle", as policy-controller compares it
 // (pkg/webhook/validator.go, checkOptsFromAuthority: NewBundleFormat:
@@ -260,9 +264,10 @@ func bundleRefusal(a map[string]any, n Needs, name string) *engineRefusal {
 	}
 	if _, ok := a["keyless"]; ok && n.Signature {
 		return &engineRefusal{path: "signatureFormat",
-			text: fmt.Sprintf("signature keyless validation failed for authority %s for the image: bundle support for image signatures is not yet implemented", name),
-			advice: "policy-controller verifies a keyless authority's bundles as attestations (attestations[].predicateType), not as signatures: set signatureFormat: legacy (the default) and sign with cosign sign --new-bundle-format=false " +
-				"(with enable-oci11 in config-policy-controller, a signature in cosign's experimental OCI 1.1 layout is read first, which regcheck does not read)"}
+			text:           fmt.Sprintf("signature keyless validation failed for authority %s for the image: bundle support for image signatures is not yet implemented", name),
+			advice:         "policy-controller verifies a keyless authority's bundles as attestations (attestations[].predicateType), not as signatures: set signatureFormat: legacy (the default) and sign with cosign sign --new-bundle-format=false",
+			unlessArtifact: cosignOCI11Signature,
+			unlessText:     "enable-oci11 is set in config-policy-controller (not read by regcheck): cosign's VerifyImageSignatures then verifies a signature of cosign's experimental OCI 1.1 layout first (verifyImageSignaturesExperimentalOCI)"}
 	}
 	return nil
 }

@@ -85,7 +85,12 @@ func (c *Checker) verifyFindings(ctx context.Context, ru *ruleUses, im *types.Im
 		if needsIn(ctx, sets, n).state == artifacts.Missing {
 			continue // not there: it admits nothing, and cosign has nothing to refuse
 		}
-		r := c.needsResult(ctx, ref, n)
+		var r altResult
+		if n.refusal != nil {
+			r = refusalIn(ctx, sets, n) // refused in the engine's words, nothing verified
+		} else {
+			r = c.needsResult(ctx, ref, n)
+		}
 		if r.outcome == Verified {
 			return nil
 		}
