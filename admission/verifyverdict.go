@@ -70,7 +70,8 @@ func (c *Checker) verifyEntry(ctx context.Context, ref name.Digest, e KeyEntry, 
 // SignatureRefused or AttestationRefused when cosign refused what could
 // be checked, else SignatureUnverifiable (or the fault) when what is left
 // cannot be decided offline. An alternative whose artifacts are missing
-// (another one was present) is passed over.
+// (another one was present) is passed over; one the engine refuses before
+// reading anything is refused in its words (refusalIn).
 func (c *Checker) verifyFindings(ctx context.Context, ru *ruleUses, im *types.Image, sets *repoSets) []types.Finding {
 	if c.Verifier == nil {
 		return nil
