@@ -87,10 +87,16 @@ func cipAttestationPolicy(p, format, policy string) string {
 // engines' rules; a refused attestation is attestation-refused, broken
 // under Enforce and at-risk under Audit; one whose conditions or policy
 // regcheck does not evaluate is unknown, never ok; a Verifier that
-// cannot verify bundles or attestations leaves them to presence.
+// cannot verify bundles or attestations leaves them to presence. Under
+// Kyverno type: SigstoreBundle a sigstore attestation bundle stands for
+// the signature (fetchBundles asks no predicate type for one).
 func TestVerifyBundleAndAttestations(t *testing.T) {
 	a, b := testPEM("key A"), testPEM("key B")
 	sigBundle := sig(artifacts.ReferrersAPI, true)
+	bundleAtt := attIn(artifacts.ReferrersAPI, slsa)
+	bundleAtt.ArtifactType = sigstoreBundle
+	inToto := attIn(artifacts.ReferrersAPI, slsa)
+	inToto.ArtifactType = "application/vnd.in-toto+json"
 	for _, c := range []struct {
 		name     string
 		policy   string
@@ -108,8 +114,17 @@ func TestVerifyBundleAndAttestations(t *testing.T) {
 			[]artifacts.Artifact{sigBundle}, false, types.Broken, "signature-refused/critical", "the signature is there, and cosign refuses it", "bundle"},
 		{"bundle signature, a Verifier of legacy signatures only: presence", kyvernoRulePolicy("Enforce", "SigstoreBundle", "          attestors:\n            - entries:\n"+keyEntry(b, ignoreTlog)),
 			[]artifacts.Artifact{sigBundle}, true, types.OK, "", "", ""},
-		{"policy-controller, a refused legacy authority and a bundle authority with no bundle: broken", cipPolicy(keyAuthority(b, false), keyAuthority(a, false)+"      signatureFormat: bundle\n"),
-			[]artifacts.Artifact{sig(artifacts.CosignTag, true)}, false, types.Broken, "signature-refused/critical", "", ""},
+		{"policy-controller, a refused legacy authority and a key authority with signatureFormat bundle: broken, each one's refusal", cipPolicy(keyAuthority(b, false), keyAuthority(a, false)+"      signatureFormat: bundle\n"),
+			[]artifacts.Artifact{sig(artifacts.CosignTag, true)}, false, types.Broken, "signature-refused/critical",
+			"authorities[1] (authority-1).signatureFormat: the engine refuses the authority before reading anything: \"constructing checkOpts for authority-1: when using the new bundle format, the authority must be keyless\"", ""},
+		{"Kyverno SigstoreBundle, only an attestation bundle: it stands for the signature", kyvernoRulePolicy("Enforce", "SigstoreBundle", "          attestors:\n            - entries:\n"+keyEntry(a, ignoreTlog)),
+			[]artifacts.Artifact{bundleAtt}, false, types.OK, "", "", "bundle"},
+		{"Kyverno SigstoreBundle, only an attestation bundle, another key", kyvernoRulePolicy("Enforce", "SigstoreBundle", "          attestors:\n            - entries:\n"+keyEntry(b, ignoreTlog)),
+			[]artifacts.Artifact{bundleAtt}, false, types.Broken, "signature-refused/critical", "the signature is there, and cosign refuses it", "bundle"},
+		{"Kyverno SigstoreBundle, an in-toto referrer that is no sigstore bundle is no signature", kyvernoRulePolicy("Enforce", "SigstoreBundle", "          attestors:\n            - entries:\n"+keyEntry(a, ignoreTlog)),
+			[]artifacts.Artifact{inToto}, false, types.Broken, "signature-missing/critical", "", ""},
+		{"Kyverno type Cosign, only an attestation bundle: no signature", kyvernoRulePolicy("Enforce", "Cosign", "          attestors:\n            - entries:\n"+keyEntry(a, ignoreTlog)),
+			[]artifacts.Artifact{bundleAtt}, false, types.Broken, "signature-missing/critical", "", ""},
 		{"legacy attestation, the key verifies", kyvernoRulePolicy("Enforce", "Cosign", attestationsBody(a, "")),
 			[]artifacts.Artifact{attIn(artifacts.CosignTag, slsa)}, false, types.OK, "", "", "legacy " + slsa},
 		{"legacy attestation, another key", kyvernoRulePolicy("Enforce", "Cosign", attestationsBody(b, "")),
@@ -121,8 +136,9 @@ func TestVerifyBundleAndAttestations(t *testing.T) {
 			[]artifacts.Artifact{attIn(artifacts.CosignTag, slsa)}, false, types.Unknown, "signature-unverifiable/warning", "its conditions (attestations[0].conditions (JMESPath)) are not evaluated", "legacy " + slsa},
 		{"the rule's attestors sign the attestation when it names none", kyvernoRulePolicy("Enforce", "Cosign", "          attestors:\n            - entries:\n"+keyEntry(a, ignoreTlog)+"          attestations:\n            - type: "+slsa+"\n"),
 			[]artifacts.Artifact{sig(artifacts.CosignTag, true), attIn(artifacts.CosignTag, slsa)}, false, types.OK, "", "", "legacy " + slsa},
-		{"policy-controller bundle attestation, the key verifies", cipAttestationPolicy(a, "bundle", ""),
-			[]artifacts.Artifact{attIn(artifacts.ReferrersAPI, slsa)}, false, types.OK, "", "", "bundle " + slsa},
+		{"policy-controller bundle attestation, a key authority: refused before reading, in the engine's words", cipAttestationPolicy(a, "bundle", ""),
+			[]artifacts.Artifact{attIn(artifacts.ReferrersAPI, slsa)}, false, types.Broken, "attestation-refused/critical",
+			"policy-controller refuses that authority before reading any signature or attestation of the image, signed or not: creating CheckOpts: when using the new bundle format, the authority must be keyless", ""},
 		{"policy-controller attestation, another key", cipAttestationPolicy(b, "legacy", ""),
 			[]artifacts.Artifact{attIn(artifacts.CosignTag, slsa)}, false, types.Broken, "attestation-refused/critical", "by authorities[0] (authority-0).key.data", "legacy " + slsa},
 		{"policy-controller attestation policy not evaluated: unknown", cipAttestationPolicy(a, "legacy", "          policy:\n            type: cue\n            data: 'predicateType: \""+slsa+"\"'\n"),

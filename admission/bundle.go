@@ -21,11 +21,6 @@ import (
 	"github.com/regcheck/regcheck/types"
 )
 
-// cosignSignPredicate is the in-toto predicate type of the statement
-// cosign v3 signs an image with in the bundle format: a signature, not an
-// attestation (the artifacts package reads bundles the same way).
-const cosignSignPredicate = "https://sigstore.dev/cosign/sign/v1"
-
 // BundleVerifier verifies the sigstore bundle signatures of an image
 // digest (cosign v3's format: OCI 1.1 referrers of the digest), read in
 // sigs, against one key entry, offline. A Verifier that also implements
@@ -41,15 +36,24 @@ var _ BundleVerifier = CosignVerifier{}
 // verify --new-bundle-format does (pkg/cosign GetBundles, then
 // VerifyNewBundle on each with the digest as the artifact), the log
 // ignored first (the key decides), then, where the engine requires a log
-// proof, holding the bundle that verified to bundleTlog. Bundles that
-// carry an attestation rather than a signature are not signatures here,
-// as the artifacts finder reads them. A refusal reached while a registry
-// request failed is unverifiable, a fault (transportFaults.hide).
+// proof, holding the bundle that verified to bundleTlog. Any bundle of the
+// digest is a signature, whatever its statement's predicate type (an
+// attestation bundle too), as Kyverno type: SigstoreBundle takes it
+// (kyverno/kyverno pkg/image/verifiers/cpol/cosign/sigstore.go,
+// fetchBundles: no predicate type asked for a signature) and cosign
+// verify --new-bundle-format does. A refusal reached while a registry
+// request failed is unverifiable, a fault (transportFaults.hide); so is a
+// bundle that verifies while another could not be read, since Kyverno's
+// fetchBundles fails on any referrer it cannot read where cosign's
+// GetBundles passes over it.
 func (v CosignVerifier) VerifyBundle(ctx context.Context, ref name.Digest, sigs name.Repository, e KeyEntry) Verdict {
 	ctx, faults := withTransportFaults(ctx)
-	return faults.hide(v.verifyBundles(ctx, ref, sigs, e, func(predicate string) bool {
-		return predicate == "" || predicate == cosignSignPredicate
-	}, "signature"))
+	r := faults.hide(v.verifyBundles(ctx, ref, sigs, e, func(string) bool { return true }, "signature"))
+	if cause := faults.err(); cause != nil && r.Outcome == Verified {
+		return Verdict{Outcome: Unverifiable, Fault: true, Cause: cause, Reason: fmt.Sprintf(
+			"a bundle verifies with the key, and another referrer of the digest could not be read (%v): Kyverno's SigstoreBundle verifier fails on any it cannot read (pkg/image/verifiers/cpol/cosign/sigstore.go, fetchBundles), so it admits nothing until the registry answers", cause)}
+	}
+	return r
 }
 
 // verifyBundles verifies the bundles of ref whose in-toto predicate type

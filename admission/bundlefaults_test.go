@@ -82,24 +82,36 @@ func signBundle(t *testing.T, repo name.Repository, digest, pt, statement string
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
-// TestCosignVerifierBundleFaults: a signature bundle beside an
-// attestation bundle, read through the fault proxy. cosign's GetBundles
-// passes over the signature bundle whose layer GET fails and reads the
-// attestation: that is unverifiable, a fault with its cause, not "no
-// signature bundle is there" (refused). A bundle whose statement does
-// not parse is bad-response, and no signature bundle read at all is
-// unverifiable, not refused. Without a fault the key verifies, and
-// another key is refused.
+// cosignSignPredicate is the in-toto predicate type of the statement
+// cosign v3 signs an image with in the bundle format.
+const cosignSignPredicate = "https://sigstore.dev/cosign/sign/v1"
+
+// TestCosignVerifierBundleFaults: a signature bundle by key A beside an
+// attestation bundle by key B, read through the fault proxy. cosign's
+// GetBundles passes over the signature bundle whose layer GET fails and
+// reads the attestation, which key A does not verify: that is
+// unverifiable, a fault with its cause, not refused; where key A signed
+// the attestation too it verifies, and it is still a fault: Kyverno's
+// fetchBundles fails on the referrer it cannot read. A bundle whose
+// statement does not parse is bad-response. Any bundle that verifies is
+// a signature, an attestation bundle too (Kyverno type: SigstoreBundle,
+// fetchBundles asks no predicate type for a signature; cosign verify
+// --new-bundle-format agrees): an image with only an attestation bundle
+// by key A verifies with key A. Another key is refused.
 func TestCosignVerifierBundleFaults(t *testing.T) {
 	srv := httptest.NewServer(ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0))))
 	defer srv.Close()
 	host := strings.TrimPrefix(srv.URL, "http://")
 	keyA, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	keyB, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	keyC, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	up, _ := name.NewRepository(host+"/team/web", name.Insecure)
 	signed := pushRandom(t, up, "v1")
 	sigLayer := signBundle(t, up, signed, cosignSignPredicate, "", keyA)
-	signBundle(t, up, signed, slsa, "", keyA)
+	signBundle(t, up, signed, slsa, "", keyB)
+	both := pushRandom(t, up, "v4")
+	bothLayer := signBundle(t, up, both, cosignSignPredicate, "", keyA)
+	signBundle(t, up, both, slsa, "", keyA)
 	attOnly := pushRandom(t, up, "v3")
 	signBundle(t, up, attOnly, slsa, "", keyA)
 	garbled := pushRandom(t, up, "v2")
@@ -115,12 +127,16 @@ func TestCosignVerifierBundleFaults(t *testing.T) {
 	}{
 		{"503 on the signature bundle's layer", []faultproxy.Rule{{Fault: faultproxy.Unavailable, Kinds: []faultproxy.Kind{faultproxy.Blob}, Methods: []string{http.MethodGet}, Path: sigLayer}},
 			signed, keyA, Unverifiable, types.RegistryFault, "503"},
+		// cosign passes over the unreadable bundle and verifies the
+		// attestation; Kyverno's fetchBundles fails on it: a fault.
+		{"503 on one bundle's layer, another by the key", []faultproxy.Rule{{Fault: faultproxy.Unavailable, Kinds: []faultproxy.Kind{faultproxy.Blob}, Methods: []string{http.MethodGet}, Path: bothLayer}},
+			both, keyA, Unverifiable, types.RegistryFault, "fetchBundles"},
 		{"a statement that does not parse", nil, garbled, keyA, Unverifiable, types.BadResponse, "not an in-toto statement"},
-		// Reached only where the finder saw a signature bundle cosign
-		// does not read as one: regcheck's two readings disagree.
-		{"no signature bundle read, no fault", nil, attOnly, keyA, Unverifiable, "", "no signature bundle of the digest was read"},
+		{"only an attestation bundle, its key", nil, attOnly, keyA, Verified, "", ""},
+		{"only an attestation bundle, another key", nil, attOnly, keyB, Refused, "", "no matching bundles"},
 		{"no fault, the signing key", nil, signed, keyA, Verified, "", ""},
-		{"no fault, another key", nil, signed, keyB, Refused, "", "no matching bundles"},
+		{"no fault, the attestation's key", nil, signed, keyB, Verified, "", ""},
+		{"no fault, another key", nil, signed, keyC, Refused, "", "no matching bundles"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p, err := faultproxy.Start(faultproxy.Config{Upstream: host, Rules: c.rules})

@@ -53,11 +53,10 @@ type Needs struct {
 	// (Kyverno entries[].repository), so presence is not judged in one
 	// place: each entry's verification looks in its own.
 	PerEntry bool
-	// Refusal, when set, is an alternative nothing meets: a
-	// policy-controller authority with static.action fail, whose error
-	// this is (pkg/webhook/validator.go, ValidatePolicy: "disallowed by
-	// static policy: MESSAGE"); Path names the authority.
-	Refusal, Path string
+	// refusal, when not nil, is the engine's own error for this
+	// alternative, given before it reads any signature or attestation
+	// (refusal.go): it admits nothing, whatever the image has.
+	refusal *engineRefusal
 }
 
 // Rule is one image-verifying rule: a Kyverno verifyImages entry, or a

@@ -43,7 +43,10 @@ func sigstoreRule(obj *unstructured.Unstructured, source string) (*Rule, error) 
 		if pass {
 			return nil, nil
 		}
-		if n.Signature || len(n.Predicates) > 0 || n.Refusal != "" {
+		if n.Signature || len(n.Predicates) > 0 {
+			if n.refusal == nil {
+				n.refusal = bundleRefusal(a, n, authorityName(a, i))
+			}
 			r.Alternatives = append(r.Alternatives, n.under(authorityPath(a, i)))
 		}
 	}
@@ -58,20 +61,27 @@ func sigstoreRule(obj *unstructured.Unstructured, source string) (*Rule, error) 
 // when it has none (pkg/apis/policy/v1beta1/clusterimagepolicy_defaults.go,
 // SetDefaults).
 func authorityPath(a map[string]any, i int) string {
-	name, _, _ := unstructured.NestedString(a, "name")
-	if name == "" {
-		name = fmt.Sprintf("authority-%d", i)
+	return fmt.Sprintf("authorities[%d] (%s).", i, authorityName(a, i))
+}
+
+// authorityName is the i-th authority's name, authority-i when it has
+// none.
+func authorityName(a map[string]any, i int) string {
+	if name, _, _ := unstructured.NestedString(a, "name"); name != "" {
+		return name
 	}
-	return fmt.Sprintf("authorities[%d] (%s).", i, name)
+	return fmt.Sprintf("authority-%d", i)
 }
 
 // under is n with prefix before the path of each of its entries, its
 // signature's and its attestations'.
 func (n Needs) under(prefix string) Needs {
-	if n.Refusal != "" {
-		n.Path = strings.TrimSuffix(prefix, ".")
-	}
 	n.Sets = prefixed(n.Sets, prefix)
+	if n.refusal != nil {
+		r := *n.refusal
+		r.path = prefix + r.path
+		n.refusal = &r
+	}
 	n.Attestations = slices.Clone(n.Attestations)
 	for i := range n.Attestations {
 		n.Attestations[i].Sets = prefixed(n.Attestations[i].Sets, prefix)
@@ -159,14 +169,13 @@ func (r *Rule) matchesResources(res []resource) (ok, unsure bool) {
 // (signed by that authority) instead.
 func authorityNeeds(a map[string]any) (Needs, bool) {
 	if action, _, _ := unstructured.NestedString(a, "static", "action"); action != "" {
-		if strings.EqualFold(action, "fail") {
-			msg, _, _ := unstructured.NestedString(a, "static", "message")
-			return Needs{Refusal: "disallowed by static policy: " + msg}, false
+		if action != "fail" {
+			return Needs{}, true
 		}
-		return Needs{}, strings.EqualFold(action, "pass")
+		return Needs{Signature: true, refusal: staticRefusal(a)}, false
 	}
 	n := Needs{Format: Legacy}
-	if f, _, _ := unstructured.NestedString(a, "signatureFormat"); strings.EqualFold(f, "bundle") {
+	if isBundleFormat(a) {
 		n.Format = Bundle
 	}
 	atts, _, _ := unstructured.NestedSlice(a, "attestations")
@@ -204,4 +213,75 @@ func authoritySource(a map[string]any) string {
 		}
 	}
 	return repo
+}
+
+// cosignOCI11Signature is the artifact type of a signature in cosign's
+// experimental OCI 1.1 layout (a referrer, not a sigstore bundle).
+const cosignOCI11Signature = "application/vnd.dev.cosign.artifact.sig.v1+json"
+
+// isBundleFormat reports whether an authority reads sigstore bundles:
+// signatureFormat exactly "bundle", as policy-controller compares it
+// (pkg/webhook/validator.go, checkOptsFromAuthority: NewBundleFormat:
+// authority.SignatureFormat == "bundle"; the CRD does not restrict the
+// field), so that "Bundle" reads the legacy layout.
+func isBundleFormat(a map[string]any) bool {
+	f, _, _ := unstructured.NestedString(a, "signatureFormat")
+	return f == "bundle"
+}
+
+// staticRefusal is policy-controller's error for a static authority
+// whose action is fail (pkg/webhook/validator.go, ValidatePolicy: any
+// other action passes): it admits no image the policy's globs match.
+func staticRefusal(a map[string]any) *engineRefusal {
+	msg, _, _ := unstructured.NestedString(a, "static", "message")
+	return &engineRefusal{path: "static.action", text: "disallowed by static policy: " + msg,
+		advice: "this policy admits no image its globs match: leave the image out of its spec.images, or remove the static fail authority, if the image is meant to run"}
+}
+
+// bundleRefusal is policy-controller's own error for an authority with
+// signatureFormat: bundle that it refuses before reading any signature
+// or attestation of the image (sigstore/policy-controller
+// pkg/webhook/validator.go), nil when it reads them:
+//
+//   - a key authority: checkOptsFromAuthority returns "when using the new
+//     bundle format, the authority must be keyless" (a TODO there: key
+//     authorities are not supported with bundles), which
+//     ValidatePolicySignaturesForAuthority wraps as "constructing
+//     checkOpts for <name>: " and ValidatePolicyAttestationsForAuthority
+//     as "creating CheckOpts: ". The ClusterImagePolicy itself is
+//     admitted: its validation (pkg/apis/policy/v1beta1,
+//     Authority.Validate) does not look at signatureFormat.
+//   - a keyless authority's signature: it reaches cosign's
+//     VerifyImageSignatures (validSignatures, pkg/webhook/validation.go)
+//     with NewBundleFormat, which returns "bundle support for image
+//     signatures is not yet implemented" (sigstore/cosign/v3
+//     pkg/cosign/verify.go, v3.0.5 as policy-controller's go.mod pins it,
+//     and still v3.1.3), unless the experimental enable-oci11 of
+//     config-policy-controller finds a signature in cosign's experimental
+//     OCI 1.1 layout first (verifyImageSignaturesExperimentalOCI; not a
+//     sigstore bundle, and off by default). Its attestations are read
+//     (verifyImageAttestationsSigstoreBundle).
+func bundleRefusal(a map[string]any, n Needs, name string) *engineRefusal {
+	if !isBundleFormat(a) {
+		return nil
+	}
+	const keyless = "when using the new bundle format, the authority must be keyless"
+	if _, key := a["key"]; key {
+		r := &engineRefusal{path: "signatureFormat",
+			advice: "policy-controller reads sigstore bundles for keyless authorities only: for this key, set signatureFormat: legacy (the default) and sign with cosign sign --new-bundle-format=false (cosign attest --new-bundle-format=false for attestations)"}
+		if n.Signature {
+			r.text = fmt.Sprintf("constructing checkOpts for %s: %s", name, keyless)
+		} else {
+			r.text = "creating CheckOpts: " + keyless
+		}
+		return r
+	}
+	if _, ok := a["keyless"]; ok && n.Signature {
+		return &engineRefusal{path: "signatureFormat",
+			text:           fmt.Sprintf("signature keyless validation failed for authority %s for the image: bundle support for image signatures is not yet implemented", name),
+			advice:         "policy-controller verifies a keyless authority's bundles as attestations (attestations[].predicateType), not as signatures: set signatureFormat: legacy (the default) and sign with cosign sign --new-bundle-format=false",
+			unlessArtifact: cosignOCI11Signature,
+			unlessText:     "enable-oci11 is set in config-policy-controller (not read by regcheck): cosign's VerifyImageSignatures then verifies a signature of cosign's experimental OCI 1.1 layout first (verifyImageSignaturesExperimentalOCI)"}
+	}
+	return nil
 }

@@ -189,8 +189,6 @@ type lack struct {
 	set       artifacts.Set        // where it was looked for
 	format    Format               // the layout the engine looks in
 	err       error                // the set could not be read at all
-	refusal   string               // a static refusal (Needs.Refusal)
-	path      string               // the refusing authority (Needs.Path)
 }
 
 // verdict is the findings for one rule over the set.
@@ -203,10 +201,6 @@ func (ru *ruleUses) verdict(ctx context.Context, sets *repoSets, digest string) 
 	for _, l := range p.lacking {
 		if l.state == artifacts.Unknown {
 			out = append(out, ru.faultFinding(l, digest))
-			continue
-		}
-		if l.refusal != "" {
-			out = append(out, ru.staticFinding(l, digest))
 			continue
 		}
 		out = append(out, ru.missingFinding(l, digest))
@@ -233,12 +227,11 @@ func (r *Rule) presence(ctx context.Context, sets *repoSets) presence {
 
 // needsIn meets one alternative in the repository it reads from. An
 // alternative whose entries read from different repositories is not
-// judged by presence: each entry's verification looks in its own.
+// judged by presence: each entry's verification looks in its own; nor is
+// one the engine refuses before reading anything (refusal.go): what is
+// there changes nothing, verification says the engine's refusal.
 func needsIn(ctx context.Context, sets *repoSets, n Needs) presence {
-	if n.Refusal != "" {
-		return presence{state: artifacts.Missing, lacking: []lack{{kind: artifacts.Signature, state: artifacts.Missing, refusal: n.Refusal, path: n.Path}}}
-	}
-	if n.PerEntry {
+	if n.PerEntry || n.refusal != nil {
 		return presence{state: artifacts.Present}
 	}
 	set, err := sets.get(ctx, n.Repository)
@@ -271,16 +264,22 @@ func needsPresence(set artifacts.Set, n Needs) presence {
 	return out
 }
 
-// bundleSignsFor: for an engine that reads bundles when the image has
-// any (AnyFormat: an ImageValidatingPolicy), a whole attestation bundle
-// stands for the signature, since the engine takes any bundle that
-// verifies with the key for one (kyverno/kyverno
-// pkg/image/verifiers/ivpol/cosign/verifier.go, VerifyImageSignature:
-// cosign.VerifyImageAttestations over every bundle, no predicate type
-// asked), as cosign verify --new-bundle-format does; verification then
-// decides.
+// bundleSignsFor: for an engine that reads bundles, a whole attestation
+// bundle stands for the signature, since the engine takes any bundle
+// that verifies with the key for one, as cosign verify
+// --new-bundle-format does; verification then decides. An
+// ImageValidatingPolicy (AnyFormat: bundles when the image has any;
+// kyverno/kyverno pkg/image/verifiers/ivpol/cosign/verifier.go,
+// VerifyImageSignature: cosign.VerifyImageAttestations over every bundle,
+// no predicate type asked); Kyverno type: SigstoreBundle (Bundle;
+// pkg/image/verifiers/cpol/cosign/sigstore.go, fetchBundles: every
+// referrer of artifact type application/vnd.dev.sigstore.bundle*, filtered
+// by predicate type only for an attestation (opts.Type), then
+// verifyBundles with the image digest as the artifact, which a DSSE
+// statement meets by its subject). policy-controller's bundle
+// signatures are refused before (bundleRefusal).
 func bundleSignsFor(set artifacts.Set, q artifacts.Query, f Format) bool {
-	if f != AnyFormat || q.Kind != artifacts.Signature {
+	if f == Legacy || q.Kind != artifacts.Signature {
 		return false
 	}
 	bundles := artifacts.Query{Kind: artifacts.Attestation, Layouts: []artifacts.Layout{artifacts.ReferrersAPI, artifacts.ReferrersTag}}
@@ -338,15 +337,6 @@ func (ru *ruleUses) missingFinding(l lack, digest string) types.Finding {
 	}
 	msg := fmt.Sprintf("%s%s requires %s of %s for %s; %s%s", ru.rule.named(), ru.overridden(), what, types.ShortDigest(digest), usesText(ru.uses), seenText(l.seen), invisibleText(l))
 	return ru.act(types.NewFinding(code, digest, "", "%s", msg))
-}
-
-// staticFinding is the refusal of an authority that refuses whatever
-// the image carries (policy-controller static.action fail), in the
-// engine's own words.
-func (ru *ruleUses) staticFinding(l lack, digest string) types.Finding {
-	msg := fmt.Sprintf("%s%s, %s, refuses %s for %s whatever it carries: %q", ru.rule.named(), ru.overridden(), l.path, types.ShortDigest(digest), usesText(ru.uses), l.refusal)
-	return ru.act(types.NewAdvisedFinding(types.SignatureRefused, digest, "", msg,
-		"this policy admits no image its globs match: leave the image out of its spec.images, or remove the static fail authority, if the image is meant to run"))
 }
 
 // act finishes a finding about what the rule requires with what the

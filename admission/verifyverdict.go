@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -69,7 +70,8 @@ func (c *Checker) verifyEntry(ctx context.Context, ref name.Digest, e KeyEntry, 
 // SignatureRefused or AttestationRefused when cosign refused what could
 // be checked, else SignatureUnverifiable (or the fault) when what is left
 // cannot be decided offline. An alternative whose artifacts are missing
-// (another one was present) is passed over.
+// (another one was present) is passed over; one the engine refuses before
+// reading anything is refused in its words (refusalIn).
 func (c *Checker) verifyFindings(ctx context.Context, ru *ruleUses, im *types.Image, sets *repoSets) []types.Finding {
 	if c.Verifier == nil {
 		return nil
@@ -84,7 +86,12 @@ func (c *Checker) verifyFindings(ctx context.Context, ru *ruleUses, im *types.Im
 		if needsIn(ctx, sets, n).state == artifacts.Missing {
 			continue // not there: it admits nothing, and cosign has nothing to refuse
 		}
-		r := c.needsResult(ctx, ref, n)
+		var r altResult
+		if n.refusal != nil {
+			r = refusalIn(ctx, sets, n) // refused in the engine's words, nothing verified
+		} else {
+			r = c.needsResult(ctx, ref, n)
+		}
 		if r.outcome == Verified {
 			return nil
 		}
@@ -108,18 +115,35 @@ func (c *Checker) verifyFindings(ctx context.Context, ru *ruleUses, im *types.Im
 // (policy-controller authorities: any one admits, as ValidatePolicy in
 // pkg/webhook/validator.go keeps a policy when one authority matches)
 // verifies: each one's entry and cosign's text, as policy-controller
-// lists each authority's error.
+// lists each authority's error; one refused before anything was read
+// (refusal.go) says so.
 func everyRefusal(rs []altResult) altResult {
 	out := rs[0]
 	paths := make([]string, 0, len(rs))
 	reasons := make([]string, 0, len(rs))
+	engine := engineOnly(rs) // then said as the engine's refusal (refusalFinding)
 	for _, r := range rs {
 		paths = append(paths, r.entry.Path)
+		if r.refusal != nil && !engine {
+			// Refused before anything was read: the engine's text and
+			// what to do, not cosign's.
+			reasons = append(reasons, fmt.Sprintf("%s: the engine refuses the authority before reading anything: %q (%s)", r.entry.Path, r.verdict.Reason, r.refusal.advice))
+			continue
+		}
 		reasons = append(reasons, r.entry.Path+": "+r.verdict.Reason)
+	}
+	if !engine {
+		out.refusal = nil
 	}
 	out.entry.Path = "any of " + strings.Join(paths, ", ")
 	out.verdict.Reason = strings.Join(reasons, "; ")
 	return out
+}
+
+// engineOnly reports whether every one of rs was refused by the engine
+// before it read anything.
+func engineOnly(rs []altResult) bool {
+	return !slices.ContainsFunc(rs, func(r altResult) bool { return r.refusal == nil })
 }
 
 // digestRef is im's digest in its repository as the registry client
@@ -155,7 +179,8 @@ type altResult struct {
 	verdict     Verdict
 	attestation bool
 	predicate   string
-	conditions  string // Unverifiable: the attestation verifies, these are not evaluated
+	conditions  string         // Unverifiable: the attestation verifies, these are not evaluated
+	refusal     *engineRefusal // Refused by the engine before it read anything (refusal.go)
 }
 
 // alternative verifies what against attestor sets: every set must pass;
@@ -205,6 +230,9 @@ func (ru *ruleUses) verifyFinding(r altResult, digest string) types.Finding {
 	}
 	if r.conditions != "" {
 		return ru.conditionsFinding(r, digest)
+	}
+	if r.refusal != nil {
+		return ru.refusalFinding(r, digest)
 	}
 	if r.outcome == Unverifiable {
 		code := types.SignatureUnverifiable

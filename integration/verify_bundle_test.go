@@ -138,7 +138,10 @@ type bundleCase struct {
 // signatureFormat: bundle read bundles (--new-bundle-format), Kyverno
 // type: Cosign reads the legacy tags only (--new-bundle-format=false);
 // the log is ignored where the policy ignores it (--insecure-ignore-tlog).
-// Verified = ok and exit 0; refused = broken and exit non-zero.
+// Verified = ok and exit 0; refused = broken and exit non-zero; where
+// the engine refuses what cosign verifies (policy-controller's key
+// authority with signatureFormat: bundle), broken and exit 0, the case
+// citing the engine's source.
 func TestVerifyBundle(t *testing.T) {
 	ctx := context.Background()
 	a, b := newCosign(t), newCosign(t)
@@ -195,14 +198,29 @@ func TestVerifyBundle(t *testing.T) {
 		{name: "v3 bundle, Kyverno SigstoreBundle log required with ignoreSCT: no verifier", im: pushAndSignBundle(t, a, host, "bsctlog"),
 			policy: kyverno("bsctlog", "SigstoreBundle", attestors("                    ctlog: {ignoreSCT: true}\n"), a), cosign: kyvernoUnbuildable,
 			want: types.Broken, code: types.SignatureRefused, says: "sigstore-go refuses to build", cosignSays: "you must specify at least one of"},
-		{name: "good v3 bundle, policy-controller signatureFormat bundle", im: pushAndSignBundle(t, a, host, "bgoodcip"),
-			policy: cip("bgoodcip", "bundle", "", a), cosign: verify(cosign.Bundle, true), want: types.OK, cosignOK: true},
+		// policy-controller refuses a key authority with signatureFormat:
+		// bundle before reading anything (sigstore/policy-controller
+		// pkg/webhook/validator.go, checkOptsFromAuthority: "when using the
+		// new bundle format, the authority must be keyless", wrapped by
+		// ValidatePolicySignaturesForAuthority as "constructing checkOpts
+		// for <name>: "); the ClusterImagePolicy itself is admitted (its
+		// Validate does not look at signatureFormat). cosign verify
+		// --new-bundle-format --key has no such rule: it verifies the
+		// bundle and exits 0; the engine's source is the truth here.
+		{name: "good v3 bundle, policy-controller key authority with signatureFormat bundle: the engine refuses it", im: pushAndSignBundle(t, a, host, "bgoodcip"),
+			policy: cip("bgoodcip", "bundle", "", a), cosign: verify(cosign.Bundle, true),
+			want: types.Broken, code: types.SignatureRefused, says: "constructing checkOpts for authority-0: when using the new bundle format, the authority must be keyless", cosignOK: true},
 		{name: "v3 bundle, the wrong key", im: pushAndSignBundle(t, b, host, "bwrong"),
 			policy: kyverno("bwrong", "SigstoreBundle", attestors(ignore), a), cosign: verify(cosign.Bundle, true),
 			want: types.Broken, code: types.SignatureRefused, says: "attestors[0].entries[0].keys.publicKeys"},
-		{name: "v3 bundle, policy-controller, the wrong key", im: pushAndSignBundle(t, b, host, "bwrongcip"),
+		{name: "v3 bundle, policy-controller, the wrong key: refused before the key is tried", im: pushAndSignBundle(t, b, host, "bwrongcip"),
 			policy: cip("bwrongcip", "bundle", "", a), cosign: verify(cosign.Bundle, true),
-			want: types.Broken, code: types.SignatureRefused, says: "signed-by-key"},
+			want: types.Broken, code: types.SignatureRefused, says: "the authority must be keyless"},
+		// "Bundle" is not "bundle" to policy-controller
+		// (checkOptsFromAuthority compares authority.SignatureFormat ==
+		// "bundle"; the CRD has no enum): the legacy .sig is read.
+		{name: "legacy signature, policy-controller signatureFormat Bundle (not bundle): legacy read", im: pushAndSign(t, a, host, "bcapscip"),
+			policy: cip("bcapscip", "Bundle", "", a), cosign: verify(cosign.Legacy, true), want: types.OK, cosignOK: true},
 		// The log required: cosign checks a bundle's log proof against a
 		// trusted root only (one naming the test's Rekor key).
 		{name: "v3 bundle, no log entry under Kyverno's default", im: pushAndSignBundle(t, a, host, "bnotlog"),
@@ -238,8 +256,35 @@ func TestVerifyBundle(t *testing.T) {
 		{name: "bundle attestation, the wrong key", im: attest(b, "bawrong", cosign.Bundle),
 			policy: kyverno("bawrong", "SigstoreBundle", kyvernoAttestationsBlock, a), cosign: verifyAtt(cosign.Bundle),
 			want: types.Broken, code: types.AttestationRefused, says: "cosign refuses it"},
-		{name: "bundle attestation, policy-controller, good", im: attest(a, "bagoodcip", cosign.Bundle),
-			policy: cip("bagoodcip", "bundle", cipAttestations, a), cosign: verifyAtt(cosign.Bundle), want: types.OK, cosignOK: true},
+		// As for the signature: ValidatePolicyAttestationsForAuthority
+		// wraps checkOptsFromAuthority's refusal as "creating CheckOpts: ";
+		// cosign verify-attestation --new-bundle-format verifies it.
+		{name: "bundle attestation by the key, policy-controller key authority with signatureFormat bundle: the engine refuses it", im: attest(a, "bagoodcip", cosign.Bundle),
+			policy: cip("bagoodcip", "bundle", cipAttestations, a), cosign: verifyAtt(cosign.Bundle),
+			want: types.Broken, code: types.AttestationRefused, says: "creating CheckOpts: when using the new bundle format, the authority must be keyless", cosignOK: true},
+		// Only an attestation bundle (a DSSE in-toto statement of the
+		// digest), no signature. Kyverno type: SigstoreBundle takes it
+		// for the signature (kyverno/kyverno
+		// pkg/image/verifiers/cpol/cosign/sigstore.go, fetchBundles: every
+		// application/vnd.dev.sigstore.bundle* referrer, filtered by
+		// predicate type only for an attestation; verifyBundles with the
+		// digest as the artifact, met by the statement's subject), as
+		// cosign verify --new-bundle-format does: ok and exit 0.
+		{name: "only an attestation bundle, Kyverno SigstoreBundle: a signature", im: attest(a, "baonly", cosign.Bundle),
+			policy: kyverno("baonly", "SigstoreBundle", attestors(ignore), a), cosign: verify(cosign.Bundle, true), want: types.OK, cosignOK: true},
+		{name: "only an attestation bundle by another key, Kyverno SigstoreBundle", im: attest(b, "baonlywrong", cosign.Bundle),
+			policy: kyverno("baonlywrong", "SigstoreBundle", attestors(ignore), a), cosign: verify(cosign.Bundle, true),
+			want: types.Broken, code: types.SignatureRefused, says: "attestors[0].entries[0].keys.publicKeys"},
+		// Kyverno type: Cosign reads the .sig tag only.
+		{name: "only an attestation bundle, Kyverno type Cosign: no signature", im: attest(a, "baonlylegacy", cosign.Bundle),
+			policy: kyverno("baonlylegacy", "Cosign", attestors(ignore), a), cosign: verify(cosign.Legacy, true),
+			want: types.Broken, code: types.SignatureMissing},
+		// policy-controller refuses the key authority before reading
+		// (checkOptsFromAuthority); cosign verify --new-bundle-format
+		// takes the attestation bundle for a signature and exits 0.
+		{name: "only an attestation bundle, policy-controller key authority with signatureFormat bundle: the engine refuses it", im: attest(a, "baonlycip", cosign.Bundle),
+			policy: cip("baonlycip", "bundle", "", a), cosign: verify(cosign.Bundle, true),
+			want: types.Broken, code: types.SignatureRefused, says: "the authority must be keyless", cosignOK: true},
 	}
 	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) { checkBundleCase(t, host, tt) })
@@ -289,7 +334,8 @@ func codesOf(im *types.Image) []types.Code {
 // mode: warn), the log ignored. Signed with the wrong key: at-risk
 // (signature-refused, a warning), and cosign verify --new-bundle-format
 // --key exits non-zero on the same fixture; with the right key: no
-// finding, cosign exits 0.
+// finding, cosign exits 0, except under policy-controller, which refuses
+// a key authority with bundles whatever the key (at-risk under warn).
 func TestVerifyBundleAudit(t *testing.T) {
 	ctx := context.Background()
 	a, b := newCosign(t), newCosign(t)
@@ -326,12 +372,22 @@ func TestVerifyBundleAudit(t *testing.T) {
 	for _, engine := range []struct {
 		name   string
 		policy func(repo string) string
-	}{{"Kyverno SigstoreBundle Audit", kyverno}, {"ImageValidatingPolicy Audit", ivp}, {"policy-controller warn", cip}} {
+		good   types.Verdict // with the right key
+	}{{"Kyverno SigstoreBundle Audit", kyverno, types.OK}, {"ImageValidatingPolicy Audit", ivp, types.OK},
+		// policy-controller refuses a key authority with
+		// signatureFormat: bundle before reading anything
+		// (pkg/webhook/validator.go, checkOptsFromAuthority), which
+		// mode: warn admits with a warning; cosign verifies the bundle.
+		{"policy-controller warn", cip, types.AtRisk}} {
 		repo := strings.ToLower(strings.Fields(engine.name)[0])
 		good, wrong := "audgood"+repo, "audwrong"+repo
-		cases = append(cases,
-			bundleCase{name: engine.name + ", the right key", im: pushAndSignBundle(t, a, host, good), policy: engine.policy(good),
-				cosign: verify, want: types.OK, cosignOK: true},
+		goodCase := bundleCase{name: engine.name + ", the right key", im: pushAndSignBundle(t, a, host, good), policy: engine.policy(good),
+			cosign: verify, want: engine.good, cosignOK: true}
+		if engine.good == types.AtRisk {
+			goodCase.name += ": refused before reading, admitted with a warning"
+			goodCase.code, goodCase.says = types.SignatureRefused, "the authority must be keyless"
+		}
+		cases = append(cases, goodCase,
 			bundleCase{name: engine.name + ", the wrong key", im: pushAndSignBundle(t, b, host, wrong), policy: engine.policy(wrong),
 				cosign: verify, want: types.AtRisk, code: types.SignatureRefused, says: "the pod is admitted"})
 	}

@@ -275,7 +275,9 @@ func TestVerifyRegistryFaultsMatchCosign(t *testing.T) {
 		// no predicate type): it passes. Kyverno's SigstoreBundle
 		// verifier fails on a referrer it cannot read
 		// (pkg/image/verifiers/cpol/cosign/sigstore.go, fetchBundles):
-		// a fault. Unknown is regcheck's answer either way, never broken.
+		// a fault. Unknown is regcheck's answer (never broken, nor ok:
+		// without the fault the attestation bundle alone would be a
+		// signature to both, TestVerifyBundle).
 		"v3 signature bundle beside an attestation bundle, Kyverno SigstoreBundle": {"fbundle", "SigstoreBundle", attestors, bundle,
 			func(ref string) (bool, string, error) { return a.VerifyKey(ctx, ref, a.Pub, cosign.Bundle, true, "") }, true},
 	}
