@@ -67,7 +67,8 @@ type watchBenchChange struct {
 // 150s here) and a quiet interval after it, which give the requests an
 // hour of churn and a quiet hour at the default --interval 1h. Nothing is
 // asserted on time. The scenario runs once whatever b.N; run it with
-// -benchtime 1x.
+// -benchtime 1x. $WATCH_BENCH_FLAGS adds flags to the watcher's (say
+// --flush-interval 1s), to weigh a default.
 func BenchmarkWatch(b *testing.B) {
 	ctx := context.Background()
 	bin := watchBinary(b)
@@ -108,7 +109,8 @@ func BenchmarkWatch(b *testing.B) {
 	if err := alog.mark(); err != nil {
 		b.Fatal(err)
 	}
-	w := rig.startWatcher(b, []string{"--out", out}, "--interval", watchBenchInterval.String(), "--debug-pprof")
+	flags := append([]string{"--interval", watchBenchInterval.String(), "--debug-pprof"}, strings.Fields(os.Getenv("WATCH_BENCH_FLAGS"))...)
+	w := rig.startWatcher(b, []string{"--out", out}, flags...)
 	started := time.Now()
 	ready := w.waitReady(b, 5*time.Minute)
 	seen := newHistoryPoller(out)
@@ -129,7 +131,9 @@ func BenchmarkWatch(b *testing.B) {
 		b.Fatal(err)
 	}
 
+	cpuBefore := cpuTime(b, w.cmd.Process.Pid)
 	changes, took := watchBenchChanges(b, cs, pods, host, digests)
+	churnCPU := cpuTime(b, w.cmd.Process.Pid) - cpuBefore
 	lags, missing := seen.lags(b, changes, watchBenchDrain)
 	steady, err := alog.since()
 	if err != nil {
@@ -167,6 +171,7 @@ func BenchmarkWatch(b *testing.B) {
 		historySize = fi.Size()
 	}
 	rss := vmHWM(b, w.cmd.Process.Pid)
+	rssAnon, rssFile := procStatus(b, w.cmd.Process.Pid, "RssAnon"), procStatus(b, w.cmd.Process.Pid, "RssFile")
 	live := liveHeap(b, w)
 	families, scrape := scrapeFamilies(b, w)
 	if code, took := w.stop(b, syscall.SIGTERM, 30*time.Second); code != 0 {
@@ -179,7 +184,7 @@ func BenchmarkWatch(b *testing.B) {
 	reportWatchBench(b, watchBenchFigures{
 		changes: len(changes), rate: float64(len(changes)) / took.Seconds(), lags: lags, missing: missing, rss: rss, live: live, quiet: quiet,
 		ready: ready, synced: synced, walk: walk, prevWalk: prevWalk, rewalk: rewalk, steady: steady, historySize: historySize, window: took,
-		api: diffRequests(before, after), families: families, scrape: scrape,
+		api: diffRequests(before, after), families: families, scrape: scrape, churnCPU: churnCPU, rssAnon: rssAnon, rssFile: rssFile,
 	})
 	if walk.Total()+steady.Total()+prevWalk.Total()+rewalk.Total() == 0 {
 		b.Logf("the watcher sent the registry nothing; its log ends:\n%s", w.tail())
@@ -545,13 +550,19 @@ func (p *historyPoller) lags(b *testing.B, changes []watchBenchChange, drain tim
 
 // vmHWM is a process's peak resident set size, from /proc/PID/status.
 func vmHWM(b *testing.B, pid int) int64 {
+	return procStatus(b, pid, "VmHWM")
+}
+
+// procStatus is one size field of /proc/PID/status (VmHWM, RssAnon,
+// RssFile), in bytes.
+func procStatus(b *testing.B, pid int, field string) int64 {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		b.Fatal(err)
 	}
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
-		if f := strings.Fields(sc.Text()); len(f) == 3 && f[0] == "VmHWM:" {
+		if f := strings.Fields(sc.Text()); len(f) == 3 && f[0] == field+":" {
 			kb, err := strconv.ParseInt(f[1], 10, 64)
 			if err != nil {
 				b.Fatal(err)
@@ -559,8 +570,33 @@ func vmHWM(b *testing.B, pid int) int64 {
 			return kb << 10
 		}
 	}
-	b.Fatalf("no VmHWM in /proc/%d/status", pid)
+	b.Fatalf("no %s in /proc/%d/status", field, pid)
 	return 0
+}
+
+// cpuTime is the CPU time a process has used (user and system, from
+// /proc/PID/stat, in clock ticks of 1/100 s as Linux reports them).
+func cpuTime(b *testing.B, pid int) time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The fields after the command's closing parenthesis: utime and stime
+	// are the 12th and 13th of them.
+	rest := string(data[bytes.LastIndexByte(data, ')')+1:])
+	f := strings.Fields(rest)
+	if len(f) < 13 {
+		b.Fatalf("/proc/%d/stat: %q", pid, data)
+	}
+	var ticks int64
+	for _, x := range f[11:13] {
+		n, err := strconv.ParseInt(x, 10, 64)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond
 }
 
 // apiRequests reads apiserver_request_total from the API server's
@@ -625,6 +661,10 @@ type watchBenchFigures struct {
 	api           map[string]float64 // by "VERB resource", over the watcher's life
 	families      map[string]int     // series the watcher served at the end, by family
 	scrape        time.Duration      // the last GET /metrics
+	churnCPU      time.Duration      // the watcher's CPU time in the window of changes
+	// rssAnon and rssFile split the resident set at the end: the heap and
+	// the rest of the process's own memory, and the binary's pages.
+	rssAnon, rssFile int64
 }
 
 func lagAt(lags []time.Duration, p float64) time.Duration {
@@ -684,6 +724,9 @@ func reportWatchBench(b *testing.B, f watchBenchFigures) {
 		f.changes, f.rate, lagAt(f.lags, 0.5), lagAt(f.lags, 0.99), lagAt(f.lags, 1), f.missing)
 	b.Logf("peak RSS %.0f MiB (goal < 200 MiB), live heap after GC %.0f MiB at the end; ready %v, every pod in the history %v after start",
 		float64(f.rss)/(1<<20), float64(f.live)/(1<<20), f.ready.Round(time.Millisecond), f.synced.Round(time.Millisecond))
+	b.ReportMetric(f.churnCPU.Seconds()/f.window.Seconds(), "cpu-cores-churn")
+	b.Logf("the watcher used %v of CPU in the %v of changes (%.2f cores); resident at the end: %.0f MiB anonymous, %.0f MiB of files (its binary's pages)",
+		f.churnCPU.Round(10*time.Millisecond), f.window.Round(time.Second), f.churnCPU.Seconds()/f.window.Seconds(), float64(f.rssAnon)/(1<<20), float64(f.rssFile)/(1<<20))
 	b.ReportMetric(float64(f.prevWalk.Total()), "registry-req-after-changes")
 	b.ReportMetric(float64(f.historySize)/(1<<20), "history-MiB")
 	b.Logf("registry requests: %d for the first deep walk (%+v), %d in %v of changes (%+v), %d after them, before the periodic walk (%+v), %d for the periodic deep walk (%+v), %d in %v of quiet (%+v): %.0f/h in churn, %.0f/h quiet, at --interval 1h",
