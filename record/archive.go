@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -53,10 +54,13 @@ func (c *ConfigMap) loadArchives(ctx context.Context) ([]*archive, error) {
 				return nil, fmt.Errorf("configmap %s/%s: annotation %s %q: %w", c.Namespace, name, GenerationAnnotation, s, err)
 			}
 		}
-		if _, ok := cm.Data[ConfigMapKey]; ok {
+		if h, ok := c.decoded.get(name, cm.ResourceVersion); ok {
+			a.h = h
+		} else if _, ok := cm.Data[ConfigMapKey]; ok {
 			if a.h, err = Decode([]byte(cm.Data[ConfigMapKey])); err != nil {
 				return nil, fmt.Errorf("reading configmap %s/%s key %s: %w (the ConfigMap is left as it is)", c.Namespace, name, ConfigMapKey, err)
 			}
+			c.decoded.put(name, cm.ResourceVersion, a.h)
 		}
 		out = append(out, a)
 	}
@@ -95,7 +99,7 @@ func (c *ConfigMap) spill(ctx context.Context, head, rest *History, max int) (tr
 		merged := cur.h.clone()
 		merged.Absorb(rest)
 		if b, err := Encode(merged, false); err == nil && len(b) <= max {
-			return 0, "", c.writeArchive(ctx, cur, b, cur.gen)
+			return 0, "", c.writeArchive(ctx, cur, merged, b, cur.gen)
 		}
 	}
 	gone := 0
@@ -118,12 +122,12 @@ func (c *ConfigMap) spill(ctx context.Context, head, rest *History, max int) (tr
 		msg = strings.TrimPrefix(msg+"; ", "; ") + fmt.Sprintf("history in %s exceeded its head and archives: trimmed %d of %d records and transitions moving out of the head (what a reconcile needs last, then the oldest)",
 			c, n, rest.items())
 	}
-	return gone + drop.items(), msg, c.writeArchive(ctx, oldest, b, cur.gen+1)
+	return gone + drop.items(), msg, c.writeArchive(ctx, oldest, keep, b, cur.gen+1)
 }
 
 // writeArchive stores data as archive a's history of generation gen, with
 // the resourceVersion it was read with: a conflict starts the Update over.
-func (c *ConfigMap) writeArchive(ctx context.Context, a *archive, data []byte, gen int) error {
+func (c *ConfigMap) writeArchive(ctx context.Context, a *archive, h *History, data []byte, gen int) error {
 	if a.cm.Annotations == nil {
 		a.cm.Annotations = map[string]string{}
 	}
@@ -133,16 +137,60 @@ func (c *ConfigMap) writeArchive(ctx context.Context, a *archive, data []byte, g
 	a.cm.Annotations[GenerationAnnotation] = strconv.Itoa(gen)
 	a.cm.Data[ConfigMapKey] = string(data)
 	cms := c.Client.CoreV1().ConfigMaps(c.Namespace)
+	var out *corev1.ConfigMap
 	var err error
 	if a.exists {
-		_, err = cms.Update(ctx, a.cm, metav1.UpdateOptions{})
+		out, err = cms.Update(ctx, a.cm, metav1.UpdateOptions{})
 	} else {
-		_, err = cms.Create(ctx, a.cm, metav1.CreateOptions{})
+		out, err = cms.Create(ctx, a.cm, metav1.CreateOptions{})
 	}
 	if err != nil {
 		return fmt.Errorf("writing configmap %s/%s: %w", c.Namespace, a.cm.Name, err)
 	}
+	c.decoded.put(a.cm.Name, out.ResourceVersion, h)
 	return nil
+}
+
+// decodedArchives keeps each archive's decoded history by the
+// resourceVersion it was read or written at: a spill (at scale, nearly
+// every write of the head) GETs every archive, and decodes only those
+// that changed since (up to 4 MiB of JSON each time before). A
+// resourceVersion of "" is never kept. The histories kept are never
+// changed: spill only reads them.
+type decodedArchives struct {
+	mu sync.Mutex
+	m  map[string]decodedArchive
+}
+
+// decodedArchive is one archive's history at one resourceVersion.
+type decodedArchive struct {
+	rv string
+	h  *History
+}
+
+// get returns the history of archive name at rv, if kept.
+func (d *decodedArchives) get(name, rv string) (*History, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	x, ok := d.m[name]
+	if !ok || rv == "" || x.rv != rv {
+		return nil, false
+	}
+	return x.h, true
+}
+
+// put keeps h as archive name's history at rv.
+func (d *decodedArchives) put(name, rv string, h *History) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if rv == "" {
+		delete(d.m, name)
+		return
+	}
+	if d.m == nil {
+		d.m = map[string]decodedArchive{}
+	}
+	d.m[name] = decodedArchive{rv, h}
 }
 
 // newConfigMap is an empty ConfigMap the store creates.

@@ -51,6 +51,8 @@ type ConfigMap struct {
 	Archives int
 	// Logger, when set, gets a warning whenever records are trimmed.
 	Logger *slog.Logger
+
+	decoded decodedArchives
 }
 
 var _ Store = (*ConfigMap)(nil)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -168,6 +169,7 @@ func TestConfigMapSplitNeverLoses(t *testing.T) {
 		}
 		return false, nil, nil
 	})
+	versioned(c)
 	const owners, max = 12, 12 << 10
 	st := &ConfigMap{Client: c, Namespace: "regcheck", Name: "history", MaxBytes: max, Archives: 3}
 	ref := NewHistory()
@@ -213,6 +215,20 @@ func TestConfigMapSplitNeverLoses(t *testing.T) {
 	if !spilled || trimmed == 0 {
 		t.Fatalf("spilled %v, trimmed %d: the test never filled the archives", spilled, trimmed)
 	}
+}
+
+// versioned gives every ConfigMap the fake API server creates or updates
+// a new resourceVersion, as a real one does (the fake gives none), so
+// that the store's decoded archives are kept and reused.
+func versioned(c *fake.Clientset) {
+	rv := 0
+	c.PrependReactor("*", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if w, ok := a.(interface{ GetObject() runtime.Object }); ok && (a.GetVerb() == "create" || a.GetVerb() == "update") {
+			rv++
+			w.GetObject().(metav1.Object).SetResourceVersion(strconv.Itoa(rv))
+		}
+		return false, nil, nil
+	})
 }
 
 // TestConfigMapCeiling fills a split store's head at the default size
