@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -191,6 +192,14 @@ func TestVerifyKeylessBundle(t *testing.T) {
 		return strings.NewReplacer("HOST", host, "REPO", repo, "IDENTITY", identity, "KEYLESS", keyless).Replace(cipKeylessBundlePolicy)
 	}
 	me := "{issuer: " + testIssuer + ", subject: " + testSigner + "}"
+	rekorPEM, err := os.ReadFile(f.rekorPub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cipTrustRoot := func(repo string) string {
+		return cip(repo, me, "        trustRootRef: test-root\n        insecureIgnoreSCT: true\n") + strings.NewReplacer("CHAIN", base64.StdEncoding.EncodeToString(f.caPEM),
+			"REKORKEY", base64.StdEncoding.EncodeToString(rekorPEM)).Replace(trustRootObject)
+	}
 	cipIgnore := "        insecureIgnoreSCT: true\n"
 	verifyBundle := func(flags ...string) func(string) (bool, string, error) {
 		return func(ref string) (bool, string, error) {
@@ -268,6 +277,10 @@ func TestVerifyKeylessBundle(t *testing.T) {
 			verifyBundle(okFlags...), types.Broken, types.SignatureRefused, false, [2]string{otherCA, otherCA}},
 		{"policy-controller bundle, SCT required, none embedded", sign("kpsct", good), cip("kpsct", me, ""), trusted,
 			verifyBundle(append(id(testSigner), trusted...)...), types.Broken, types.SignatureRefused, false, [2]string{sct, sct}},
+		// A TrustRoot named: policy-controller's trusted root is rebuilt
+		// from its sigstoreKeys, which regcheck does not do yet.
+		{"policy-controller bundle, TrustRoot named", sign("kptrustroot", good), cipTrustRoot("kptrustroot"), trusted,
+			verifyBundle(okFlags...), types.Unknown, types.SignatureUnverifiable, true, [2]string{"does not rebuild offline yet", ""}},
 	}
 	runOracleCases(t, host, cases)
 }
