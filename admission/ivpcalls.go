@@ -306,6 +306,12 @@ func cpEntry(cos map[string]any) (e map[string]any, sub, why string) {
 			return nil, ".keyless", fmt.Sprintf("keyless with %d identities is not verified offline by regcheck", len(ids))
 		}
 		id, _ := ids[0].(map[string]any)
+		if _, own := cos["trustedRoot"]; own {
+			// Kyverno checks the certificate against it, not its TUF
+			// root (opts.go, resolveTrustedMaterial), and --trusted-root
+			// is not taken in its place.
+			return nil, ".trustedRoot", "a keyless attestor with its own trusted root (cosign.trustedRoot) is not verified offline by regcheck: Kyverno verifies the certificate against that root, not --trusted-root"
+		}
 		if _, ok := id["subjectExpression"]; ok {
 			return nil, ".keyless.identities[0].subjectExpression", "a subject given by a CEL expression is not evaluated: give it as subject or subjectRegExp"
 		}

@@ -72,6 +72,7 @@ func TestKeylessBundleMaterial(t *testing.T) {
 		{"Kyverno, full root", kyverno(""), full, ""},
 		{"ImageValidatingPolicy, no trusted root", ivp, nil, "give that trusted root as --trusted-root"},
 		{"ImageValidatingPolicy, full root", ivp, full, ""},
+		{"ImageValidatingPolicy, its own trustedRoot", strings.Replace(ivp, "        ctlog:\n", "        trustedRoot: {value: x}\n        ctlog:\n", 1), full, "cosign.trustedRoot"},
 		{"policy-controller, full root", cip("", ""), full, ""},
 		{"policy-controller, no Rekor log: required for a bundle", cip("", ""), noRekor, "no Rekor public key was given"},
 		{"policy-controller, a TrustRoot", cip("        trustRootRef: r\n", "")+"---\napiVersion: policy.sigstore.dev/v1alpha1\nkind: TrustRoot\nmetadata: {name: r}\nspec: {sigstoreKeys: {certificateAuthorities: []}}\n", full, "does not rebuild offline yet"},
@@ -79,8 +80,14 @@ func TestKeylessBundleMaterial(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := onlyEntry(t, c.policy)
-			if e.Keyless == nil {
+			if e.Keyless == nil && e.Unverifiable == "" {
 				t.Fatalf("not a keyless entry: %+v", e)
+			}
+			if e.Unverifiable != "" {
+				if c.want == "" || !strings.Contains(e.Unverifiable, c.want) {
+					t.Fatalf("entry unverifiable: %s; want %q", e.Unverifiable, c.want)
+				}
+				return
 			}
 			check, v := CosignVerifier{TrustedRoot: c.tr}.keylessCheckOf(e)
 			switch {
