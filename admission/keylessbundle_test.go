@@ -75,7 +75,7 @@ func TestKeylessBundleMaterial(t *testing.T) {
 		{"ImageValidatingPolicy, its own trustedRoot", strings.Replace(ivp, "        ctlog:\n", "        trustedRoot: {value: x}\n        ctlog:\n", 1), full, "cosign.trustedRoot"},
 		{"policy-controller, full root", cip("", ""), full, ""},
 		{"policy-controller, no Rekor log: required for a bundle", cip("", ""), noRekor, "no Rekor public key was given"},
-		{"policy-controller, a TrustRoot", cip("        trustRootRef: r\n", "")+"---\napiVersion: policy.sigstore.dev/v1alpha1\nkind: TrustRoot\nmetadata: {name: r}\nspec: {sigstoreKeys: {certificateAuthorities: []}}\n", full, "does not rebuild offline yet"},
+		{"policy-controller, a TrustRoot", cip("        trustRootRef: r\n", "") + "---\napiVersion: policy.sigstore.dev/v1alpha1\nkind: TrustRoot\nmetadata: {name: r}\nspec: {sigstoreKeys: {certificateAuthorities: []}}\n", full, "does not rebuild offline yet"},
 		{"policy-controller, rfc3161timestamp", cip("", "      rfc3161timestamp: {trustRootRef: r}\n"), full, "rfc3161timestamp"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
