@@ -125,9 +125,10 @@ func (f *trustFixture) signKeylessBundle(t *testing.T, host, repo string, s keyl
 // SigstoreBundle rule: sigstore-go (v1.3.0, Kyverno's) verifying the
 // bundle with the options Kyverno's buildVerifyOptions gives it (opts),
 // against the trusted root, with buildPolicy's policy (the digest and
-// the certificate identity: kyverno/kyverno
+// the certificate identity when withID, as when the attestor names both
+// issuer and subject: kyverno/kyverno
 // pkg/image/verifiers/cpol/cosign/sigstore.go).
-func kyvernoSigstoreGo(t *testing.T, trustedRoot string, b []byte, digest string, opts ...verify.VerifierOption) func(string) (bool, string, error) {
+func kyvernoSigstoreGo(t *testing.T, trustedRoot string, b []byte, digest string, withID bool, opts ...verify.VerifierOption) func(string) (bool, string, error) {
 	return func(string) (bool, string, error) {
 		tr, err := root.NewTrustedRootFromPath(trustedRoot)
 		if err != nil {
@@ -146,7 +147,11 @@ func kyvernoSigstoreGo(t *testing.T, trustedRoot string, b []byte, digest string
 		if err != nil {
 			return false, "sigstore-go: " + err.Error(), nil
 		}
-		if _, err := v.Verify(&sb, verify.NewPolicy(verify.WithArtifactDigest("sha256", h), verify.WithCertificateIdentity(id))); err != nil {
+		var policy []verify.PolicyOption
+		if withID {
+			policy = append(policy, verify.WithCertificateIdentity(id))
+		}
+		if _, err := v.Verify(&sb, verify.NewPolicy(verify.WithArtifactDigest("sha256", h), policy...)); err != nil {
 			return false, "sigstore-go: " + err.Error(), nil
 		}
 		return true, "sigstore-go verified the bundle", nil
@@ -216,6 +221,7 @@ func TestVerifyKeylessBundle(t *testing.T) {
 	sct := "only able to verify 0 SCT entries"
 	verified := [2]string{"", "Existence of the claims in the transparency log was verified offline"}
 	ignTlogIm, ignTlogBundle := f.signKeylessBundle(t, host, "kbignoretlog", good)
+	subjIm, subjBundle := f.signKeylessBundle(t, host, "kbsubjonly", good)
 
 	cases := []tlogCase{
 		// Kyverno ClusterPolicy, type: SigstoreBundle: sigstore-go with
@@ -244,8 +250,13 @@ func TestVerifyKeylessBundle(t *testing.T) {
 		// The log ignored, the SCT not: WithObserverTimestamps(1) alone,
 		// which only an RFC 3161 timestamp can meet.
 		{"Kyverno SigstoreBundle, rekor.ignoreTlog, SCT not ignored", ignTlogIm, cp("kbignoretlog", subject(testSigner), "                    rekor: {ignoreTlog: true}\n"), trusted,
-			kyvernoSigstoreGo(t, f.trustedRoot, ignTlogBundle, ignTlogIm.digest, verify.WithObserverTimestamps(1)), types.Broken, types.SignatureRefused, false,
+			kyvernoSigstoreGo(t, f.trustedRoot, ignTlogBundle, ignTlogIm.digest, true, verify.WithObserverTimestamps(1)), types.Broken, types.SignatureRefused, false,
 			[2]string{"threshold not met for verified signed & log entry integrated timestamps", "threshold not met for verified signed & log entry integrated timestamps"}},
+		// Only the subject named: buildPolicy gives sigstore-go no
+		// identity, which it refuses (cosign would take the subject).
+		{"Kyverno SigstoreBundle, subject without issuer", subjIm, strings.Replace(cp("kbsubjonly", subject(testSigner), ""), "                    issuer: "+testIssuer+"\n", "", 1), trusted,
+			kyvernoSigstoreGo(t, f.trustedRoot, subjBundle, subjIm.digest, false, verify.WithTransparencyLog(1), verify.WithObserverTimestamps(1)), types.Broken, types.SignatureRefused, false,
+			[2]string{"can't verify identities without providing at least one identity", "can't verify identities without providing at least one identity"}},
 		{"Kyverno SigstoreBundle, rekor.ignoreTlog and ctlog.ignoreSCT", sign("kbnolog", good),
 			cp("kbnolog", subject(testSigner), "                    rekor: {ignoreTlog: true}\n                    ctlog: {ignoreSCT: true}\n"), trusted,
 			verifyBundle(append(okFlags, "--insecure-ignore-tlog=true")...), types.OK, "", true, [2]string{}},
