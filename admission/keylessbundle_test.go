@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
+	protocommon "github.com/sigstore/protobuf-specs/gen/pb-go/common/v1"
+	sgbundle "github.com/sigstore/sigstore-go/pkg/bundle"
 	"github.com/sigstore/sigstore-go/pkg/root"
 )
 
@@ -125,6 +128,40 @@ func TestKeylessBundleEntryRead(t *testing.T) {
 			}
 			if e.Keyless.IgnoreSCT != c.ignoreSCT || e.Keyless.bundleSignedTime != c.tsat {
 				t.Errorf("IgnoreSCT %v, signed time %v; want %v, %v", e.Keyless.IgnoreSCT, e.Keyless.bundleSignedTime, c.ignoreSCT, c.tsat)
+			}
+		})
+	}
+}
+
+// TestCarriesSCT: a bundle's leaf embeds SCTs when it has the
+// certificate-transparency extension; a key-signed bundle has none.
+func TestCarriesSCT(t *testing.T) {
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf := func(ext []pkix.Extension) *protobundle.Bundle {
+		tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour), ExtraExtensions: ext}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, k.Public(), k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &protobundle.Bundle{MediaType: "application/vnd.dev.sigstore.bundle.v0.3+json", VerificationMaterial: &protobundle.VerificationMaterial{
+			Content: &protobundle.VerificationMaterial_Certificate{Certificate: &protocommon.X509Certificate{RawBytes: der}}}}
+	}
+	for _, c := range []struct {
+		name string
+		pb   *protobundle.Bundle
+		want bool
+	}{
+		{"leaf with SCTs", leaf([]pkix.Extension{{Id: sctOID, Value: []byte{4, 2, 0, 0}}}), true},
+		{"leaf without", leaf(nil), false},
+		{"a key hint", &protobundle.Bundle{VerificationMaterial: &protobundle.VerificationMaterial{
+			Content: &protobundle.VerificationMaterial_PublicKey{PublicKey: &protocommon.PublicKeyIdentifier{}}}}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := carriesSCT(&sgbundle.Bundle{Bundle: c.pb}); got != c.want {
+				t.Fatalf("carriesSCT %v, want %v", got, c.want)
 			}
 		})
 	}
