@@ -12,6 +12,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/sigstore/cosign/v3/pkg/cosign"
 	"github.com/sigstore/cosign/v3/pkg/oci"
+	ociremote "github.com/sigstore/cosign/v3/pkg/oci/remote"
 	"github.com/sigstore/cosign/v3/pkg/oci/static"
 	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
 	sgbundle "github.com/sigstore/sigstore-go/pkg/bundle"
@@ -61,7 +62,8 @@ func (v CosignVerifier) VerifyBundle(ctx context.Context, ref name.Digest, sigs 
 // when one verifies (and its log proof passes where the engine requires
 // one), Refused with cosign's text when every one is refused; Unverifiable
 // when a bundle's statement does not parse, or none wanted was read (the
-// finder saw one: GetBundles passes over a referrer it cannot read).
+// finder saw one: GetBundles passes over a referrer it cannot read). A
+// keyless entry is verified by its certificate (verifyKeylessBundles).
 func (v CosignVerifier) verifyBundles(ctx context.Context, ref name.Digest, sigs name.Repository, e KeyEntry, wants func(string) bool, what string) Verdict {
 	if e.Unverifiable != "" {
 		return Verdict{Outcome: Unverifiable, Reason: e.Unverifiable}
@@ -70,7 +72,7 @@ func (v CosignVerifier) verifyBundles(ctx context.Context, ref name.Digest, sigs
 		return v
 	}
 	if e.Keyless != nil {
-		return Verdict{Outcome: Unverifiable, Reason: fmt.Sprintf("the %s is a sigstore bundle and the attestor at %s is keyless: regcheck does not verify a keyless bundle offline yet (the legacy .sig is verified with --trusted-root)", what, e.Path)}
+		return v.verifyKeylessBundles(ctx, ref, sigs, e, wants, what)
 	}
 	co, err := v.checkOpts(ctx, ref, sigs, e)
 	if err != nil {
@@ -82,18 +84,10 @@ func (v CosignVerifier) verifyBundles(ctx context.Context, ref name.Digest, sigs
 	// (annotations.go): the bundle's subject annotations are not held to
 	// the entry's.
 	co.Annotations = nil
-	bundles, h, err := cosign.GetBundles(ctx, ref, co.RegistryClientOpts, nameOptions(ref)...)
-	if err != nil {
-		// GetBundles passes over a referrer it cannot read (a fault as
-		// well as a garbled bundle): after the finder found the bundle,
-		// "none" is no refusal.
-		return Verdict{Outcome: Unverifiable, Fault: true, Reason: "reading the bundles: " + err.Error()}
+	bundles, h, policy, r := readBundles(ctx, ref, co.RegistryClientOpts)
+	if r != nil {
+		return *r
 	}
-	digest, err := hex.DecodeString(h.Hex)
-	if err != nil {
-		return Verdict{Outcome: Unverifiable, Reason: fmt.Sprintf("the digest %s: %v", h, err)}
-	}
-	policy := verify.WithArtifactDigest(h.Algorithm, digest)
 	var errs []error
 	var seen []string
 	var garbled error
@@ -132,6 +126,31 @@ func (v CosignVerifier) verifyBundles(ctx context.Context, ref name.Digest, sigs
 			return r
 		}
 	}
+	return bundlesOutcome(ctx, what, garbled, errs, seen)
+}
+
+// readBundles reads ref's bundles as cosign verify --new-bundle-format
+// does (pkg/cosign GetBundles), and the policy that holds each to the
+// digest; a verdict when they cannot be read: GetBundles passes over a
+// referrer it cannot read (a fault as well as a garbled bundle), so
+// after the finder found the bundle, "none" is no refusal.
+func readBundles(ctx context.Context, ref name.Digest, opts []ociremote.Option) ([]*sgbundle.Bundle, *v1.Hash, verify.ArtifactPolicyOption, *Verdict) {
+	bundles, h, err := cosign.GetBundles(ctx, ref, opts, nameOptions(ref)...)
+	if err != nil {
+		return nil, nil, nil, &Verdict{Outcome: Unverifiable, Fault: true, Reason: "reading the bundles: " + err.Error()}
+	}
+	digest, err := hex.DecodeString(h.Hex)
+	if err != nil {
+		return nil, nil, nil, &Verdict{Outcome: Unverifiable, Reason: fmt.Sprintf("the digest %s: %v", h, err)}
+	}
+	return bundles, h, verify.WithArtifactDigest(h.Algorithm, digest), nil
+}
+
+// bundlesOutcome is the verdict when no bundle of what verified: a
+// bundle whose statement does not parse leaves it unverifiable (a
+// fault), as does none of what read (unreadBundle); else cosign's
+// refusals of each.
+func bundlesOutcome(ctx context.Context, what string, garbled error, errs []error, seen []string) Verdict {
 	switch {
 	case garbled != nil:
 		return Verdict{Outcome: Unverifiable, Fault: true, Cause: garbled, Reason: garbled.Error()}

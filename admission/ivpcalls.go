@@ -259,6 +259,15 @@ func ivpEntry(att map[string]any, path string) KeyEntry {
 		out.Unverifiable += "; Kyverno itself checks keyless signatures against the Fulcio roots (cosign.keyless.roots, else its TUF root) and the Rekor key (cosign.ctlog.rekorPubKey): that is the trust material to supply"
 	}
 	out.Repository = repo
+	if out.Keyless != nil {
+		// With the log ignored and a trusted root (always, keyless),
+		// a detected bundle is verified at its RFC 3161 timestamp
+		// (pkg/image/verifiers/ivpol/cosign/verifier.go,
+		// shouldUseSignedTimestamps).
+		k := *out.Keyless
+		k.bundleSignedTime = true
+		out.Keyless = &k
+	}
 	// Kyverno compares cosign.annotations with the verified signature's
 	// OCI annotations (pkg/image/verifiers/ivpol/cosign/verifier.go,
 	// VerifyImageSignature; certs.go, checkSignatureAnnotations:
@@ -297,6 +306,12 @@ func cpEntry(cos map[string]any) (e map[string]any, sub, why string) {
 			return nil, ".keyless", fmt.Sprintf("keyless with %d identities is not verified offline by regcheck", len(ids))
 		}
 		id, _ := ids[0].(map[string]any)
+		if _, own := cos["trustedRoot"]; own {
+			// Kyverno checks the certificate against it, not its TUF
+			// root (opts.go, resolveTrustedMaterial), and --trusted-root
+			// is not taken in its place.
+			return nil, ".trustedRoot", "a keyless attestor with its own trusted root (cosign.trustedRoot) is not verified offline by regcheck: Kyverno verifies the certificate against that root, not --trusted-root"
+		}
 		if _, ok := id["subjectExpression"]; ok {
 			return nil, ".keyless.identities[0].subjectExpression", "a subject given by a CEL expression is not evaluated: give it as subject or subjectRegExp"
 		}
@@ -308,6 +323,11 @@ func cpEntry(cos map[string]any) (e map[string]any, sub, why string) {
 		}
 		if roots, _, _ := unstructured.NestedString(kl, "roots"); roots != "" {
 			k["roots"] = roots
+		}
+		// opts.IgnoreSCT = att.CTLog.InsecureIgnoreSCT (kyverno
+		// pkg/image/verifiers/ivpol/cosign/opts.go, checkOptions).
+		if ig, _, _ := unstructured.NestedBool(cos, "ctlog", "insecureIgnoreSCT"); ig {
+			k["ctlog"] = map[string]any{"ignoreSCT": true}
 		}
 		return map[string]any{"keyless": k}, ".keyless", ""
 	}

@@ -29,6 +29,17 @@ type Keyless struct {
 	// others intermediates (policy-controller's TrustRoot); otherwise
 	// every one is a root (Kyverno's roots).
 	splitRoots bool
+	// bundleSignedTime: with the log ignored, the engine verifies a
+	// bundle's certificate at its RFC 3161 timestamp, not now (Kyverno's
+	// ImageValidatingPolicy: shouldUseSignedTimestamps).
+	bundleSignedTime bool
+	// bundleLog: the engine requires a bundle's log entry whatever the
+	// authority's ctlog (policy-controller's bundle path).
+	bundleLog bool
+	// bundleTSA: the engine verifies a bundle at its RFC 3161 timestamp,
+	// the log ignored (a policy-controller authority's
+	// rfc3161timestamp).
+	bundleTSA bool
 }
 
 // kyvernoKeyless reads a Kyverno attestor entry's keyless block, as
@@ -68,7 +79,10 @@ func kyvernoKeyless(kl map[string]any, path string) KeyEntry {
 func authorityKeyless(kl map[string]any, ctlog bool) KeyEntry {
 	ignoreSCT, _, _ := unstructured.NestedBool(kl, "insecureIgnoreSCT")
 	ref, _, _ := unstructured.NestedString(kl, "trustRootRef")
-	e := KeyEntry{Path: "keyless", Tlog: ctlog || ref == "", TlogSearch: ctlog, trustRoot: ref, Keyless: &Keyless{IgnoreSCT: ignoreSCT}}
+	// A bundle's log entry is required whatever the ctlog
+	// (checkOptsFromAuthority leaves IgnoreTlog false for the bundle
+	// format, unless a timestamp authority is named).
+	e := KeyEntry{Path: "keyless", Tlog: ctlog || ref == "", TlogSearch: ctlog, trustRoot: ref, Keyless: &Keyless{IgnoreSCT: ignoreSCT, bundleLog: true}}
 	ids, _, _ := unstructured.NestedSlice(kl, "identities")
 	for _, raw := range ids {
 		m, _ := raw.(map[string]any)
@@ -96,7 +110,8 @@ func (e KeyEntry) id() string {
 	if e.Keyless == nil {
 		return b.String()
 	}
-	fmt.Fprintf(&b, "|%s|%s|%v|%v", e.Keyless.RootsPEM, e.Keyless.CTLogPEM, e.Keyless.IgnoreSCT, e.Keyless.splitRoots)
+	k := e.Keyless
+	fmt.Fprintf(&b, "|%s|%s|%v|%v|%v %v %v", k.RootsPEM, k.CTLogPEM, k.IgnoreSCT, k.splitRoots, k.bundleSignedTime, k.bundleLog, k.bundleTSA)
 	for _, id := range e.Keyless.Identities {
 		fmt.Fprintf(&b, "|%q %q %q %q", id.Issuer, id.Subject, id.IssuerRegExp, id.SubjectRegExp)
 	}

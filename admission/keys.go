@@ -268,6 +268,7 @@ func authorityAttestors(a map[string]any) []AttestorSet {
 		_, hasCTLog := a["ctlog"]
 		e := authorityKeyless(kl, hasCTLog)
 		e.logTrustRoot = logRoot
+		_, e.Keyless.bundleTSA = a["rfc3161timestamp"]
 		return []AttestorSet{{Entries: []KeyEntry{e}}}
 	}
 	return nil

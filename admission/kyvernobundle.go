@@ -94,7 +94,7 @@ func kyvernoUnbuildable(e KeyEntry) Verdict {
 	if err == nil {
 		return Verdict{Outcome: Verified}
 	}
-	return Verdict{Outcome: Refused, Reason: fmt.Sprintf("Kyverno cannot verify any sigstore bundle under the attestor at %s: with the log required and ctlog.ignoreSCT: true its SigstoreBundle verifier gets WithTransparencyLog(1) and no time policy (kyverno pkg/image/verifiers/cpol/cosign/sigstore.go, buildVerifyOptions), which sigstore-go refuses to build: %v; drop ctlog.ignoreSCT (the log entry's time then counts), or ignore the log as well (rekor.ignoreTlog: true) to verify with the key alone", e.Path, err)}
+	return Verdict{Outcome: Refused, Reason: fmt.Sprintf("Kyverno cannot verify any sigstore bundle under the attestor at %s: with the log required and ctlog.ignoreSCT: true its SigstoreBundle verifier gets WithTransparencyLog(1) and no time policy (kyverno pkg/image/verifiers/cpol/cosign/sigstore.go, buildVerifyOptions), which sigstore-go refuses to build: %v; drop ctlog.ignoreSCT (the log entry's time then counts), or ignore the log as well (rekor.ignoreTlog: true) to verify with the key alone (a keyless certificate: at the current time)", e.Path, err)}
 }
 
 // kyvernoObserverTime holds a bundle that verified with e's key (sv) to

@@ -98,6 +98,13 @@ func dsseBody(t *testing.T, envJSON, payload, sig []byte, key *ecdsa.PrivateKey)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return dsseBodyOf(t, envJSON, payload, sig, pub)
+}
+
+// dsseBodyOf is dsseBody with the signature's verifier given as PEM (a
+// public key, or a keyless signer's certificate).
+func dsseBodyOf(t *testing.T, envJSON, payload, sig, pub []byte) []byte {
+	t.Helper()
 	eh, ph := sha256.Sum256(envJSON), sha256.Sum256(payload)
 	b, err := json.Marshal(map[string]any{"apiVersion": "0.0.1", "kind": "dsse", "spec": map[string]any{
 		"envelopeHash": map[string]string{"algorithm": "sha256", "value": hex.EncodeToString(eh[:])},
@@ -193,12 +200,22 @@ func (f *trustFixture) signedEnvelope(t *testing.T, host, repo string, key *ecds
 func (f *trustFixture) signBundle(t *testing.T, host, repo string, key *ecdsa.PrivateKey, predicateType string, kind entryKind) admImage {
 	t.Helper()
 	im, dref, env, _, body := f.signedEnvelope(t, host, repo, key, predicateType, slsaPredicate, kind)
+	pushBundle(t, dref, &protobundle.VerificationMaterial{
+		Content:     &protobundle.VerificationMaterial_PublicKey{PublicKey: &protocommon.PublicKeyIdentifier{}},
+		TlogEntries: []*protorekor.TransparencyLogEntry{f.logEntry(t, body, time.Now(), kind)}}, env, predicateType)
+	return im
+}
+
+// pushBundle pushes a sigstore bundle v0.3 of env with its verification
+// material (a key hint or a certificate, and the log entries) as an OCI
+// 1.1 referrer of dref, through cosign's own writer
+// (ociremote.WriteAttestationNewBundleFormat, as cosign sign does), and
+// returns the bundle's JSON.
+func pushBundle(t *testing.T, dref name.Digest, vm *protobundle.VerificationMaterial, env dsse.Envelope, predicateType string) []byte {
+	t.Helper()
 	payload, _ := base64.StdEncoding.DecodeString(env.Payload)
 	sig, _ := base64.StdEncoding.DecodeString(env.Signatures[0].Sig)
-	pb := &protobundle.Bundle{MediaType: "application/vnd.dev.sigstore.bundle.v0.3+json",
-		VerificationMaterial: &protobundle.VerificationMaterial{
-			Content:     &protobundle.VerificationMaterial_PublicKey{PublicKey: &protocommon.PublicKeyIdentifier{}},
-			TlogEntries: []*protorekor.TransparencyLogEntry{f.logEntry(t, body, time.Now(), kind)}},
+	pb := &protobundle.Bundle{MediaType: "application/vnd.dev.sigstore.bundle.v0.3+json", VerificationMaterial: vm,
 		Content: &protobundle.Bundle_DsseEnvelope{DsseEnvelope: &protodsse.Envelope{Payload: payload, PayloadType: env.PayloadType,
 			Signatures: []*protodsse.Signature{{Sig: sig}}}}}
 	b, err := protojson.Marshal(pb)
@@ -212,7 +229,7 @@ func (f *trustFixture) signBundle(t *testing.T, host, repo string, key *ecdsa.Pr
 	if err := ociremote.WriteAttestationNewBundleFormat(dref, b, predicateType, ociremote.WithNameOptions(name.Insecure)); err != nil {
 		t.Fatal(err)
 	}
-	return im
+	return b
 }
 
 // attestLegacy attests an image with key the legacy way (the .att tag:
@@ -362,6 +379,16 @@ func TestVerifyTlog(t *testing.T) {
 			strings.Replace(cipCTLog("lcipattnoset"), ctlog, ctlog+cipAttestations, 1), trusted,
 			verifyAtt(cosignbin.Legacy, trusted...), types.Unknown, types.SignatureUnverifiable, false, [2]string{"searches Rekor for its entry online", "offline verification failed"}},
 	}
+	runOracleCases(t, host, cases)
+}
+
+// runOracleCases scans each case's image under its policy, runs its
+// oracle (cosign, or sigstore-go where cosign cannot say the engine's
+// rule) on the same fixture, and holds regcheck's verdict and finding
+// and the oracle's exit and text to what the case says; the agreement
+// table is logged.
+func runOracleCases(t *testing.T, host string, cases []tlogCase) {
+	t.Helper()
 	var table []string
 	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {
