@@ -132,7 +132,9 @@ func BenchmarkWatch(b *testing.B) {
 	}
 
 	cpuBefore := cpuTime(b, w.cmd.Process.Pid)
+	profiled := cpuProfile(b, w, watchBenchWindow/2)
 	changes, took := watchBenchChanges(b, cs, pods, host, digests)
+	profiled()
 	churnCPU := cpuTime(b, w.cmd.Process.Pid) - cpuBefore
 	lags, missing := seen.lags(b, changes, watchBenchDrain)
 	steady, err := alog.since()
@@ -236,6 +238,36 @@ func waitRewalk(b *testing.B, alog *accessLog, due time.Time) requestCounts {
 // liveHeap is the watcher's heap after a forced GC (HeapAlloc of the
 // heap profile's MemStats, /debug/pprof/heap?gc=1); the profile itself is
 // saved to $WATCH_BENCH_HEAP_PROFILE when set, for go tool pprof.
+// cpuProfile, when $WATCH_BENCH_CPU_PROFILE names a file, starts taking
+// the watcher's CPU profile for d (from --debug-pprof) and returns what
+// waits for it and writes it there; else it does nothing.
+func cpuProfile(b *testing.B, w *watcher, d time.Duration) (wait func()) {
+	path := os.Getenv("WATCH_BENCH_CPU_PROFILE")
+	if path == "" {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		hc := http.Client{Timeout: d + 30*time.Second}
+		resp, err := hc.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", w.addr, int(d.Seconds())))
+		if err != nil {
+			b.Errorf("GET /debug/pprof/profile: %v", err)
+			return
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode != 200 {
+			b.Errorf("GET /debug/pprof/profile: %d %v", resp.StatusCode, err)
+			return
+		}
+		if err := os.WriteFile(path, body, 0o644); err != nil {
+			b.Error(err)
+		}
+	}()
+	return func() { <-done }
+}
+
 func liveHeap(b *testing.B, w *watcher) int64 {
 	if path := os.Getenv("WATCH_BENCH_HEAP_PROFILE"); path != "" {
 		code, body, err := w.get("/debug/pprof/heap?gc=1")
@@ -483,15 +515,20 @@ func (p *historyPoller) run() (stop func()) {
 	return func() { once.Do(func() { close(done); wg.Wait() }) }
 }
 
+// read reads the history file and stamps the transitions new in it with
+// the time the file became the history: its inode's change time, which
+// the watcher's rename into place sets (the write is whole by then), not
+// the time this read began: reading 20 MiB of history takes the poller a
+// part of a second, which the watcher's lag does not include.
 func (p *historyPoller) read() {
-	now := time.Now()
-	h, err := fileHistory(p.path)()
+	h, at, err := readStamped(p.path)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err != nil {
 		p.errs = append(p.errs, err)
 		return
 	}
+	now := at
 	for _, tr := range h.Transitions {
 		k := tr.Pod + "/" + strconv.Itoa(int(tr.RestartCount))
 		if _, ok := p.seen[k]; !ok {
@@ -501,6 +538,31 @@ func (p *historyPoller) read() {
 			p.pods[tr.Pod] = true
 		}
 	}
+}
+
+// readStamped reads the history at path, and the change time of the file
+// it read (fstat of the file opened, so that a write that replaces it
+// meanwhile is not taken for it).
+func readStamped(path string) (*watchHistory, time.Time, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil, time.Time{}, fmt.Errorf("%s: no change time", path)
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	h, err := decodeWatchHistory(data)
+	return h, time.Unix(st.Ctim.Sec, st.Ctim.Nsec), err
 }
 
 // waitFirstSeen waits until n pods have their first-seen transition.

@@ -135,7 +135,30 @@ func (h *History) Merge(s recordresult.Snapshot) {
 			r.PullPolicy, r.StartedAt, r.RestartCount = e.PullPolicy, e.StartedAt, e.RestartCount
 		}
 	}
-	h.sort()
+	h.mergeAdded(len(held))
+}
+
+// mergeAdded sorts the records added after the first n (which are
+// sorted) and merges them in, in place from the end: the watcher adds a
+// few hundred records to tens of thousands at each write, which a sort of
+// them all made most of its Merge.
+func (h *History) mergeAdded(n int) {
+	byKey := func(a, b Record) int { return compareKeys(a.Key, b.Key) }
+	added := slices.Clone(h.Records[n:])
+	if len(added) == 0 {
+		return
+	}
+	slices.SortFunc(added, byKey)
+	i, j := n-1, len(added)-1
+	for k := len(h.Records) - 1; j >= 0; k-- {
+		if i >= 0 && byKey(h.Records[i], added[j]) > 0 {
+			h.Records[k] = h.Records[i]
+			i--
+		} else {
+			h.Records[k] = added[j]
+			j--
+		}
+	}
 }
 
 func (r Record) entry(t time.Time) recordresult.Entry {

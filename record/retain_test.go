@@ -1,6 +1,8 @@
 package record
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -98,6 +100,39 @@ func BenchmarkRetainUnderChurn(b *testing.B) {
 		h.AddTransitions(ts...)
 		if dropped := h.Retain(limit); dropped != 2*batch {
 			b.Fatalf("dropped %d, want %d", dropped, 2*batch)
+		}
+	}
+}
+
+// TestMergeKeepsOrder: records a snapshot adds among those held come out
+// sorted by key, whatever their order in the snapshot (Merge sorts only
+// what it added and merges it in).
+func TestMergeKeepsOrder(t *testing.T) {
+	t0 := time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC)
+	h := NewHistory()
+	var held []recordresult.Entry
+	for i := 0; i < 300; i += 3 {
+		held = append(held, benchEntry(i, fmt.Sprintf("sha256:%064x", i), t0))
+	}
+	h.Merge(recordresult.Snapshot{Cluster: "kind", Time: t0, Entries: held})
+	var added []recordresult.Entry
+	for i := 299; i >= 0; i -= 2 { // new owners between and after the held ones, backwards; some held again
+		added = append(added, benchEntry(i, fmt.Sprintf("sha256:%064x", i), t0.Add(time.Minute)))
+	}
+	h.Merge(recordresult.Snapshot{Cluster: "kind", Time: t0.Add(time.Minute), Entries: added})
+	want := map[Key]bool{}
+	for _, e := range append(held, added...) {
+		want[keyOf(e)] = true
+	}
+	if len(h.Records) != len(want) {
+		t.Fatalf("%d records, want %d", len(h.Records), len(want))
+	}
+	if !slices.IsSortedFunc(h.Records, func(a, b Record) int { return compareKeys(a.Key, b.Key) }) {
+		t.Error("records not sorted by key")
+	}
+	for _, r := range h.Records {
+		if !want[r.Key] {
+			t.Errorf("record %+v was never merged", r.Key)
 		}
 	}
 }
