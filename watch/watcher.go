@@ -32,7 +32,8 @@ type Config struct {
 	// Store keeps the history (record's file or ConfigMap).
 	Store record.Store
 	// FlushInterval spaces history writes: at most one per interval.
-	// Default 2s.
+	// Default 1s: under a stream of changes none waits more than it and
+	// one write (at 10,000 pods a write is about 0.4 s).
 	FlushInterval time.Duration
 	// HistoryLimit is how many records and transitions of each owner
 	// container the history keeps (record.History.Retain), so that it
@@ -125,7 +126,7 @@ func New(cfg Config) (*Watcher, error) {
 		return nil, errors.New("watch: a client and a store are required")
 	}
 	if cfg.FlushInterval <= 0 {
-		cfg.FlushInterval = 2 * time.Second
+		cfg.FlushInterval = time.Second
 	}
 	if cfg.Interval == 0 {
 		cfg.Interval = time.Hour

@@ -101,7 +101,7 @@ configuration error; 3 the cluster or the history could not be read at start.`,
 	fl.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "serve /metrics, /healthz and /readyz on this address; 0 serves nothing")
 	fl.DurationVar(&f.syncTimeout, "sync-timeout", 2*time.Minute, "give up (exit 3) when the informers have not synced within this; a denied LIST or WATCH fails /readyz and is logged at once")
 	fl.DurationVar(&f.interval, "interval", time.Hour, "walk every image in use down to its blobs this often")
-	fl.DurationVar(&f.flushInterval, "flush-interval", 2*time.Second, "write the history at most this often (changes wait at most this long)")
+	fl.DurationVar(&f.flushInterval, "flush-interval", time.Second, "write the history at most this often (changes wait at most this long)")
 	fl.IntVar(&f.historyLimit, "history-limit", 10, "keep this many records and transitions of each container in the history, the newest (and always its last transition and the digest an unplanned upgrade left); 0 keeps everything")
 	fl.DurationVar(&f.walkDebounce, "walk-debounce", 10*time.Second, "walk a new image reference this long after it appears (more appearing meanwhile join the walk)")
 	fl.BoolVar(&f.leaderElect, "leader-elect", false, "share a Lease with other replicas: only its holder writes the history and walks images")
