@@ -88,19 +88,9 @@ func (v CosignVerifier) verifyBundles(ctx context.Context, ref name.Digest, sigs
 	if r != nil {
 		return *r
 	}
+	wanted, seen, garbled := wantedBundles(bundles, wants)
 	var errs []error
-	var seen []string
-	var garbled error
-	for _, b := range bundles {
-		pt, err := bundlePredicate(b)
-		if err != nil {
-			garbled = cmp.Or(garbled, err)
-			continue
-		}
-		if !wants(pt) {
-			seen = append(seen, pt)
-			continue
-		}
+	for _, b := range wanted {
 		if err := verifyOneBundle(ctx, co, policy, b, *h); err != nil {
 			errs = append(errs, err)
 			continue
@@ -127,6 +117,24 @@ func (v CosignVerifier) verifyBundles(ctx context.Context, ref name.Digest, sigs
 		}
 	}
 	return bundlesOutcome(ctx, what, garbled, errs, seen)
+}
+
+// wantedBundles splits bundles into those whose predicate type wants
+// accepts, the predicate types of the others, and the first statement
+// that does not parse.
+func wantedBundles(bundles []*sgbundle.Bundle, wants func(string) bool) (wanted []*sgbundle.Bundle, seen []string, garbled error) {
+	for _, b := range bundles {
+		pt, err := bundlePredicate(b)
+		switch {
+		case err != nil:
+			garbled = cmp.Or(garbled, err)
+		case !wants(pt):
+			seen = append(seen, pt)
+		default:
+			wanted = append(wanted, b)
+		}
+	}
+	return wanted, seen, garbled
 }
 
 // readBundles reads ref's bundles as cosign verify --new-bundle-format

@@ -1,7 +1,6 @@
 package admission
 
 import (
-	"cmp"
 	"context"
 	"encoding/asn1"
 	"errors"
@@ -62,20 +61,10 @@ func (v CosignVerifier) verifyKeylessBundles(ctx context.Context, ref name.Diges
 	if miss != nil {
 		return *miss
 	}
+	wanted, seen, garbled := wantedBundles(bundles, wants)
 	var errs []error
-	var seen []string
-	var garbled error
 	var undecided *Verdict
-	for _, b := range bundles {
-		pt, err := bundlePredicate(b)
-		if err != nil {
-			garbled = cmp.Or(garbled, err)
-			continue
-		}
-		if !wants(pt) {
-			seen = append(seen, pt)
-			continue
-		}
+	for _, b := range wanted {
 		switch r := check(ctx, b, policy, *h); r.Outcome {
 		case Refused:
 			errs = append(errs, errors.New(r.Reason))
