@@ -145,37 +145,15 @@ func TestVerifyBundleAndAttestations(t *testing.T) {
 			[]artifacts.Artifact{attIn(artifacts.CosignTag, slsa)}, false, types.Unknown, "signature-unverifiable/warning", "attestations[0].policy (cue)", "legacy " + slsa},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			p := filepath.Join(t.TempDir(), "policy.yaml")
-			if err := os.WriteFile(p, []byte(c.policy), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			ps, problems := ReadFiles([]string{p})
-			if len(ps.Rules) != 1 {
-				t.Fatalf("%d rules read, want 1: %+v\n%s", len(ps.Rules), problems, c.policy)
-			}
-			ps.LabelsKnown = true
-			ps.Labels = map[string]map[string]string{"dev": {includeLabel: "true"}}
+			ps := readPolicy(t, c.policy)
 			fv := &fullVerifier{fakeVerifier: fakeVerifier{outcomes: map[string]Outcome{a: Verified}}}
 			var v Verifier = fv
 			if c.legacy {
 				v = &fv.fakeVerifier
 			}
 			chk := &Checker{Policies: ps, Finder: &fakeFinder{set: artifacts.Set{Image: imgDigest, Artifacts: c.set}}, Parse: scan.ParseReference, Verifier: v}
-			im := &types.Image{Reference: "registry.example.com/team/web:v1", Digest: imgDigest, Verdict: types.OK,
-				Uses: []types.Use{{Source: "cluster", Kind: "Deployment", Namespace: "dev", Name: "web"}}}
-			if err := chk.Apply(context.Background(), &types.Result{Images: []*types.Image{im}}); err != nil {
-				t.Fatal(err)
-			}
-			var codes []string
-			for _, fd := range im.Findings {
-				codes = append(codes, fmt.Sprintf("%s/%s", fd.Code, fd.Severity))
-			}
-			if got := strings.Join(codes, " "); got != c.codes || im.Verdict != c.want {
-				t.Errorf("verdict %s, findings %q; want %s, %q: %+v", im.Verdict, got, c.want, c.codes, im.Findings)
-			}
-			if c.mentions != "" && !strings.Contains(fmt.Sprint(im.Findings), c.mentions) {
-				t.Errorf("no finding says %q: %+v", c.mentions, im.Findings)
-			}
+			im := applyDev(t, chk)
+			wantFindings(t, im, c.want, c.codes, c.mentions)
 			if got := strings.Join(fv.checked, ", "); got != c.checked {
 				t.Errorf("checked %q, want %q", got, c.checked)
 			}
@@ -194,11 +172,7 @@ func TestInvisibleFormat(t *testing.T) {
 	ps, _ := ReadFiles([]string{p})
 	chk := &Checker{Policies: ps, Finder: &fakeFinder{set: artifacts.Set{Image: imgDigest, Artifacts: []artifacts.Artifact{sig(artifacts.ReferrersAPI, true)}}},
 		Parse: scan.ParseReference, Verifier: &fullVerifier{}}
-	im := &types.Image{Reference: "registry.example.com/team/web:v1", Digest: imgDigest, Verdict: types.OK,
-		Uses: []types.Use{{Source: "cluster", Kind: "Deployment", Namespace: "dev", Name: "web"}}}
-	if err := chk.Apply(context.Background(), &types.Result{Images: []*types.Image{im}}); err != nil {
-		t.Fatal(err)
-	}
+	im := applyDev(t, chk)
 	if im.Verdict != types.Broken || len(im.Findings) != 1 || im.Findings[0].Code != types.SignatureMissing ||
 		!strings.Contains(im.Findings[0].Message, "a sigstore bundle") || !strings.Contains(im.Findings[0].Message, "type: SigstoreBundle") {
 		t.Errorf("verdict %s: %+v", im.Verdict, im.Findings)

@@ -1,10 +1,6 @@
 package admission
 
 import (
-	"context"
-	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -78,35 +74,11 @@ func TestPolicyControllerBundleRefusal(t *testing.T) {
 			[]artifacts.Artifact{attIn(artifacts.ReferrersAPI, slsa)}, types.Unknown, "signature-unverifiable/warning", nil, "bundle " + slsa},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			p := filepath.Join(t.TempDir(), "policy.yaml")
-			if err := os.WriteFile(p, []byte(c.policy), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			ps, problems := ReadFiles([]string{p})
-			if len(ps.Rules) != 1 {
-				t.Fatalf("%d rules read, want 1: %+v\n%s", len(ps.Rules), problems, c.policy)
-			}
-			ps.LabelsKnown = true
-			ps.Labels = map[string]map[string]string{"dev": {includeLabel: "true"}}
+			ps := readPolicy(t, c.policy)
 			fv := &fullVerifier{fakeVerifier: fakeVerifier{outcomes: map[string]Outcome{a: Verified}}}
 			chk := &Checker{Policies: ps, Finder: &fakeFinder{set: artifacts.Set{Image: imgDigest, Artifacts: c.set}}, Parse: scan.ParseReference, Verifier: fv}
-			im := &types.Image{Reference: "registry.example.com/team/web:v1", Digest: imgDigest, Verdict: types.OK,
-				Uses: []types.Use{{Source: "cluster", Kind: "Deployment", Namespace: "dev", Name: "web"}}}
-			if err := chk.Apply(context.Background(), &types.Result{Images: []*types.Image{im}}); err != nil {
-				t.Fatal(err)
-			}
-			var codes []string
-			for _, fd := range im.Findings {
-				codes = append(codes, fmt.Sprintf("%s/%s", fd.Code, fd.Severity))
-			}
-			if got := strings.Join(codes, " "); got != c.codes || im.Verdict != c.want {
-				t.Errorf("verdict %s, findings %q; want %s, %q: %+v", im.Verdict, got, c.want, c.codes, im.Findings)
-			}
-			for _, m := range c.mentions {
-				if !strings.Contains(fmt.Sprint(im.Findings), m) {
-					t.Errorf("no finding says %q: %+v", m, im.Findings)
-				}
-			}
+			im := applyDev(t, chk)
+			wantFindings(t, im, c.want, c.codes, c.mentions...)
 			if got := strings.Join(fv.checked, ", "); got != c.checked {
 				t.Errorf("checked %q, want %q", got, c.checked)
 			}

@@ -3,8 +3,6 @@ package admission
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -83,24 +81,11 @@ func TestSignaturesInAnotherRepository(t *testing.T) {
 		{"policy-controller without source", cipPolicy(keyAuthority(a, false)), "", types.Broken, "signature-missing/critical", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			p := filepath.Join(t.TempDir(), "policy.yaml")
-			if err := os.WriteFile(p, []byte(c.policy), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			ps, problems := ReadFiles([]string{p})
-			if len(ps.Rules) != 1 {
-				t.Fatalf("%d rules read, want 1: %+v\n%s", len(ps.Rules), problems, c.policy)
-			}
-			ps.LabelsKnown = true
-			ps.Labels = map[string]map[string]string{"dev": {includeLabel: "true"}}
+			ps := readPolicy(t, c.policy)
 			f := &repoFinder{signed: sigs, faulty: c.faulty}
 			v := &repoVerifier{signed: sigs}
 			chk := &Checker{Policies: ps, Finder: f, Parse: scan.ParseReference, Verifier: v}
-			im := &types.Image{Reference: "registry.example.com/team/web:v1", Digest: imgDigest, Verdict: types.OK,
-				Uses: []types.Use{{Source: "cluster", Kind: "Deployment", Namespace: "dev", Name: "web"}}}
-			if err := chk.Apply(context.Background(), &types.Result{Images: []*types.Image{im}}); err != nil {
-				t.Fatal(err)
-			}
+			im := applyDev(t, chk)
 			var codes []string
 			for _, fd := range im.Findings {
 				codes = append(codes, fmt.Sprintf("%s/%s", fd.Code, fd.Severity))

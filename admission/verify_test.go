@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/pem"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -148,34 +146,12 @@ func TestVerifyFindings(t *testing.T) {
 		{"policy-controller, two keys in key.data: the first is the key (it verifies)", cipPolicy(keyAuthority(a+b, false)), types.OK, "", "", "false"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			p := filepath.Join(t.TempDir(), "policy.yaml")
-			if err := os.WriteFile(p, []byte(c.policy), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			ps, problems := ReadFiles([]string{p})
-			if len(ps.Rules) != 1 {
-				t.Fatalf("%d rules read, want 1: %+v\n%s", len(ps.Rules), problems, c.policy)
-			}
-			ps.LabelsKnown = true
-			ps.Labels = map[string]map[string]string{"dev": {includeLabel: "true"}}
+			ps := readPolicy(t, c.policy)
 			v := &fakeVerifier{outcomes: good}
 			chk := &Checker{Policies: ps, Finder: &fakeFinder{set: artifacts.Set{Artifacts: []artifacts.Artifact{sig(artifacts.CosignTag, true)}}},
 				Parse: scan.ParseReference, Verifier: v}
-			im := &types.Image{Reference: "registry.example.com/team/web:v1", Digest: imgDigest, Verdict: types.OK,
-				Uses: []types.Use{{Source: "cluster", Kind: "Deployment", Namespace: "dev", Name: "web"}}}
-			if err := chk.Apply(context.Background(), &types.Result{Images: []*types.Image{im}}); err != nil {
-				t.Fatal(err)
-			}
-			var codes []string
-			for _, fd := range im.Findings {
-				codes = append(codes, fmt.Sprintf("%s/%s", fd.Code, fd.Severity))
-			}
-			if got := strings.Join(codes, " "); got != c.codes || im.Verdict != c.want {
-				t.Errorf("verdict %s, findings %q; want %s, %q: %+v", im.Verdict, got, c.want, c.codes, im.Findings)
-			}
-			if c.mentions != "" && !strings.Contains(fmt.Sprint(im.Findings), c.mentions) {
-				t.Errorf("no finding says %q: %+v", c.mentions, im.Findings)
-			}
+			im := applyDev(t, chk)
+			wantFindings(t, im, c.want, c.codes, c.mentions)
 			if got := strings.Trim(fmt.Sprint(v.tlogSeen), "[]"); got != c.tlog {
 				t.Errorf("entries verified with tlog %q, want %q", got, c.tlog)
 			}
