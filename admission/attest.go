@@ -69,7 +69,7 @@ func (v CosignVerifier) verifyAttestation(ctx context.Context, ref name.Digest, 
 		return Verdict{Outcome: Unverifiable, Reason: fmt.Sprintf("the attestor at %s requires the annotations %s, which Kyverno compares with the attestations' payloads (pkg/image/verifiers/cpol/cosign/verifier.go, FetchAttestations, checkAnnotations): not evaluated by regcheck; check with kyverno test, or drop the attestor's annotations", e.Path, annotationsText(e.Annotations))}
 	}
 	if e.Keyless != nil {
-		return Verdict{Outcome: Unverifiable, Reason: fmt.Sprintf("the attestor at %s is keyless: regcheck does not verify a keyless attestation offline yet (a keyless .sig is verified with --trusted-root)", e.Path)}
+		return v.verifyKeylessAttestation(ctx, ref, sigs, e, predicateType)
 	}
 	co, err := v.checkOpts(ctx, ref, sigs, e)
 	if err != nil {
@@ -81,6 +81,20 @@ func (v CosignVerifier) verifyAttestation(ctx context.Context, ref name.Digest, 
 	if err != nil {
 		return verdictOfAttestation(err)
 	}
+	return ofPredicateType(found, predicateType, func(att oci.Signature) Verdict {
+		if !e.Tlog {
+			return Verdict{Outcome: Verified}
+		}
+		return v.attestationTlog(ctx, ref, co, att, e, predicateType)
+	})
+}
+
+// ofPredicateType is the verdict on the attestations cosign verified
+// (found), as cosign verify-attestation --type judges them: the first of
+// predicateType is judged by matched; one whose statement cannot be read
+// is unverifiable (a fault); none of predicateType is a refusal in
+// cosign's own words.
+func ofPredicateType(found []oci.Signature, predicateType string, matched func(oci.Signature) Verdict) Verdict {
 	var seen []string
 	for _, att := range found {
 		pt, err := attestationPredicate(att)
@@ -93,13 +107,40 @@ func (v CosignVerifier) verifyAttestation(ctx context.Context, ref name.Digest, 
 			seen = append(seen, pt)
 			continue
 		}
-		if !e.Tlog {
-			return Verdict{Outcome: Verified}
-		}
-		return v.attestationTlog(ctx, ref, co, att, e, predicateType)
+		return matched(att)
 	}
 	// cosign verify-attestation's own words for this.
 	return Verdict{Outcome: Refused, Reason: fmt.Sprintf("none of the attestations matched the predicate type: %s, found: %s", predicateType, strings.Join(seen, ","))}
+}
+
+// verifyKeylessAttestation verifies ref's legacy attestations (.att) by
+// their certificates, as verifyKeyless verifies signatures and cosign
+// verify-attestation --certificate-identity --certificate-oidc-issuer
+// --trusted-root does: chained to the Fulcio CA given, of one of the
+// entry's identities, the log proof checked where the engine requires
+// it (its integrated time then the time the certificate must be valid
+// at), the in-toto subject checked against the digest; then the
+// predicate type of those that verified.
+func (v CosignVerifier) verifyKeylessAttestation(ctx context.Context, ref name.Digest, sigs name.Repository, e KeyEntry, predicateType string) Verdict {
+	co := &cosign.CheckOpts{
+		ClaimVerifier:      cosign.IntotoSubjectClaimVerifier,
+		Identities:         e.Keyless.Identities,
+		IgnoreTlog:         !e.Tlog,
+		IgnoreSCT:          e.Keyless.IgnoreSCT,
+		Offline:            true,
+		RegistryClientOpts: v.registryOpts(ctx, ref, sigs),
+	}
+	if missing, err := v.trust(co, e); err != nil || missing != "" {
+		return materialVerdict(missing, err)
+	}
+	found, _, err := cosign.VerifyImageAttestations(ctx, ref, co, nameOptions(ref)...)
+	if err != nil {
+		if e.TlogSearch && !v.anySET(ref, co, attestations) {
+			return Verdict{Outcome: Unverifiable, Reason: searchText("attestation", e) + " (offline, cosign says: " + err.Error() + ")"}
+		}
+		return verdictOfAttestation(err)
+	}
+	return ofPredicateType(found, predicateType, func(oci.Signature) Verdict { return Verdict{Outcome: Verified} })
 }
 
 // verdictOfAttestation reads cosign's error for attestations as

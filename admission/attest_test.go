@@ -207,7 +207,7 @@ func TestCosignVerifierGone(t *testing.T) {
 		{"a keyless bundle", func() Verdict {
 			return CosignVerifier{}.VerifyBundle(context.Background(), ref, gone, KeyEntry{Keyless: &Keyless{}, Path: "keyless"})
 		}, false},
-		{"a keyless .att", func() Verdict {
+		{"a keyless .att, no trust material", func() Verdict {
 			return CosignVerifier{}.VerifyAttestation(context.Background(), ref, gone, KeyEntry{Keyless: &Keyless{}, Path: "keyless"}, Legacy, slsa)
 		}, false},
 		{"a KMS key", func() Verdict {

@@ -104,7 +104,7 @@ func (v CosignVerifier) keylessCheckOf(e KeyEntry) (keylessBundleCheck, Verdict)
 // requires (a Fulcio CA; a Rekor log where the log is required).
 func (v CosignVerifier) keylessBundleMaterial(e KeyEntry) (root.TrustedMaterial, string) {
 	if e.trustRoot != "" && e.kyvernoBundle == nil {
-		return nil, fmt.Sprintf("the authority at %s verifies a keyless bundle against the TrustRoot %s as a whole (policy-controller's bundle path: root.NewTrustedRootFromProtobuf of its sigstoreKeys, pkg/webhook/validator.go checkOptsFromAuthority), which regcheck does not rebuild offline yet (a legacy .sig under it is verified); --trusted-root is not taken in its place: check with cosign verify --new-bundle-format and a trusted root holding the TrustRoot's material", e.Path, e.trustRoot)
+		return nil, fmt.Sprintf("the authority at %s verifies a keyless bundle against the TrustRoot %s as a whole (policy-controller's bundle path: root.NewTrustedRootFromProtobuf of its sigstoreKeys, pkg/webhook/validator.go checkOptsFromAuthority), which regcheck does not rebuild offline yet (a legacy .sig or .att under it is verified); --trusted-root is not taken in its place: check with cosign verify --new-bundle-format and a trusted root holding the TrustRoot's material", e.Path, e.trustRoot)
 	}
 	tm := v.TrustedRoot
 	if tm == nil {

@@ -85,7 +85,7 @@ func (v CosignVerifier) verifyKeyless(ctx context.Context, ref name.Digest, sigs
 	}
 	found, _, err := cosign.VerifyImageSignatures(ctx, ref, co)
 	if err != nil {
-		if e.TlogSearch && !v.anySET(ref, co) {
+		if e.TlogSearch && !v.anySET(ref, co, signatures) {
 			return Verdict{Outcome: Unverifiable, Reason: searchText("signature", e) + " (offline, cosign says: " + err.Error() + ")"}
 		}
 		return annotationVerdict(verdictOf(err), e)
@@ -93,15 +93,26 @@ func (v CosignVerifier) verifyKeyless(ctx context.Context, ref name.Digest, sigs
 	return layerAnnotations(found, e)
 }
 
-// anySET reports whether one of ref's legacy signatures carries a SET;
-// false too when they cannot be read again (cosign's error then says
-// why).
-func (v CosignVerifier) anySET(ref name.Digest, co *cosign.CheckOpts) bool {
+// What anySET reads: the .sig tag's signatures or the .att tag's
+// attestations.
+const (
+	signatures   = false
+	attestations = true
+)
+
+// anySET reports whether one of ref's legacy signatures (or, with att,
+// attestations) carries a SET; false too when they cannot be read again
+// (cosign's error then says why).
+func (v CosignVerifier) anySET(ref name.Digest, co *cosign.CheckOpts, att bool) bool {
 	img, err := ociremote.SignedImage(ref, co.RegistryClientOpts...)
 	if err != nil {
 		return false
 	}
-	sigs, err := img.Signatures()
+	read := img.Signatures
+	if att {
+		read = img.Attestations
+	}
+	sigs, err := read()
 	if err != nil {
 		return false
 	}
