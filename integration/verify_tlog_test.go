@@ -170,8 +170,10 @@ func (f *trustFixture) logEntry(t *testing.T, body []byte, at time.Time, kind en
 // signedEnvelope pushes an image to host/repo and signs an in-toto
 // statement of predicateType about it with key: the image, the
 // envelope, its JSON and signature, and the entry body (of the
-// statement, or with otherPayload of another one).
-func (f *trustFixture) signedEnvelope(t *testing.T, host, repo string, key *ecdsa.PrivateKey, predicateType string, predicate []byte, kind entryKind) (admImage, name.Digest, dsse.Envelope, []byte, []byte) {
+// statement, or with otherPayload of another one), whose verifier is
+// cert (a keyless signer's certificate, PEM) or, when nil, key's public
+// key.
+func (f *trustFixture) signedEnvelope(t *testing.T, host, repo string, key *ecdsa.PrivateKey, cert []byte, predicateType string, predicate []byte, kind entryKind) (admImage, name.Digest, dsse.Envelope, []byte, []byte) {
 	t.Helper()
 	ref := host + "/" + repo + ":v1"
 	d := pushSingle(t, ref, "tlog "+repo)
@@ -189,6 +191,9 @@ func (f *trustFixture) signedEnvelope(t *testing.T, host, repo string, key *ecds
 	if kind == otherPayload {
 		logged = statement(t, d, predicateType, []byte(`{"other":true}`))
 	}
+	if cert != nil {
+		return admImage{ref: ref, digest: d}, dref, env, envJSON, dsseBodyOf(t, envJSON, logged, sig, cert)
+	}
 	return admImage{ref: ref, digest: d}, dref, env, envJSON, dsseBody(t, envJSON, logged, sig, key)
 }
 
@@ -199,7 +204,7 @@ func (f *trustFixture) signedEnvelope(t *testing.T, host, repo string, key *ecds
 // (ociremote.WriteAttestationNewBundleFormat, as cosign sign does).
 func (f *trustFixture) signBundle(t *testing.T, host, repo string, key *ecdsa.PrivateKey, predicateType string, kind entryKind) admImage {
 	t.Helper()
-	im, dref, env, _, body := f.signedEnvelope(t, host, repo, key, predicateType, slsaPredicate, kind)
+	im, dref, env, _, body := f.signedEnvelope(t, host, repo, key, nil, predicateType, slsaPredicate, kind)
 	pushBundle(t, dref, &protobundle.VerificationMaterial{
 		Content:     &protobundle.VerificationMaterial_PublicKey{PublicKey: &protocommon.PublicKeyIdentifier{}},
 		TlogEntries: []*protorekor.TransparencyLogEntry{f.logEntry(t, body, time.Now(), kind)}}, env, predicateType)
@@ -234,13 +239,28 @@ func pushBundle(t *testing.T, dref name.Digest, vm *protobundle.VerificationMate
 
 // attestLegacy attests an image with key the legacy way (the .att tag:
 // the DSSE envelope as the layer, its predicate type annotated, as
-// cosign attest --new-bundle-format=false writes it), carrying, unless
-// kind is noEntry, the entry's SET as the dev.sigstore.cosign/bundle
-// annotation (cosign's RekorBundleFromProtoTlogEntry).
+// cosign attest --new-bundle-format=false writes it), carrying, with
+// withSET, the entry's SET as the dev.sigstore.cosign/bundle annotation
+// (cosign's RekorBundleFromProtoTlogEntry).
 func (f *trustFixture) attestLegacy(t *testing.T, host, repo string, key *ecdsa.PrivateKey, kind entryKind, withSET bool) admImage {
 	t.Helper()
-	im, dref, _, envJSON, body := f.signedEnvelope(t, host, repo, key, slsaType, slsaPredicate, kind)
-	opts := []static.Option{static.WithLayerMediaType(ctypes.DssePayloadType), static.WithAnnotations(map[string]string{"predicateType": slsaType})}
+	return f.attestLegacyAs(t, host, repo, sigSpec{key: key}, kind, withSET, slsaType)
+}
+
+// attestLegacyAs is attestLegacy by s.key, keyless when s.cert is set:
+// the certificate and the test CA's chain in the layer's annotations
+// (dev.sigstore.cosign/certificate and /chain, as cosign attest with a
+// Fulcio certificate writes them, and as signLegacy does for a .sig),
+// the certificate the log entry's verifier. The statement is a SLSA
+// provenance; the layer's predicateType annotation (not signed) says
+// annotated.
+func (f *trustFixture) attestLegacyAs(t *testing.T, host, repo string, s sigSpec, kind entryKind, withSET bool, annotated string) admImage {
+	t.Helper()
+	im, dref, _, envJSON, body := f.signedEnvelope(t, host, repo, s.key, s.cert, slsaType, slsaPredicate, kind)
+	opts := []static.Option{static.WithLayerMediaType(ctypes.DssePayloadType), static.WithAnnotations(map[string]string{"predicateType": annotated})}
+	if s.cert != nil {
+		opts = append(opts, static.WithCertChain(s.cert, f.caPEM))
+	}
 	if withSET {
 		e := f.logEntry(t, body, time.Now(), kind)
 		opts = append(opts, static.WithBundle(&cbundle.RekorBundle{SignedEntryTimestamp: e.GetInclusionPromise().GetSignedEntryTimestamp(),

@@ -321,6 +321,18 @@ func (f *trustFixture) rekorBundle(t *testing.T, h [32]byte, b64sig string, sign
 	return &cbundle.RekorBundle{SignedEntryTimestamp: set, Payload: p}
 }
 
+// withTrustRoot is policy followed by the TrustRoot test-root holding
+// the fixture's CA chain and Rekor key (trustRootObject).
+func (f *trustFixture) withTrustRoot(t *testing.T, policy string) string {
+	t.Helper()
+	rekorPEM, err := os.ReadFile(f.rekorPub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return policy + strings.NewReplacer("CHAIN", base64.StdEncoding.EncodeToString(f.caPEM),
+		"REKORKEY", base64.StdEncoding.EncodeToString(rekorPEM)).Replace(trustRootObject)
+}
+
 // scanTrusted scans a Deployment running ref under policy (-f), with the
 // extra flags (--trusted-root), and returns ref's result.
 func scanTrusted(t *testing.T, ref, policy string, extra ...string) *types.Image {
@@ -384,11 +396,7 @@ func TestVerifyTrustRoot(t *testing.T) {
 	cip := func(repo, identity string) string {
 		return strings.NewReplacer("HOST", host, "REPO", repo, "IDENTITY", identity).Replace(cipKeylessPolicy)
 	}
-	rekorPEM, _ := os.ReadFile(f.rekorPub)
-	withTrustRoot := func(policy string) string {
-		return policy + strings.NewReplacer("CHAIN", base64.StdEncoding.EncodeToString(f.caPEM),
-			"REKORKEY", base64.StdEncoding.EncodeToString(rekorPEM)).Replace(trustRootObject)
-	}
+	withTrustRoot := func(policy string) string { return f.withTrustRoot(t, policy) }
 	type tcase struct {
 		name     string
 		im       admImage
