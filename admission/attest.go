@@ -122,16 +122,9 @@ func ofPredicateType(found []oci.Signature, predicateType string, matched func(o
 // at), the in-toto subject checked against the digest; then the
 // predicate type of those that verified.
 func (v CosignVerifier) verifyKeylessAttestation(ctx context.Context, ref name.Digest, sigs name.Repository, e KeyEntry, predicateType string) Verdict {
-	co := &cosign.CheckOpts{
-		ClaimVerifier:      cosign.IntotoSubjectClaimVerifier,
-		Identities:         e.Keyless.Identities,
-		IgnoreTlog:         !e.Tlog,
-		IgnoreSCT:          e.Keyless.IgnoreSCT,
-		Offline:            true,
-		RegistryClientOpts: v.registryOpts(ctx, ref, sigs),
-	}
-	if missing, err := v.trust(co, e); err != nil || missing != "" {
-		return materialVerdict(missing, err)
+	co, missing := v.keylessOpts(ctx, ref, sigs, e, cosign.IntotoSubjectClaimVerifier, nil)
+	if missing != nil {
+		return *missing
 	}
 	found, _, err := cosign.VerifyImageAttestations(ctx, ref, co, nameOptions(ref)...)
 	if err != nil {

@@ -9,7 +9,9 @@ import (
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/sigstore/cosign/v3/pkg/cosign"
+	"github.com/sigstore/cosign/v3/pkg/oci"
 	ociremote "github.com/sigstore/cosign/v3/pkg/oci/remote"
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
@@ -71,17 +73,9 @@ func (v CosignVerifier) logOpts(co *cosign.CheckOpts, e KeyEntry) (*cosign.Check
 // time the log proof gives (its integrated time) when the engine
 // requires one, else now.
 func (v CosignVerifier) verifyKeyless(ctx context.Context, ref name.Digest, sigs name.Repository, e KeyEntry) Verdict {
-	co := &cosign.CheckOpts{
-		ClaimVerifier:      cosign.SimpleClaimVerifier,
-		Annotations:        claimAnnotations(e),
-		Identities:         e.Keyless.Identities,
-		IgnoreTlog:         !e.Tlog,
-		IgnoreSCT:          e.Keyless.IgnoreSCT,
-		Offline:            true,
-		RegistryClientOpts: v.registryOpts(ctx, ref, sigs),
-	}
-	if missing, err := v.trust(co, e); err != nil || missing != "" {
-		return materialVerdict(missing, err)
+	co, missing := v.keylessOpts(ctx, ref, sigs, e, cosign.SimpleClaimVerifier, claimAnnotations(e))
+	if missing != nil {
+		return *missing
 	}
 	found, _, err := cosign.VerifyImageSignatures(ctx, ref, co)
 	if err != nil {
@@ -99,6 +93,27 @@ const (
 	signatures   = false
 	attestations = true
 )
+
+// keylessOpts are the options cosign verifies a keyless entry's legacy
+// signatures or attestations with (claims checked by claims, with
+// annotations), the trust material included; or the verdict that the
+// material is missing.
+func (v CosignVerifier) keylessOpts(ctx context.Context, ref name.Digest, sigs name.Repository, e KeyEntry, claims claimCheck, annotations map[string]any) (*cosign.CheckOpts, *Verdict) {
+	co := &cosign.CheckOpts{
+		ClaimVerifier:      claims,
+		Annotations:        annotations,
+		Identities:         e.Keyless.Identities,
+		IgnoreTlog:         !e.Tlog,
+		IgnoreSCT:          e.Keyless.IgnoreSCT,
+		Offline:            true,
+		RegistryClientOpts: v.registryOpts(ctx, ref, sigs),
+	}
+	if missing, err := v.trust(co, e); err != nil || missing != "" {
+		m := materialVerdict(missing, err)
+		return nil, &m
+	}
+	return co, nil
+}
 
 // anySET reports whether one of ref's legacy signatures (or, with att,
 // attestations) carries a SET; false too when they cannot be read again
@@ -269,3 +284,6 @@ func (v CosignVerifier) bundleLogMaterial(e KeyEntry) (root.TrustedMaterial, str
 	}
 	return nil, supplyBundleRekor
 }
+
+// claimCheck is cosign's CheckOpts.ClaimVerifier.
+type claimCheck = func(sig oci.Signature, imageDigest v1.Hash, annotations map[string]any) error
