@@ -186,6 +186,18 @@ func annotateUses(ctx context.Context, s *scan.Scanner, inv *inventory.Inventory
 		seen[key] = true
 		return true
 	}
+	// Whether a running digest is a child of the index the tag gives, asked
+	// once per digest: a digest thousands of pods run is one answer, not a
+	// manifest read and parsed for each.
+	children := map[string]bool{}
+	child := func(d string) bool {
+		is, ok := children[d]
+		if !ok {
+			is = childOf(ctx, s, ref.Repo+"@"+im.Digest, d)
+			children[d] = is
+		}
+		return is
+	}
 	for _, u := range im.Uses {
 		who, policy, start, runs := useName(u), "imagePullPolicy", "every container start runs", "runs"
 		if u.Volume != "" {
@@ -214,7 +226,7 @@ func annotateUses(ctx context.Context, s *scan.Scanner, inv *inventory.Inventory
 				"record it now (regcheck record) and rebuild or re-push that digest before a reschedule, eviction or node image GC turns it into ImagePullBackOff")
 			im.Findings = append(im.Findings, f)
 		}
-		if !pinned && im.Digest != "" && u.RunningDigest != im.Digest && !childOf(ctx, s, ref.Repo+"@"+im.Digest, u.RunningDigest) {
+		if !pinned && im.Digest != "" && u.RunningDigest != im.Digest && !child(u.RunningDigest) {
 			f := types.NewAdvisedFinding(types.Drift, im.Digest, "",
 				fmt.Sprintf("%s %s %s, but %s now resolves to %s: the next pull runs other code", who, runs, u.RunningDigest, im.Reference, im.Digest),
 				fmt.Sprintf("pin %s@%s to keep what runs, or roll out the new digest deliberately", im.Reference, u.RunningDigest))

@@ -7,6 +7,7 @@ import (
 	_ "crypto/sha512"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/distribution/reference"
 )
@@ -27,6 +28,48 @@ type Ref struct {
 // An invalid reference (an uppercase repository, a short digest, an empty
 // string) is an error that quotes it.
 func Parse(s string) (Ref, error) {
+	if r, ok := parsed.get(s); ok {
+		return r, nil
+	}
+	r, err := parse(s)
+	if err == nil {
+		parsed.put(s, r)
+	}
+	return r, err
+}
+
+// parsed are the answers Parse gave for valid references, most of them
+// asked again and again: a cluster of ten thousand pods names a few
+// hundred images, each parsed for every pod at every walk. Its strings are
+// then held once, however many containers keep them.
+var parsed = &parseCache{max: 4096}
+
+// parseCache is a map of references to their parts, emptied when it holds
+// max: bounded whatever the input, and still what a cluster's references
+// need between two walks.
+type parseCache struct {
+	mu  sync.Mutex
+	max int
+	m   map[string]Ref
+}
+
+func (c *parseCache) get(s string) (Ref, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.m[s]
+	return r, ok
+}
+
+func (c *parseCache) put(s string, r Ref) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= c.max {
+		c.m = make(map[string]Ref, min(c.max, 64))
+	}
+	c.m[s] = r
+}
+
+func parse(s string) (Ref, error) {
 	named, err := reference.ParseNormalizedNamed(strings.TrimSpace(s))
 	if err != nil {
 		return Ref{}, fmt.Errorf("invalid image reference %q: %w", s, err)

@@ -1,6 +1,7 @@
 package imageref
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -141,4 +142,35 @@ func FuzzParse(f *testing.F) {
 			t.Errorf("Parse(%q) = %#v, parsed again %#v", s, r, again)
 		}
 	})
+}
+
+// TestParseCache: an answer from the cache is the parser's own, and the
+// cache never holds more than its bound, however many references come.
+func TestParseCache(t *testing.T) {
+	c := parsed
+	t.Cleanup(func() { parsed = c })
+	parsed = &parseCache{max: 8}
+	for i := range 100 {
+		s := fmt.Sprintf("registry.example:5000/team/app%d:v%d", i, i)
+		first, err := Parse(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := Parse(s)
+		if err != nil || again != first {
+			t.Fatalf("Parse(%q) again = %+v, %v; first %+v", s, again, err, first)
+		}
+		if want, _ := parse(s); first != want {
+			t.Fatalf("Parse(%q) = %+v, the parser says %+v", s, first, want)
+		}
+		if n := len(parsed.m); n > parsed.max {
+			t.Fatalf("the cache holds %d answers, more than its bound %d", n, parsed.max)
+		}
+	}
+	if _, err := Parse("Upper/Case"); err == nil {
+		t.Fatal("an invalid reference parsed")
+	}
+	if _, ok := parsed.get("Upper/Case"); ok {
+		t.Fatal("an invalid reference's answer was kept")
+	}
 }

@@ -119,7 +119,9 @@ func BenchmarkWatch(b *testing.B) {
 	seen.waitFirstSeen(b, len(pods), 5*time.Minute)
 	synced := time.Since(started)
 	b.Logf("watcher ready %v after start; every pod's digest in the history %v after start", ready.Round(time.Millisecond), synced.Round(time.Millisecond))
+	stopWalkHeap := walkHeap(b, w)
 	waitFirstWalk(b, w, alog, 5*time.Minute)
+	stopWalkHeap()
 	walked := time.Since(started)
 	b.Logf("first deep walk published %v after start", walked.Round(time.Millisecond))
 	b.ReportMetric(walked.Seconds(), "first-walk-s")
@@ -174,6 +176,8 @@ func BenchmarkWatch(b *testing.B) {
 	}
 	rss := vmHWM(b, w.cmd.Process.Pid)
 	rssAnon, rssFile := procStatus(b, w.cmd.Process.Pid, "RssAnon"), procStatus(b, w.cmd.Process.Pid, "RssFile")
+	saveSmaps(b, w.cmd.Process.Pid)
+	defer saveLog(b, w)
 	live := liveHeap(b, w)
 	families, scrape := scrapeFamilies(b, w)
 	if code, took := w.stop(b, syscall.SIGTERM, 30*time.Second); code != 0 {
@@ -607,6 +611,80 @@ func (p *historyPoller) lags(b *testing.B, changes []watchBenchChange, drain tim
 			return lags, len(changes) - len(lags)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// saveSmaps copies the watcher's /proc/PID/smaps to $WATCH_BENCH_SMAPS
+// when it names a file: what each mapping (the binary's text, its
+// read-only data, the heap) holds resident.
+func saveSmaps(b *testing.B, pid int) {
+	path := os.Getenv("WATCH_BENCH_SMAPS")
+	if path == "" {
+		return
+	}
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", pid))
+	if err == nil {
+		err = os.WriteFile(path, data, 0o644)
+	}
+	if err != nil {
+		b.Errorf("saving smaps: %v", err)
+	}
+}
+
+// walkHeap, when $WATCH_BENCH_WALK_HEAP names a file, reads the watcher's
+// heap profile (as of its last GC, /debug/pprof/heap) every 200 ms until
+// stopped, and saves there the one whose heap was largest: what the first
+// deep walk holds at its height. Else it does nothing.
+func walkHeap(b *testing.B, w *watcher) (stop func()) {
+	path := os.Getenv("WATCH_BENCH_WALK_HEAP")
+	if path == "" {
+		return func() {}
+	}
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		var best []byte
+		var most int64
+		for {
+			select {
+			case <-done:
+				if err := os.WriteFile(path, best, 0o644); err != nil {
+					b.Error(err)
+				}
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+			code, body, err := w.get("/debug/pprof/heap?debug=1")
+			if err != nil || code != 200 {
+				continue
+			}
+			// "heap profile: OBJECTS: BYTES [ALLOCS: BYTES] @ heap/RATE"
+			var objects, inuse int64
+			if _, err := fmt.Sscanf(string(body), "heap profile: %d: %d", &objects, &inuse); err != nil {
+				continue
+			}
+			if inuse > most {
+				best, most = body, inuse
+			}
+		}
+	}()
+	return func() { close(done); <-stopped }
+}
+
+// saveLog copies the watcher's log to $WATCH_BENCH_LOG when it names a
+// file (GODEBUG=gctrace=1 in the bench's environment puts each GC's heap
+// sizes in it).
+func saveLog(b *testing.B, w *watcher) {
+	path := os.Getenv("WATCH_BENCH_LOG")
+	if path == "" {
+		return
+	}
+	data, err := os.ReadFile(w.log)
+	if err == nil {
+		err = os.WriteFile(path, data, 0o644)
+	}
+	if err != nil {
+		b.Errorf("saving the log: %v", err)
 	}
 }
 

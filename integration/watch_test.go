@@ -180,9 +180,7 @@ func watchBinary(t testing.TB) string {
 			return
 		}
 		watchBin.path = filepath.Join(dir, "regcheck")
-		cmd := exec.Command("go", "build", "-o", watchBin.path, "./cmd/regcheck")
-		cmd.Dir = ".."
-		if out, err := cmd.CombinedOutput(); err != nil {
+		if out, err := releaseBuild(watchBin.path).CombinedOutput(); err != nil {
 			watchBin.err = fmt.Errorf("go build: %v\n%s", err, out)
 		}
 	})

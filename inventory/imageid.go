@@ -2,6 +2,7 @@ package inventory
 
 import (
 	"strings"
+	"unique"
 
 	"github.com/opencontainers/go-digest"
 	"github.com/regcheck/regcheck/imageref"
@@ -51,7 +52,9 @@ func parseImageID(id string) (repo, dgst string, kind ImageIDKind) {
 	if err != nil || !ref.Pinned() {
 		return "", "", ImageIDUnknown
 	}
-	return ref.Repo, ref.Digest, ImageIDRepoDigest
+	// Interned: every pod of an image reports the same imageID, and a
+	// watcher keeps the digest of each container it saw run.
+	return unique.Make(ref.Repo).Value(), unique.Make(ref.Digest).Value(), ImageIDRepoDigest
 }
 
 // ImageRef is a pod spec's image reference split into its parts by

@@ -93,7 +93,13 @@ func FromObjects(o Objects) *Inventory {
 		statefulSets: o.StatefulSets, daemonSets: o.DaemonSets, jobs: o.Jobs, cronJobs: o.CronJobs}
 	top := w.topOwners()
 	ran := ranImages{}
-	var containers []Container
+	n := 0
+	for _, p := range o.Pods {
+		n += len(p.Spec.InitContainers) + len(p.Spec.Containers) + len(p.Spec.EphemeralContainers)
+	}
+	// One allocation of about the right size: a watcher makes this
+	// inventory of every pod at each walk.
+	containers := make([]Container, 0, n)
 	for _, p := range o.Pods {
 		cs := podContainers(p, top(p))
 		ran.add(cs)

@@ -20,6 +20,9 @@ const SchemaVersion = 1
 func FromInventory(cluster string, now time.Time, inv *inventory.Inventory) recordresult.Snapshot {
 	now = now.UTC()
 	s := recordresult.Snapshot{Cluster: cluster, Time: now}
+	if n := len(inv.Containers); n > 0 {
+		s.Entries = make([]recordresult.Entry, 0, n) // a watcher makes one of every container each walk
+	}
 	for _, c := range inv.Containers {
 		if c.Template() {
 			continue

@@ -108,7 +108,9 @@ func (s *Scanner) images(targets []types.Target) (*types.Result, map[*types.Imag
 	res := &types.Result{Started: time.Now()}
 	byRef := map[string]*types.Image{}
 	refs := map[*types.Image]name.Reference{}
-	for _, t := range targets {
+	of := make([]*types.Image, len(targets)) // each target's image
+	uses := map[*types.Image]int{}           // and how many uses each image has
+	for i, t := range targets {
 		norm, ref, err := s.Parse(t.Ref)
 		key := norm
 		if err != nil {
@@ -128,11 +130,22 @@ func (s *Scanner) images(targets []types.Target) (*types.Result, map[*types.Imag
 			byRef[key] = im
 			res.Images = append(res.Images, im)
 		}
+		of[i] = im
+		uses[im] += len(t.Uses)
+	}
+	// Each image's uses in one slice of their exact number: a watcher
+	// holds them between walks, ten thousand of them in a large cluster.
+	for _, im := range res.Images {
+		if n := uses[im]; n > 0 {
+			im.Uses = make([]types.Use, 0, n)
+		}
+	}
+	for i, t := range targets {
 		for _, u := range t.Uses {
 			if u.Written == "" {
 				u.Written = t.Ref
 			}
-			im.Uses = append(im.Uses, u)
+			of[i].Uses = append(of[i].Uses, u)
 		}
 	}
 	return res, refs

@@ -2,6 +2,7 @@ package watch
 
 import (
 	"time"
+	"unique"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -232,7 +233,17 @@ func slim(obj any) (any, error) {
 
 func slimMeta(m *metav1.ObjectMeta) {
 	m.ManagedFields, m.Annotations, m.Labels, m.Finalizers = nil, nil, nil, nil
+	m.Namespace, m.GenerateName = intern(m.Namespace), intern(m.GenerateName)
+	for i := range m.OwnerReferences {
+		r := &m.OwnerReferences[i]
+		r.APIVersion, r.Kind, r.Name = intern(r.APIVersion), intern(r.Kind), intern(r.Name)
+	}
 }
+
+// intern is s's canonical copy: the strings every pod of a workload
+// repeats (namespace, owner, node, container names, images and imageIDs)
+// are held once however many pods and status updates the cache has seen.
+func intern(s string) string { return unique.Make(s).Value() }
 
 // slimOwnedTemplate drops the whole template of a ReplicaSet or Job its
 // controller's template covers (a Deployment's or Rollout's ReplicaSet, a
@@ -259,7 +270,7 @@ func slimSpec(s *corev1.PodSpec) {
 	slimContainers := func(cs []corev1.Container) []corev1.Container {
 		out := make([]corev1.Container, len(cs))
 		for i, c := range cs {
-			out[i] = corev1.Container{Name: c.Name, Image: c.Image, ImagePullPolicy: c.ImagePullPolicy}
+			out[i] = corev1.Container{Name: intern(c.Name), Image: intern(c.Image), ImagePullPolicy: c.ImagePullPolicy}
 		}
 		return out
 	}
@@ -280,8 +291,8 @@ func slimSpec(s *corev1.PodSpec) {
 		aff = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: s.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution}}
 	}
 	*s = corev1.PodSpec{Containers: s.Containers, InitContainers: s.InitContainers, EphemeralContainers: s.EphemeralContainers,
-		Volumes: s.Volumes, NodeName: s.NodeName, ImagePullSecrets: s.ImagePullSecrets,
-		ServiceAccountName: s.ServiceAccountName, DeprecatedServiceAccount: s.DeprecatedServiceAccount,
+		Volumes: s.Volumes, NodeName: intern(s.NodeName), ImagePullSecrets: s.ImagePullSecrets,
+		ServiceAccountName: intern(s.ServiceAccountName), DeprecatedServiceAccount: intern(s.DeprecatedServiceAccount),
 		NodeSelector: s.NodeSelector, Affinity: aff, Tolerations: s.Tolerations}
 }
 
@@ -292,6 +303,7 @@ func slimStatus(st *corev1.PodStatus) {
 		for i := range ss {
 			c := &ss[i]
 			c.Resources, c.AllocatedResources, c.User, c.AllocatedResourcesStatus = nil, nil, nil, nil
+			c.Name, c.Image, c.ImageID = intern(c.Name), intern(c.Image), intern(c.ImageID)
 			if t := c.LastTerminationState.Terminated; t != nil {
 				t.Message = ""
 			}

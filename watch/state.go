@@ -31,6 +31,43 @@ type podRun struct {
 	restarts      int32
 }
 
+// podRuns are what each pod of a slot runs, by pod name. Most slots have
+// one pod, a few a replica count's worth: a slice, searched in order, holds
+// one in a tenth of a map's bytes (a watcher has a slot per container of
+// every workload, ten thousand and more).
+type podRuns []namedRun
+
+type namedRun struct {
+	pod string
+	podRun
+}
+
+// get is what pod runs, and whether it runs in the slot.
+func (rs podRuns) get(pod string) (podRun, bool) {
+	for _, r := range rs {
+		if r.pod == pod {
+			return r.podRun, true
+		}
+	}
+	return podRun{}, false
+}
+
+// set records what pod runs.
+func (rs *podRuns) set(pod string, r podRun) {
+	for i := range *rs {
+		if (*rs)[i].pod == pod {
+			(*rs)[i].podRun = r
+			return
+		}
+	}
+	*rs = append(*rs, namedRun{pod, r})
+}
+
+// remove forgets pod.
+func (rs *podRuns) remove(pod string) {
+	*rs = slices.DeleteFunc(*rs, func(r namedRun) bool { return r.pod == pod })
+}
+
 // slotState is what the watcher knows of one slot: the digest it ran last
 // (and the spec image then), what each of its pods runs, and the unplanned
 // upgrade that stands, if any.
@@ -38,8 +75,8 @@ type slotState struct {
 	last, lastImage string
 	// recent are the digests the history saw at the slot's last sighting
 	// (several during a rollout), until the next transition.
-	recent map[string]bool
-	pods   map[string]podRun
+	recent []string
+	pods   podRuns
 	// upgrade is the unplanned upgrade that stands: the last transition,
 	// unplanned, while a pod still runs its To.
 	upgrade *Upgrade
@@ -181,12 +218,9 @@ func (s *state) slotFor(k slot) *slotState {
 	if st, ok := s.slots[k]; ok {
 		return st
 	}
-	st := &slotState{pods: map[string]podRun{}, recent: map[string]bool{}}
+	st := &slotState{}
 	if hs, ok := s.hist[k]; ok {
-		st.last, st.lastImage, st.older = hs.last, hs.lastImage, hs.older
-		for _, d := range hs.recent {
-			st.recent[d] = true
-		}
+		st.last, st.lastImage, st.older, st.recent = hs.last, hs.lastImage, hs.older, hs.recent
 		if t := hs.upgrade; t != nil {
 			st.upgrade = &Upgrade{Transition: *t, Restarts: t.RestartCount}
 		}
@@ -237,7 +271,7 @@ func (s *state) observe(now time.Time, ns, pod string, ss []sighting) ([]recordr
 		k := slotOf(c)
 		slots = append(slots, k)
 		st := s.slotFor(k)
-		prev, had := st.pods[pod]
+		prev, had := st.pods.get(pod)
 		if had && prev.digest == c.RunningDigest && prev.restarts == c.RestartCount {
 			s.trackCrash(st, x)
 			continue
@@ -245,7 +279,7 @@ func (s *state) observe(now time.Time, ns, pod string, ss []sighting) ([]recordr
 		if t, ok := s.transition(now, k, st, x, prev, had); ok {
 			ts = append(ts, t)
 		}
-		st.pods[pod] = podRun{c.RunningDigest, c.Image, c.RestartCount}
+		st.pods.set(pod, podRun{c.RunningDigest, c.Image, c.RestartCount})
 		s.trackCrash(st, x)
 		entries = append(entries, s.entry(now, c))
 	}
@@ -262,7 +296,7 @@ func (s *state) transition(now time.Time, k slot, st *slotState, x sighting, pre
 	switch {
 	case had && prev.digest == d:
 		return record.Transition{}, false
-	case !had && (d == st.last || st.recent[d] || st.runs(d)):
+	case !had && (d == st.last || slices.Contains(st.recent, d) || st.runs(d)):
 		return record.Transition{}, false
 	}
 	from, fromImage := st.last, st.lastImage
@@ -294,7 +328,7 @@ func (s *state) transition(now time.Time, k slot, st *slotState, x sighting, pre
 	}
 	st.remember(from)
 	st.last, st.lastImage = d, x.c.Image
-	st.recent = map[string]bool{}
+	st.recent = nil
 	st.upgrade = nil
 	if !t.TemplateChanged {
 		st.upgrade = &Upgrade{Transition: t, Restarts: t.RestartCount}
@@ -386,7 +420,7 @@ func (s *state) leave(pod, key string, slots []slot) {
 			continue
 		}
 		if st, ok := s.slots[k]; ok {
-			delete(st.pods, pod)
+			st.pods.remove(pod)
 			if st.upgrade != nil && !st.runs(st.upgrade.To) {
 				st.upgrade = nil
 			}
