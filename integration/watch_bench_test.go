@@ -632,13 +632,17 @@ func saveSmaps(b *testing.B, pid int) {
 }
 
 // walkHeap, when $WATCH_BENCH_WALK_HEAP names a file, reads the watcher's
-// heap profile (as of its last GC, /debug/pprof/heap) every 200 ms until
+// heap profile (/debug/pprof/heap) every 200 ms until
 // stopped, and saves there the one whose heap was largest: what the first
 // deep walk holds at its height. Else it does nothing.
 func walkHeap(b *testing.B, w *watcher) (stop func()) {
 	path := os.Getenv("WATCH_BENCH_WALK_HEAP")
 	if path == "" {
 		return func() {}
+	}
+	gc := "" // as of the last GC; with $WATCH_BENCH_WALK_HEAP_GC set, a GC first (exact, but it moves the watcher's collections)
+	if os.Getenv("WATCH_BENCH_WALK_HEAP_GC") != "" {
+		gc = "&gc=1"
 	}
 	done, stopped := make(chan struct{}), make(chan struct{})
 	go func() {
@@ -654,7 +658,7 @@ func walkHeap(b *testing.B, w *watcher) (stop func()) {
 				return
 			case <-time.After(200 * time.Millisecond):
 			}
-			code, body, err := w.get("/debug/pprof/heap?debug=1")
+			code, body, err := w.get("/debug/pprof/heap?debug=1" + gc)
 			if err != nil || code != 200 {
 				continue
 			}
