@@ -45,20 +45,35 @@ func useOf(c inventory.Container) types.Use {
 func RunningTargets(inv *inventory.Inventory) []types.Target {
 	byRef := map[string]int{}
 	var out []types.Target
-	for _, c := range inv.Containers {
+	var counts []int
+	refs := make([]string, len(inv.Containers)) // each container's target, "" for none
+	for i, c := range inv.Containers {
 		if c.RunningDigest == "" {
 			continue
 		}
 		image, _ := imageref.Parse(c.Image) // the zero Ref when it does not parse, as the runtime would refuse it
-		ref := image.Running(c.RunningDigest)
-		use := useOf(c)
-		usePlatforms(inv, c, &use)
-		if i, ok := byRef[ref]; ok {
-			out[i].Uses = append(out[i].Uses, use)
+		refs[i] = image.Running(c.RunningDigest)
+		if j, ok := byRef[refs[i]]; ok {
+			counts[j]++
 			continue
 		}
-		byRef[ref] = len(out)
-		out = append(out, types.Target{Ref: ref, Uses: []types.Use{use}})
+		byRef[refs[i]] = len(out)
+		out = append(out, types.Target{Ref: refs[i]})
+		counts = append(counts, 1)
+	}
+	// Each target's uses in one slice of their number: a watcher's walk
+	// holds one use of every pod here.
+	for j := range out {
+		out[j].Uses = make([]types.Use, 0, counts[j])
+	}
+	for i, c := range inv.Containers {
+		if refs[i] == "" {
+			continue
+		}
+		use := useOf(c)
+		usePlatforms(inv, c, &use)
+		j := byRef[refs[i]]
+		out[j].Uses = append(out[j].Uses, use)
 	}
 	return out
 }
