@@ -32,41 +32,89 @@ type podRun struct {
 }
 
 // podRuns are what each pod of a slot runs, by pod name. Most slots have
-// one pod, a few a replica count's worth: a slice, searched in order, holds
-// one in a tenth of a map's bytes (a watcher has a slot per container of
-// every workload, ten thousand and more).
-type podRuns []namedRun
+// one pod: a slice, searched in order, holds it in a tenth of a map's
+// bytes (a watcher has a slot per container of every workload, ten
+// thousand and more). A slot of many pods (a DaemonSet, a large
+// Deployment) is indexed by pod once it has more than podRunsScan, so that
+// no event costs a search of thousands.
+type podRuns struct {
+	runs []namedRun
+	at   map[string]int // index in runs by pod; nil while runs is short
+}
+
+// podRunsScan is how many pods a slot searches in order before it keeps
+// an index.
+const podRunsScan = 16
 
 type namedRun struct {
 	pod string
 	podRun
 }
 
-// get is what pod runs, and whether it runs in the slot.
-func (rs podRuns) get(pod string) (podRun, bool) {
-	for _, r := range rs {
-		if r.pod == pod {
-			return r.podRun, true
+func (rs *podRuns) find(pod string) int {
+	if rs.at != nil {
+		if i, ok := rs.at[pod]; ok {
+			return i
 		}
+		return -1
+	}
+	for i := range rs.runs {
+		if rs.runs[i].pod == pod {
+			return i
+		}
+	}
+	return -1
+}
+
+// get is what pod runs, and whether it runs in the slot.
+func (rs *podRuns) get(pod string) (podRun, bool) {
+	if i := rs.find(pod); i >= 0 {
+		return rs.runs[i].podRun, true
 	}
 	return podRun{}, false
 }
 
 // set records what pod runs.
 func (rs *podRuns) set(pod string, r podRun) {
-	for i := range *rs {
-		if (*rs)[i].pod == pod {
-			(*rs)[i].podRun = r
-			return
+	if i := rs.find(pod); i >= 0 {
+		rs.runs[i].podRun = r
+		return
+	}
+	rs.runs = append(rs.runs, namedRun{pod, r})
+	switch {
+	case rs.at != nil:
+		rs.at[pod] = len(rs.runs) - 1
+	case len(rs.runs) > podRunsScan:
+		rs.at = make(map[string]int, len(rs.runs))
+		for i, n := range rs.runs {
+			rs.at[n.pod] = i
 		}
 	}
-	*rs = append(*rs, namedRun{pod, r})
 }
 
-// remove forgets pod.
+// remove forgets pod: the last pod takes its place.
 func (rs *podRuns) remove(pod string) {
-	*rs = slices.DeleteFunc(*rs, func(r namedRun) bool { return r.pod == pod })
+	i := rs.find(pod)
+	if i < 0 {
+		return
+	}
+	last := len(rs.runs) - 1
+	rs.runs[i] = rs.runs[last]
+	rs.runs[last] = namedRun{}
+	rs.runs = rs.runs[:last]
+	if rs.at != nil {
+		delete(rs.at, pod)
+		if i < last {
+			rs.at[rs.runs[i].pod] = i
+		}
+		if len(rs.runs) == 0 {
+			rs.at = nil
+		}
+	}
 }
+
+// len is how many pods run in the slot.
+func (rs *podRuns) len() int { return len(rs.runs) }
 
 // slotState is what the watcher knows of one slot: the digest it ran last
 // (and the spec image then), what each of its pods runs, and the unplanned
@@ -380,7 +428,7 @@ func (s *state) dropSiblings() []Upgrade {
 
 // runs reports whether a pod of the slot runs d.
 func (st *slotState) runs(d string) bool {
-	for _, p := range st.pods {
+	for _, p := range st.pods.runs {
 		if p.digest == d {
 			return true
 		}
@@ -424,7 +472,7 @@ func (s *state) leave(pod, key string, slots []slot) {
 			if st.upgrade != nil && !st.runs(st.upgrade.To) {
 				st.upgrade = nil
 			}
-			if len(st.pods) == 0 && st.upgrade == nil {
+			if st.pods.len() == 0 && st.upgrade == nil {
 				s.retire(k, st)
 			}
 		}
@@ -471,7 +519,7 @@ func (s *state) upgrades() map[slot]Upgrade {
 func (s *state) slotsRunning() int {
 	n := 0
 	for st := range maps.Values(s.slots) {
-		if len(st.pods) > 0 {
+		if st.pods.len() > 0 {
 			n++
 		}
 	}
