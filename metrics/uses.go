@@ -93,7 +93,11 @@ func (c *UseCollector) Collect(ch chan<- prometheus.Metric) {
 // for a use whose image has none. Two entries of one reference (one per
 // running digest) may name one use: its series keeps the larger count.
 func (s *UseSnapshot) useFindings() map[[7]string]float64 {
-	out := map[[7]string]float64{}
+	n := 0
+	for _, im := range s.images {
+		n += len(im.uses) * max(1, len(im.perCode))
+	}
+	out := make(map[[7]string]float64, n) // made at every scrape: never grown
 	for _, im := range s.images {
 		for _, u := range im.uses {
 			k := [7]string{LabelValue(u.Namespace), LabelValue(u.Kind), LabelValue(u.Name), LabelValue(useContainer(u)), im.ref, string(im.verdict)}
@@ -115,7 +119,11 @@ func (s *UseSnapshot) useFindings() map[[7]string]float64 {
 // container (or image volume) found in the cluster whose image pulls, 0
 // when it is broken, none while unknown.
 func (s *UseSnapshot) availability() map[[5]string]float64 {
-	out := map[[5]string]float64{}
+	n := 0
+	for _, im := range s.images {
+		n += len(im.uses)
+	}
+	out := make(map[[5]string]float64, n)
 	for _, im := range s.images {
 		if im.verdict == types.Unknown {
 			continue

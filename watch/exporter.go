@@ -44,9 +44,10 @@ type Metrics struct {
 	// the unplanned upgrades' findings counted, their text not kept):
 	// regcheck_use_findings and regcheck_container_image_available, one
 	// per container, are made from it at each scrape by the UseCollector
-	// in useReg, and held nowhere.
-	uses   atomic.Pointer[metrics.UseSnapshot]
-	useReg *prometheus.Registry
+	// (gathered straight into client_golang's data model, each label pair
+	// made once), and held nowhere.
+	uses      atomic.Pointer[metrics.UseSnapshot]
+	useSeries prometheus.Gatherer
 }
 
 func newMetrics(w *Watcher) *Metrics {
@@ -70,8 +71,7 @@ func newMetrics(w *Watcher) *Metrics {
 	m.recordOK = metrics.LastSuccess.Gauge(m.lead)
 	m.trimmed = metrics.RecordTrimmed.Gauge(m.lead)
 	m.trimmed.WithLabelValues().Set(0)
-	m.useReg = prometheus.NewRegistry()
-	m.useReg.MustRegister(metrics.NewUseCollector(m.uses.Load).WithAvailability())
+	m.useSeries = metrics.NewUseCollector(m.uses.Load).WithAvailability()
 	return m
 }
 
@@ -99,7 +99,7 @@ func (m *Metrics) Gather() ([]*dto.MetricFamily, error) {
 	if m.w.Leader() {
 		gs = append(gs, m.lead)
 		if r := m.walk.Load(); r != nil {
-			gs = append(gs, r, m.useReg)
+			gs = append(gs, r, m.useSeries)
 		}
 	}
 	return gs.Gather()
