@@ -68,7 +68,8 @@ type watchBenchChange struct {
 // hour of churn and a quiet hour at the default --interval 1h. Nothing is
 // asserted on time. The scenario runs once whatever b.N; run it with
 // -benchtime 1x. $WATCH_BENCH_FLAGS adds flags to the watcher's (say
-// --flush-interval 1s), to weigh a default.
+// --flush-interval 1s), to weigh a default; $WATCH_BENCH_SCRAPE (say 15s)
+// scrapes /metrics that often during the changes, as Prometheus would.
 func BenchmarkWatch(b *testing.B) {
 	ctx := context.Background()
 	bin := watchBinary(b)
@@ -135,7 +136,9 @@ func BenchmarkWatch(b *testing.B) {
 
 	cpuBefore := cpuTime(b, w.cmd.Process.Pid)
 	profiled := cpuProfile(b, w, watchBenchWindow/2)
+	stopScrapes := scrapeEvery(b, w)
 	changes, took := watchBenchChanges(b, cs, pods, host, digests)
+	stopScrapes()
 	profiled()
 	churnCPU := cpuTime(b, w.cmd.Process.Pid) - cpuBefore
 	lags, missing := seen.lags(b, changes, watchBenchDrain)
@@ -670,6 +673,39 @@ func walkHeap(b *testing.B, w *watcher) (stop func()) {
 			if inuse > most {
 				best, most = body, inuse
 			}
+		}
+	}()
+	return func() { close(done); <-stopped }
+}
+
+// scrapeEvery, when $WATCH_BENCH_SCRAPE is a duration, scrapes /metrics
+// that often until stopped, as a Prometheus would (the bench's own scrapes
+// otherwise come only before the churn and at the end, after its peak RSS
+// is read), and logs how many and the slowest. Else it does nothing.
+func scrapeEvery(b *testing.B, w *watcher) (stop func()) {
+	v := os.Getenv("WATCH_BENCH_SCRAPE")
+	if v == "" {
+		return func() {}
+	}
+	every, err := time.ParseDuration(v)
+	if err != nil || every < time.Second {
+		b.Fatalf("WATCH_BENCH_SCRAPE=%q: a duration of at least 1s", v)
+	}
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		n, slowest := 0, time.Duration(0)
+		defer func() { b.Logf("scraped /metrics %d times during the changes, every %v; the slowest took %v", n, every, slowest) }()
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			_, took := scrapeFamilies(b, w)
+			n, slowest = n+1, max(slowest, took)
 		}
 	}()
 	return func() { close(done); <-stopped }
