@@ -695,7 +695,9 @@ func scrapeEvery(b *testing.B, w *watcher) (stop func()) {
 	go func() {
 		defer close(stopped)
 		n, slowest := 0, time.Duration(0)
-		defer func() { b.Logf("scraped /metrics %d times during the changes, every %v; the slowest took %v", n, every, slowest) }()
+		defer func() {
+			b.Logf("scraped /metrics %d times during the changes, every %v; the slowest took %v", n, every, slowest)
+		}()
 		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
