@@ -111,7 +111,8 @@ func BenchmarkWatch(b *testing.B) {
 		b.Fatal(err)
 	}
 	flags := append([]string{"--interval", watchBenchInterval.String(), "--debug-pprof"}, strings.Fields(os.Getenv("WATCH_BENCH_FLAGS"))...)
-	w := rig.startWatcher(b, []string{"--out", out}, flags...)
+	addr := "127.0.0.1:" + strconv.Itoa(freeLoopbackPort(b))
+	w := startWatchProcess(b, rig.bin, addr, append(rig.watchArgs(addr, "--out", out), flags...), watcherGODEBUG()...)
 	started := time.Now()
 	ready := w.waitReady(b, 5*time.Minute)
 	seen := newHistoryPoller(out)
@@ -713,9 +714,20 @@ func scrapeEvery(b *testing.B, w *watcher) (stop func()) {
 	return func() { close(done); <-stopped }
 }
 
+// watcherGODEBUG is the watcher's GODEBUG when $WATCH_BENCH_GODEBUG sets
+// one (say gctrace=1, for each GC's heap sizes in its log): set there, and
+// not in the bench's environment, it does not reach the go commands that
+// build the watcher, whose cached output would replay it.
+func watcherGODEBUG() []string {
+	if v := os.Getenv("WATCH_BENCH_GODEBUG"); v != "" {
+		return []string{"GODEBUG=" + v}
+	}
+	return nil
+}
+
 // saveLog copies the watcher's log to $WATCH_BENCH_LOG when it names a
-// file (GODEBUG=gctrace=1 in the bench's environment puts each GC's heap
-// sizes in it).
+// file (with $WATCH_BENCH_GODEBUG=gctrace=1, each GC's heap sizes are in
+// it).
 func saveLog(b *testing.B, w *watcher) {
 	path := os.Getenv("WATCH_BENCH_LOG")
 	if path == "" {

@@ -267,14 +267,7 @@ func slimTemplate(t *corev1.PodTemplateSpec) {
 // secrets and service account, the nodeSelector, tolerations and the
 // required node affinity.
 func slimSpec(s *corev1.PodSpec) {
-	slimContainers := func(cs []corev1.Container) []corev1.Container {
-		out := make([]corev1.Container, len(cs))
-		for i, c := range cs {
-			out[i] = corev1.Container{Name: intern(c.Name), Image: intern(c.Image), ImagePullPolicy: c.ImagePullPolicy}
-		}
-		return out
-	}
-	s.Containers, s.InitContainers = slimContainers(s.Containers), slimContainers(s.InitContainers)
+	s.Containers, s.InitContainers = shareContainers(s.Containers), shareContainers(s.InitContainers)
 	for i, c := range s.EphemeralContainers {
 		s.EphemeralContainers[i] = corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
 			Name: c.Name, Image: c.Image, ImagePullPolicy: c.ImagePullPolicy}}
@@ -293,7 +286,7 @@ func slimSpec(s *corev1.PodSpec) {
 	*s = corev1.PodSpec{Containers: s.Containers, InitContainers: s.InitContainers, EphemeralContainers: s.EphemeralContainers,
 		Volumes: s.Volumes, NodeName: intern(s.NodeName), ImagePullSecrets: s.ImagePullSecrets,
 		ServiceAccountName: intern(s.ServiceAccountName), DeprecatedServiceAccount: intern(s.DeprecatedServiceAccount),
-		NodeSelector: s.NodeSelector, Affinity: aff, Tolerations: s.Tolerations}
+		NodeSelector: s.NodeSelector, Affinity: aff, Tolerations: shareTolerations(s.Tolerations)}
 }
 
 // slimStatus keeps the container statuses, less what inventory and the

@@ -191,8 +191,10 @@ type state struct {
 	crashed []Upgrade
 	// seen keeps, per slot, the last transition observed (written or not),
 	// so that a reconcile by a new leader records it with the time it was
-	// first seen rather than the time of the reconcile.
-	seen map[slot]record.Transition
+	// first seen rather than the time of the reconcile. When that
+	// transition is the slot's standing upgrade, it is the upgrade's own,
+	// held once.
+	seen map[slot]*record.Transition
 }
 
 // histSlot is what a slot starts from: the digest it ran last and the
@@ -208,7 +210,7 @@ type histSlot struct {
 
 func newState(cluster string) *state {
 	return &state{cluster: cluster, slots: map[slot]*slotState{}, podSlots: map[string][]slot{},
-		hist: map[slot]histSlot{}, seen: map[slot]record.Transition{}}
+		hist: map[slot]histSlot{}, seen: map[slot]*record.Transition{}}
 }
 
 // reset starts over from h: every slot is forgotten (the pods are observed
@@ -363,15 +365,15 @@ func (s *state) transition(now time.Time, k slot, st *slotState, x sighting, pre
 	}
 	t.TemplateChanged = from == "" || fromImage != x.c.Image || x.templateImage != "" && x.templateImage != fromImage
 	if seen, ok := s.seen[k]; ok && seen.From == t.From && seen.To == t.To {
-		t = seen // seen before a reconcile: keep when it was first seen
+		t = *seen // seen before a reconcile: keep when it was first seen
 	}
-	s.seen[k] = t
 	if !had && !t.TemplateChanged && cachedPolicy(x.c.PullPolicy) && s.ranBefore(k, st, d) {
 		// A node's cache is behind: the slot's last digest stays what the
 		// tag gave last, and an upgrade that stands stays.
 		if st.upgrade == nil || !st.runs(st.upgrade.To) {
 			st.upgrade = &Upgrade{Transition: t, Restarts: t.RestartCount, NodeCache: true}
 		}
+		s.see(k, st, t)
 		return t, true
 	}
 	st.remember(from)
@@ -381,7 +383,18 @@ func (s *state) transition(now time.Time, k slot, st *slotState, x sighting, pre
 	if !t.TemplateChanged {
 		st.upgrade = &Upgrade{Transition: t, Restarts: t.RestartCount}
 	}
+	s.see(k, st, t)
 	return t, true
+}
+
+// see keeps t as the last transition slot k (state st) observed: the
+// standing upgrade's own when it is t, else a copy.
+func (s *state) see(k slot, st *slotState, t record.Transition) {
+	if st.upgrade != nil && st.upgrade.Transition == t {
+		s.seen[k] = &st.upgrade.Transition
+		return
+	}
+	s.seen[k] = &t
 }
 
 // nodeCache reports whether t, just returned by observe, is a pod started

@@ -152,11 +152,13 @@ func (k *walker) once(ctx context.Context, all bool) {
 	}
 	ctx, done := within(ctx, t) // a walk ends with its term
 	defer done()
-	inv := k.inventory()
+	inv, taken := k.inventory(), k.w.cfg.Now()
 	fresh, prevs, all := k.take(all)
 	full := inv
 	if all {
-		k.w.refreshRecords(inv)
+		// Queued once the walk has ended, with the time of the inventory:
+		// the walk's height does not hold the queue too.
+		defer k.w.refreshRecords(full, taken)
 	} else {
 		inv = only(inv, fresh)
 	}
@@ -605,11 +607,14 @@ func upgradeFinding(u Upgrade, whole map[string]string, hint string) types.Findi
 	return f
 }
 
-// refreshRecords queues every running container as a sighting, so that
-// the history's lastSeen stays within one Interval of now, as a nightly
-// record keeps it within a day; and forgets the slots of workloads gone.
-func (w *Watcher) refreshRecords(inv *inventory.Inventory) {
-	snap := record.FromInventory(w.cfg.Cluster, w.cfg.Now(), inv)
+// refreshRecords queues every running container of inv, the cluster at
+// taken, as a sighting then, so that the history's lastSeen stays within
+// one Interval of now, as a nightly record keeps it within a day; and
+// forgets the slots of workloads gone. A change seen since taken is newer
+// than the sighting: the sighting never makes a digest the pod left look
+// like its last.
+func (w *Watcher) refreshRecords(inv *inventory.Inventory, taken time.Time) {
+	snap := record.FromInventory(w.cfg.Cluster, taken, inv)
 	owners := map[owner]bool{}
 	for _, c := range inv.Containers {
 		owners[owner{c.Namespace, c.OwnerKind, c.OwnerName}] = true
