@@ -143,6 +143,10 @@ func BenchmarkWatch(b *testing.B) {
 	profiled()
 	churnCPU := cpuTime(b, w.cmd.Process.Pid) - cpuBefore
 	lags, missing := seen.lags(b, changes, watchBenchDrain)
+	seen.mu.Lock()
+	b.Logf("history files read %d, missed %d (a missed file's transitions are stamped with a later file's time)", seen.files, seen.missed)
+	b.ReportMetric(float64(seen.missed), "history-files-missed")
+	seen.mu.Unlock()
 	steady, err := alog.since()
 	if err != nil {
 		b.Fatal(err)
@@ -484,14 +488,34 @@ loop:
 	return done, took
 }
 
-// historyPoller reads the history file whenever it changes (checked every
-// 50ms) and notes when each (pod, restart count) transition first appeared.
+// historyPoller opens the history file every 50ms and, for each file the
+// watcher wrote (a new inode: each write is renamed into place), notes
+// when each (pod, restart count) transition first appeared: the file's
+// change time, which the rename sets once the write is whole. The file is
+// held open as soon as it is seen and decoded after, in order, so that a
+// decode slower than the watcher's writes (20 MiB of JSON while the
+// machine's two cores run everything) misses no write: a missed write
+// would stamp its transitions with the next write's time, a flush
+// interval late.
 type historyPoller struct {
-	path string
-	mu   sync.Mutex
-	seen map[string]time.Time // pod/restarts → first seen in the file
-	pods map[string]bool      // pods with a first-seen transition
-	errs []error
+	path  string
+	mu    sync.Mutex
+	seen  map[string]time.Time // pod/restarts → first seen in the file
+	pods  map[string]bool      // pods with a first-seen transition
+	errs  []error
+	files int // history files read
+	// missed counts the files not read: the queue of files waiting to be
+	// decoded was full. Their transitions are stamped with a later file's
+	// time.
+	missed int
+}
+
+// polledFile is one file the watcher wrote, open, with its inode and
+// change time.
+type polledFile struct {
+	f        *os.File
+	dev, ino uint64
+	at       time.Time
 }
 
 func newHistoryPoller(path string) *historyPoller {
@@ -500,77 +524,94 @@ func newHistoryPoller(path string) *historyPoller {
 
 func (p *historyPoller) run() (stop func()) {
 	done := make(chan struct{})
+	queue := make(chan polledFile, 64)
 	var wg sync.WaitGroup
-	wg.Add(1)
+	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		var last os.FileInfo
+		defer close(queue)
+		var last polledFile
 		for {
 			select {
 			case <-done:
 				return
 			case <-time.After(50 * time.Millisecond):
 			}
-			fi, err := os.Stat(p.path)
-			if err != nil || last != nil && fi.ModTime().Equal(last.ModTime()) && fi.Size() == last.Size() {
+			pf, ok := p.open(last)
+			if !ok {
 				continue
 			}
-			last = fi
-			p.read()
+			last = pf
+			select {
+			case queue <- pf:
+			default:
+				pf.f.Close()
+				p.mu.Lock()
+				p.missed++
+				p.mu.Unlock()
+			}
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		for pf := range queue {
+			p.read(pf)
 		}
 	}()
 	var once sync.Once
 	return func() { once.Do(func() { close(done); wg.Wait() }) }
 }
 
-// read reads the history file and stamps the transitions new in it with
-// the time the file became the history: its inode's change time, which
-// the watcher's rename into place sets (the write is whole by then), not
-// the time this read began: reading 20 MiB of history takes the poller a
-// part of a second, which the watcher's lag does not include.
-func (p *historyPoller) read() {
-	h, at, err := readStamped(p.path)
+// open opens the history file when it is another than last (another
+// inode or change time), with its change time: fstat of the file opened,
+// so that a write that replaces it meanwhile is not taken for it.
+func (p *historyPoller) open(last polledFile) (polledFile, bool) {
+	f, err := os.Open(p.path)
+	if err != nil {
+		return polledFile{}, false
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return polledFile{}, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		f.Close()
+		return polledFile{}, false
+	}
+	pf := polledFile{f: f, dev: st.Dev, ino: st.Ino, at: time.Unix(st.Ctim.Sec, st.Ctim.Nsec)}
+	if pf.dev == last.dev && pf.ino == last.ino && pf.at.Equal(last.at) {
+		f.Close()
+		return polledFile{}, false
+	}
+	return pf, true
+}
+
+// read decodes one file the watcher wrote, and closes it.
+func (p *historyPoller) read(pf polledFile) {
+	defer pf.f.Close()
+	data, err := io.ReadAll(pf.f)
+	var h *watchHistory
+	if err == nil {
+		h, err = decodeWatchHistory(data)
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err != nil {
-		p.errs = append(p.errs, err)
+		p.errs = append(p.errs, fmt.Errorf("%s: %w", p.path, err))
 		return
 	}
-	now := at
+	p.files++
 	for _, tr := range h.Transitions {
 		k := tr.Pod + "/" + strconv.Itoa(int(tr.RestartCount))
 		if _, ok := p.seen[k]; !ok {
-			p.seen[k] = now
+			p.seen[k] = pf.at
 		}
 		if tr.From == "" {
 			p.pods[tr.Pod] = true
 		}
 	}
-}
-
-// readStamped reads the history at path, and the change time of the file
-// it read (fstat of the file opened, so that a write that replaces it
-// meanwhile is not taken for it).
-func readStamped(path string) (*watchHistory, time.Time, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, time.Time{}, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, time.Time{}, err
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return nil, time.Time{}, fmt.Errorf("%s: no change time", path)
-	}
-	data, err := io.ReadAll(f)
-	if err != nil {
-		return nil, time.Time{}, err
-	}
-	h, err := decodeWatchHistory(data)
-	return h, time.Unix(st.Ctim.Sec, st.Ctim.Nsec), err
 }
 
 // waitFirstSeen waits until n pods have their first-seen transition.
