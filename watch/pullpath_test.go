@@ -68,10 +68,7 @@ func TestWalkThroughPullPath(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rctx, cancel := context.WithCancel(ctx)
-			done := make(chan error, 1)
-			go func() { done <- w.Run(rctx) }()
-			defer func() { cancel(); <-done }()
+			runWatcher(t, w)
 			if tc.err != nil {
 				waitFor(t, "the failed walk", func() bool {
 					return strings.Contains(logs.String(), "reading the nodes' pull path: rendering the mirror sets: boom")

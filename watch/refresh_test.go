@@ -86,10 +86,7 @@ func TestRefreshAfterWalkKeepsChangesNewer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- w.Run(rctx) }()
-	defer func() { cancel(); <-done }()
+	runWatcher(t, w)
 	waitFor(t, "the first walk", func() bool { return len(series(t, w, metrics.ContainerImageAvailable)) == 1 })
 	lastSeen := func(digest string) time.Time {
 		for _, r := range load(t, st).Records {

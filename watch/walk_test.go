@@ -86,10 +86,7 @@ func TestWalkReportsUnplannedUpgrade(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- w.Run(rctx) }()
-	defer func() { cancel(); <-done }()
+	runWatcher(t, w)
 	waitFor(t, "the first walk", func() bool { return len(series(t, w, metrics.ContainerImageAvailable)) == 1 })
 
 	d2, err := fixture.PushSingle(ctx, image, "coturn 4.7")
@@ -207,10 +204,7 @@ func TestPartialWalkKeepsOtherUses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- w.Run(rctx) }()
-	defer func() { cancel(); <-done }()
+	runWatcher(t, w)
 	all := []string{"relay-a", "relay-b", "relay-c"}
 	waitFor(t, "the first walk", func() bool { return len(seriesOfPods(t, w, metrics.UseFindings, all...)) == 2 })
 
@@ -259,10 +253,7 @@ func TestFailedWalkPutsWorkBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(rctx) }()
-	defer func() { cancel(); <-done }()
+	runWatcher(t, w)
 	waitFor(t, "ready", w.Ready)
 	w.walks.mu.Lock()
 	before := len(w.walks.fresh)
@@ -304,10 +295,7 @@ func TestImageVolumesNamedInSeries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- w.Run(rctx) }()
-	defer func() { cancel(); <-done }()
+	runWatcher(t, w)
 	waitFor(t, "the walk", func() bool { return len(series(t, w, metrics.ContainerImageAvailable)) > 0 })
 	for _, fam := range []metrics.Name{metrics.ContainerImageAvailable, metrics.UseFindings} {
 		names := map[string]bool{}
@@ -452,10 +440,7 @@ func TestWalkAppliesAdmission(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- w.Run(rctx) }()
-	defer func() { cancel(); <-done }()
+	runWatcher(t, w)
 	waitFor(t, "the admission finding in the series", func() bool {
 		for k := range series(t, w, metrics.UseFindings) {
 			if strings.Contains(k, "code="+string(types.SignatureMissing)) {
@@ -509,10 +494,7 @@ func TestWalkWithPullSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- w.Run(rctx) }()
-	defer func() { cancel(); <-done }()
+	runWatcher(t, w)
 	waitFor(t, "credentials-error in the series", func() bool {
 		for k := range series(t, w, metrics.UseFindings) {
 			if strings.Contains(k, "code="+string(types.CredentialsError)) {
@@ -546,10 +528,7 @@ func TestDeepWalkKnowsRunningDigestsWhole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- w.Run(rctx) }()
-	defer func() { cancel(); <-done }()
+	runWatcher(t, w)
 	waitFor(t, "the first walk", func() bool { return len(series(t, w, metrics.ContainerImageAvailable)) == 1 })
 
 	ref := imageref.RunningOf(image, d1)

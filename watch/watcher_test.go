@@ -85,6 +85,14 @@ func start(t *testing.T, c *fake.Clientset, st record.Store, opts ...func(*Confi
 	}
 }
 
+// runWatcher runs w until the test ends, and waits for Run to return then.
+func runWatcher(t *testing.T, w *Watcher) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
 func waitFor(t *testing.T, what string, ok func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
