@@ -133,7 +133,29 @@ func (v CosignVerifier) verifyKeylessAttestation(ctx context.Context, ref name.D
 		}
 		return verdictOfAttestation(err)
 	}
+	if k := e.Keyless.kyverno; k != nil {
+		if v := kyvernoAttestationCerts(found, predicateType, k, e); v != nil {
+			return *v
+		}
+	}
 	return ofPredicateType(found, predicateType, func(oci.Signature) Verdict { return Verdict{Outcome: Verified} })
+}
+
+// kyvernoAttestationCerts is Kyverno's certificate match on the legacy
+// attestations cosign verified (FetchAttestations): every one of
+// predicateType must match the attestor, the first that does not
+// refuses the image; nil when none refuses.
+func kyvernoAttestationCerts(found []oci.Signature, predicateType string, k *kyvernoCert, e KeyEntry) *Verdict {
+	for _, att := range found {
+		if pt, err := attestationPredicate(att); err != nil || pt != predicateType {
+			continue
+		}
+		if err := k.anyMatches([]oci.Signature{att}); err != nil {
+			v := kyvernoCertRefusal(err, e)
+			return &v
+		}
+	}
+	return nil
 }
 
 // verdictOfAttestation reads cosign's error for attestations as
@@ -253,7 +275,7 @@ func authorityAttestations(a map[string]any, sets []AttestorSet, repo string) []
 			continue
 		}
 		path := fmt.Sprintf("attestations[%d]", i)
-		x := Attestation{PredicateType: t, Path: path, Sets: withRepository(sets, repo)}
+		x := Attestation{PredicateType: policyControllerPredicate(t), Path: path, Sets: withRepository(sets, repo)}
 		if _, ok := at["policy"]; ok {
 			kind, _, _ := unstructured.NestedString(at, "policy", "type")
 			x.Conditions = fmt.Sprintf("%s.policy (%s)", path, cmp.Or(kind, "a policy"))
@@ -289,6 +311,20 @@ func (c *Checker) attestationResult(ctx context.Context, ref name.Digest, f Form
 		r.outcome, r.conditions = Unverifiable, a.Conditions
 	}
 	return r
+}
+
+// ruleConditionsFinding says that an alternative of the rule verifies
+// and that the check the engine then makes of the whole policy (a
+// ClusterImagePolicy's spec.policy) is not evaluated: unknown, never ok.
+func (ru *ruleUses) ruleConditionsFinding(n Needs, digest string) types.Finding {
+	what := "its signature"
+	if len(n.Predicates) > 0 {
+		what = "its attestations of " + strings.Join(n.Predicates, ", ")
+	}
+	return types.NewAdvisedFinding(types.SignatureUnverifiable, digest, "",
+		fmt.Sprintf("%s: %s of %s for %s verify, and the policy's %s, which the engine evaluates next, is not evaluated by regcheck: whether the engine admits the pod is not known",
+			ru.rule.named(), what, types.ShortDigest(digest), usesText(ru.uses), ru.rule.Conditions),
+		"check the policy with the engine itself (policy-controller's policy-tester --policy FILE --image IMAGE)")
 }
 
 // conditionsFinding says that an attestation verifies and that what the

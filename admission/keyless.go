@@ -40,26 +40,34 @@ type Keyless struct {
 	// the log ignored (a policy-controller authority's
 	// rfc3161timestamp).
 	bundleTSA bool
+	// kyverno, for a Kyverno ClusterPolicy attestor, is the match Kyverno
+	// makes on the certificates cosign verified with no identities
+	// (kyvernocert.go); Identities then serve its SigstoreBundle path
+	// only. nil for the other engines.
+	kyverno *kyvernoCert
 }
 
 // kyvernoKeyless reads a Kyverno attestor entry's keyless block, as
 // Kyverno 1.x builds cosign's options from it (kyverno/kyverno
-// pkg/cosign/cosign.go, buildCosignOptions: cosign.Identity from
-// issuer, subject and their RegExp forms; RootCerts from roots; the log
-// required unless rekor.ignoreTlog; the SCT unless ctlog.ignoreSCT).
+// pkg/engine/internal/imageverifier.go, buildCosignVerifier, and
+// pkg/image/verifiers/cpol/cosign/cosign.go, buildCosignOptions):
+// RootCerts from roots; the log required unless rekor.ignoreTlog; the
+// SCT unless ctlog.ignoreSCT; no cosign identities, the certificate
+// matched afterwards by subject, issuer and additionalExtensions as
+// wildcards (kyvernoCert). Identities hold issuer and subject for the
+// SigstoreBundle path, which hands them to sigstore-go exactly.
 func kyvernoKeyless(kl map[string]any, path string) KeyEntry {
 	str := func(f ...string) string { s, _, _ := unstructured.NestedString(kl, f...); return s }
 	ignoreTlog, _, _ := unstructured.NestedBool(kl, "rekor", "ignoreTlog")
 	ignoreSCT, _, _ := unstructured.NestedBool(kl, "ctlog", "ignoreSCT")
+	ext, _, _ := unstructured.NestedStringMap(kl, "additionalExtensions")
 	id := cosign.Identity{Issuer: str("issuer"), Subject: str("subject"),
 		IssuerRegExp: str("issuerRegExp"), SubjectRegExp: str("subjectRegExp")}
 	e := KeyEntry{Path: path, Tlog: !ignoreTlog, RekorPEM: str("rekor", "pubkey"), Keyless: &Keyless{
-		RootsPEM: str("roots"), CTLogPEM: str("ctlog", "pubkey"), IgnoreSCT: ignoreSCT}}
+		RootsPEM: str("roots"), CTLogPEM: str("ctlog", "pubkey"), IgnoreSCT: ignoreSCT,
+		kyverno: &kyvernoCert{subject: id.Subject, subjectRegExp: id.SubjectRegExp, issuer: id.Issuer, issuerRegExp: id.IssuerRegExp, extensions: ext}}}
 	if id != (cosign.Identity{}) {
 		e.Keyless.Identities = []cosign.Identity{id}
-	}
-	if len(e.Keyless.Identities) == 0 {
-		e.Unverifiable = "a keyless entry with no subject or issuer: regcheck does not accept any certificate in its place"
 	}
 	return e
 }
@@ -114,6 +122,9 @@ func (e KeyEntry) id() string {
 	fmt.Fprintf(&b, "|%s|%s|%v|%v|%v %v %v", k.RootsPEM, k.CTLogPEM, k.IgnoreSCT, k.splitRoots, k.bundleSignedTime, k.bundleLog, k.bundleTSA)
 	for _, id := range e.Keyless.Identities {
 		fmt.Fprintf(&b, "|%q %q %q %q", id.Issuer, id.Subject, id.IssuerRegExp, id.SubjectRegExp)
+	}
+	if k.kyverno != nil {
+		fmt.Fprintf(&b, "|kyverno %s", k.kyverno.text())
 	}
 	return b.String()
 }

@@ -28,6 +28,7 @@ func TestKyvernoKeylessEntry(t *testing.T) {
 		wantID            cosign.Identity
 		tlog, sct, unver  bool
 		roots, rekor, key string
+		ext               map[string]string
 	}{
 		{name: "subject and issuer", entry: "keyless: {subject: a@b.c, issuer: https://i}",
 			wantID: cosign.Identity{Subject: "a@b.c", Issuer: "https://i"}, tlog: true, sct: true},
@@ -36,7 +37,12 @@ func TestKyvernoKeylessEntry(t *testing.T) {
 			wantID: cosign.Identity{SubjectRegExp: `.*@b\.c`, IssuerRegExp: "https://.*"}, roots: "ROOTS"},
 		{name: "the policy's rekor key", entry: "keyless: {subject: a@b.c, issuer: https://i, rekor: {pubkey: REKOR}}",
 			wantID: cosign.Identity{Subject: "a@b.c", Issuer: "https://i"}, tlog: true, sct: true, rekor: "REKOR"},
-		{name: "no identity", entry: "keyless: {roots: ROOTS}", tlog: true, sct: true, unver: true, roots: "ROOTS"},
+		// Kyverno matches nothing then: any certificate the roots vouch
+		// for (matchSignatures), so the entry is verifiable.
+		{name: "no identity", entry: "keyless: {roots: ROOTS}", tlog: true, sct: true, roots: "ROOTS"},
+		{name: "additionalExtensions", entry: "keyless: {subject: 'https://github.com/org/*', issuer: https://i, additionalExtensions: {githubWorkflowTrigger: push}}",
+			wantID: cosign.Identity{Subject: "https://github.com/org/*", Issuer: "https://i"}, tlog: true, sct: true,
+			ext: map[string]string{"githubWorkflowTrigger": "push"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var e map[string]any
@@ -52,8 +58,13 @@ func TestKyvernoKeylessEntry(t *testing.T) {
 				(k.Unverifiable != "") != tt.unver || k.Keyless.RootsPEM != tt.roots || k.RekorPEM != tt.rekor {
 				t.Errorf("entry %+v keyless %+v", k, *k.Keyless)
 			}
-			if !tt.unver && (len(k.Keyless.Identities) != 1 || k.Keyless.Identities[0] != tt.wantID) {
+			if tt.wantID != (cosign.Identity{}) && (len(k.Keyless.Identities) != 1 || k.Keyless.Identities[0] != tt.wantID) {
 				t.Errorf("identities %+v, want %+v", k.Keyless.Identities, tt.wantID)
+			}
+			// Kyverno hands cosign no identities and matches afterwards.
+			want := kyvernoCert{subject: tt.wantID.Subject, subjectRegExp: tt.wantID.SubjectRegExp, issuer: tt.wantID.Issuer, issuerRegExp: tt.wantID.IssuerRegExp, extensions: tt.ext}
+			if kc := k.Keyless.kyverno; kc == nil || kc.text() != want.text() || cosignIdentities(k) != nil {
+				t.Errorf("Kyverno's certificate match %+v, want %+v, and no cosign identities (%v)", kc, want, cosignIdentities(k))
 			}
 		})
 	}

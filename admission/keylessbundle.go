@@ -153,7 +153,10 @@ func kyvernoKeylessCheck(tm root.TrustedMaterial, e KeyEntry) (keylessBundleChec
 	}
 	var opts []verify.PolicyOption
 	hint := ""
-	id := e.Keyless.Identities[0]
+	var id cosign.Identity
+	if len(e.Keyless.Identities) > 0 {
+		id = e.Keyless.Identities[0]
+	}
 	if (id.Issuer != "" || id.IssuerRegExp != "") && (id.Subject != "" || id.SubjectRegExp != "") {
 		cid, err := verify.NewShortCertificateIdentity(id.Issuer, id.IssuerRegExp, id.Subject, id.SubjectRegExp)
 		if err != nil {
@@ -162,7 +165,7 @@ func kyvernoKeylessCheck(tm root.TrustedMaterial, e KeyEntry) (keylessBundleChec
 		}
 		opts = append(opts, verify.WithCertificateIdentity(cid))
 	} else {
-		hint = fmt.Sprintf(" (the keyless attestor at %s names only one of issuer and subject: Kyverno's buildPolicy then gives sigstore-go no identity, and every bundle is refused; name both)", e.Path)
+		hint = fmt.Sprintf(" (the keyless attestor at %s does not name both issuer and subject: Kyverno's buildPolicy then gives sigstore-go no identity, and every bundle is refused; name both)", e.Path)
 	}
 	return func(_ context.Context, b *sgbundle.Bundle, policy verify.ArtifactPolicyOption, _ v1.Hash) Verdict {
 		if _, err := verifier.Verify(b, verify.NewPolicy(policy, opts...)); err != nil {

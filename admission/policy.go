@@ -81,6 +81,10 @@ type Rule struct {
 	// Alternatives: the image is admitted when any one is met (a
 	// ClusterImagePolicy's authorities); a Kyverno rule has one.
 	Alternatives []Needs
+	// Conditions names the policy-level check the engine makes once an
+	// alternative is met and regcheck does not evaluate (a
+	// ClusterImagePolicy's spec.policy, CUE or Rego): "" when none.
+	Conditions string
 
 	match, exclude *filter          // Kyverno's match and exclude
 	overrides      []actionOverride // Kyverno: the spec's per-namespace actions, when the rule sets none

@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -52,6 +53,12 @@ func sigstoreRule(obj *unstructured.Unstructured, source string) (*Rule, error) 
 	}
 	if len(r.Alternatives) == 0 {
 		return nil, nil
+	}
+	if _, ok := spec["policy"]; ok {
+		// Evaluated on the authorities' results once one passes
+		// (pkg/webhook/validator.go, ValidatePolicy): not by regcheck.
+		kind, _, _ := unstructured.NestedString(spec, "policy", "type")
+		r.Conditions = fmt.Sprintf("spec.policy (%s)", cmp.Or(kind, "a policy"))
 	}
 	return r, nil
 }
@@ -182,7 +189,7 @@ func authorityNeeds(a map[string]any) (Needs, bool) {
 	for _, raw := range atts {
 		at, _ := raw.(map[string]any)
 		if t, _, _ := unstructured.NestedString(at, "predicateType"); t != "" {
-			n.Predicates = append(n.Predicates, t)
+			n.Predicates = append(n.Predicates, policyControllerPredicate(t))
 		}
 	}
 	_, key := a["key"]

@@ -84,6 +84,11 @@ func (v CosignVerifier) verifyKeyless(ctx context.Context, ref name.Digest, sigs
 		}
 		return annotationVerdict(verdictOf(err), e)
 	}
+	if k := e.Keyless.kyverno; k != nil {
+		if err := k.anyMatches(found); err != nil {
+			return kyvernoCertRefusal(err, e)
+		}
+	}
 	return layerAnnotations(found, e)
 }
 
@@ -102,7 +107,7 @@ func (v CosignVerifier) keylessOpts(ctx context.Context, ref name.Digest, sigs n
 	co := &cosign.CheckOpts{
 		ClaimVerifier:      claims,
 		Annotations:        annotations,
-		Identities:         e.Keyless.Identities,
+		Identities:         cosignIdentities(e),
 		IgnoreTlog:         !e.Tlog,
 		IgnoreSCT:          e.Keyless.IgnoreSCT,
 		Offline:            true,
@@ -113,6 +118,22 @@ func (v CosignVerifier) keylessOpts(ctx context.Context, ref name.Digest, sigs n
 		return nil, &m
 	}
 	return co, nil
+}
+
+// cosignIdentities are the identities cosign itself checks on a legacy
+// keyless signature: none for a Kyverno attestor, which matches the
+// certificates after cosign (kyvernoCert), the entry's otherwise.
+func cosignIdentities(e KeyEntry) []cosign.Identity {
+	if e.Keyless.kyverno != nil {
+		return nil
+	}
+	return e.Keyless.Identities
+}
+
+// kyvernoCertRefusal is the refusal Kyverno gives when no verified
+// certificate matches the attestor, in its own words.
+func kyvernoCertRefusal(err error, e KeyEntry) Verdict {
+	return Verdict{Outcome: Refused, Reason: fmt.Sprintf("the signature verifies, but its certificate does not match the keyless attestor at %s as Kyverno matches it (subject and issuer as wildcards, additionalExtensions): %v", e.Path, err)}
 }
 
 // anySET reports whether one of ref's legacy signatures (or, with att,

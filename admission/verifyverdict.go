@@ -93,6 +93,9 @@ func (c *Checker) verifyFindings(ctx context.Context, ru *ruleUses, im *types.Im
 			r = c.needsResult(ctx, ref, n)
 		}
 		if r.outcome == Verified {
+			if ru.rule.Conditions != "" {
+				return []types.Finding{ru.ruleConditionsFinding(n, im.Digest)}
+			}
 			return nil
 		}
 		if r.outcome == Refused {
