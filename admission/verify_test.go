@@ -144,6 +144,12 @@ func TestVerifyFindings(t *testing.T) {
 			"by any of authorities[0] (authority-0).key.data, authorities[1] (authority-1).key.data for Deployment dev/web; the signature is there, and cosign refuses it: authorities[0] (authority-0).key.data: error verifying bundle", "false false"},
 		{"policy-controller, two keys in key.data: the first is the key (another)", cipPolicy(keyAuthority(b+a, false)), types.Broken, "signature-refused/critical", "", "false"},
 		{"policy-controller, two keys in key.data: the first is the key (it verifies)", cipPolicy(keyAuthority(a+b, false)), types.OK, "", "", "false"},
+		// spec.policy is evaluated once an authority passes (ValidatePolicy):
+		// not by regcheck, so unknown, never ok by silence.
+		{"policy-controller, the key verifies, spec.policy: unknown", cipPolicy(keyAuthority(a, false)) + "  policy:\n    type: cue\n    data: 'before: \"2030-01-01\"'\n",
+			types.Unknown, "signature-unverifiable/warning", "the policy's spec.policy (cue), which the engine evaluates next, is not evaluated", "false"},
+		{"policy-controller, another key, spec.policy: broken", cipPolicy(keyAuthority(b, false)) + "  policy:\n    type: rego\n    data: 'package sigstore'\n",
+			types.Broken, "signature-refused/critical", "", "false"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ps := readPolicy(t, c.policy)
