@@ -124,7 +124,7 @@ func ofPredicateType(found []oci.Signature, predicateType string, matched func(o
 func (v CosignVerifier) verifyKeylessAttestation(ctx context.Context, ref name.Digest, sigs name.Repository, e KeyEntry, predicateType string) Verdict {
 	co, missing := v.keylessOpts(ctx, ref, sigs, e, cosign.IntotoSubjectClaimVerifier, nil)
 	if missing != nil {
-		return *missing
+		return v.uncertified(ctx, ref, sigs, e, attestations, *missing)
 	}
 	found, _, err := cosign.VerifyImageAttestations(ctx, ref, co, nameOptions(ref)...)
 	if err != nil {
@@ -233,10 +233,10 @@ func attestationPredicate(att oci.Signature) (string, error) {
 
 // kyvernoAttestations reads a verifyImages entry's attestations[]: the
 // predicate type (type, or the older predicateType), its attestors (or,
-// where it names none, the rule's, as the older form verified
-// attestations with the rule's attestors), and whether it has
-// conditions. Each entry reads in its own repository, else the rule's.
-func kyvernoAttestations(vi map[string]any, rule []AttestorSet, repo string) []Attestation {
+// where it names none, Kyverno's empty attestor: emptyAttestor), and
+// whether it has conditions. Each entry reads in its own repository,
+// else the rule's.
+func kyvernoAttestations(vi map[string]any, repo string) []Attestation {
 	as, _, _ := unstructured.NestedSlice(vi, "attestations")
 	var out []Attestation
 	for i, raw := range as {
@@ -249,7 +249,7 @@ func kyvernoAttestations(vi map[string]any, rule []AttestorSet, repo string) []A
 			continue
 		}
 		path := fmt.Sprintf("attestations[%d]", i)
-		at := Attestation{PredicateType: t, Path: path, Sets: rule}
+		at := Attestation{PredicateType: t, Path: path, Sets: emptyAttestor(path)}
 		if list, _, _ := unstructured.NestedSlice(a, "attestors"); len(list) > 0 {
 			at.Sets = attestorSets(list, path+".")
 		}
@@ -311,6 +311,21 @@ func (c *Checker) attestationResult(ctx context.Context, ref name.Digest, f Form
 		r.outcome, r.conditions = Unverifiable, a.Conditions
 	}
 	return r
+}
+
+// emptyAttestor is what Kyverno 1.19 verifies an attestation that names
+// no attestors with: one set of one empty attestor (kyverno/kyverno
+// pkg/engine/internal/imageverifier.go, "add an empty attestor to allow
+// fetching and checking attestations"; the rule's attestors are not
+// used, and api/kyverno/v1 ImageVerification.Convert gives the
+// deprecated key to the rule's signature only). With neither key nor
+// certificate, cosign verifies keyless against Sigstore's public-good
+// roots (Kyverno's TUF root, which --trusted-root stands for here), the
+// log and the SCT required, and Kyverno matches no identity.
+func emptyAttestor(path string) []AttestorSet {
+	e := KeyEntry{Path: path + " (no attestors: Kyverno's empty keyless attestor)", Tlog: true,
+		Keyless: &Keyless{kyverno: &kyvernoCert{}}}
+	return []AttestorSet{{Entries: []KeyEntry{e}}}
 }
 
 // ruleConditionsFinding says that an alternative of the rule verifies

@@ -134,8 +134,11 @@ func TestVerifyBundleAndAttestations(t *testing.T) {
 			[]artifacts.Artifact{attIn(artifacts.ReferrersAPI, slsa)}, false, types.AtRisk, "attestation-refused/warning", "the pod is admitted", "bundle " + slsa},
 		{"conditions are not evaluated: unknown", kyvernoRulePolicy("Enforce", "Cosign", attestationsBody(a, "              conditions:\n                - all:\n                    - key: \"{{ builder.id }}\"\n                      operator: Equals\n                      value: x\n")),
 			[]artifacts.Artifact{attIn(artifacts.CosignTag, slsa)}, false, types.Unknown, "signature-unverifiable/warning", "its conditions (attestations[0].conditions (JMESPath)) are not evaluated", "legacy " + slsa},
-		{"the rule's attestors sign the attestation when it names none", kyvernoRulePolicy("Enforce", "Cosign", "          attestors:\n            - entries:\n"+keyEntry(a, ignoreTlog)+"          attestations:\n            - type: "+slsa+"\n"),
-			[]artifacts.Artifact{sig(artifacts.CosignTag, true), attIn(artifacts.CosignTag, slsa)}, false, types.OK, "", "", "legacy " + slsa},
+		// Kyverno 1.19 verifies an attestation naming no attestors with one
+		// empty (keyless, public-good) attestor, not the rule's keys.
+		{"an attestation naming no attestors: Kyverno's empty keyless attestor", kyvernoRulePolicy("Enforce", "Cosign", "          attestors:\n            - entries:\n"+keyEntry(a, ignoreTlog)+"          attestations:\n            - type: "+slsa+"\n"),
+			[]artifacts.Artifact{sig(artifacts.CosignTag, true), attIn(artifacts.CosignTag, slsa)}, false, types.Unknown, "signature-unverifiable/warning",
+			"by attestations[0] (no attestors: Kyverno's empty keyless attestor)", "legacy " + slsa},
 		{"policy-controller bundle attestation, a key authority: refused before reading, in the engine's words", cipAttestationPolicy(a, "bundle", ""),
 			[]artifacts.Artifact{attIn(artifacts.ReferrersAPI, slsa)}, false, types.Broken, "attestation-refused/critical",
 			"policy-controller refuses that authority before reading any signature or attestation of the image, signed or not: creating CheckOpts: when using the new bundle format, the authority must be keyless", ""},

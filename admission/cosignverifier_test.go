@@ -136,6 +136,11 @@ func TestCosignVerifier(t *testing.T) {
 		{"the log required, none carried", repo.Digest(signed), KeyEntry{PEM: pemOf(t, keyA), Tlog: true}, Refused, false, "no transparency-log proof"},
 		{"a key that is no key", repo.Digest(signed), KeyEntry{PEM: "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n", Path: "key.data"}, Unverifiable, false, "key.data does not parse"},
 		{"the registry gone", gone.Digest(signed), KeyEntry{PEM: pemOf(t, keyA)}, Unverifiable, true, "reading the signatures"},
+		// A keyless entry with no roots at hand: a key-signed signature
+		// carries no certificate, which cosign refuses whatever the roots.
+		{"keyless, no roots, a key-signed signature", repo.Digest(signed), KeyEntry{Keyless: &Keyless{kyverno: &kyvernoCert{}}, Path: "keyless"}, Refused, false, "carry no certificate"},
+		{"keyless, no roots, nothing signed", repo.Digest(pushRandom(t, repo, "v3")), KeyEntry{Keyless: &Keyless{kyverno: &kyvernoCert{}}, Path: "keyless"}, Unverifiable, false, supplyCA},
+		{"keyless, no roots, the registry gone", gone.Digest(signed), KeyEntry{Keyless: &Keyless{kyverno: &kyvernoCert{}}, Path: "keyless"}, Unverifiable, false, supplyCA},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			v := CosignVerifier{}.VerifyLegacy(context.Background(), c.ref, c.ref.Context(), c.entry)

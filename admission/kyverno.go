@@ -174,11 +174,17 @@ func kyvernoNeeds(vi map[string]any) Needs {
 	atts, _, _ := unstructured.NestedSlice(vi, "attestors")
 	_, hasKey := vi["key"]
 	_, hasRoots := vi["roots"]
-	n.Signature = len(atts) > 0 || hasKey || hasRoots
+	as, _, _ := unstructured.NestedSlice(vi, "attestations")
+	// ImageVerification.Convert hands the deprecated key to the
+	// attestations where there are any, then puts the attestations back
+	// as written: the key then requires nothing (api/kyverno/v1
+	// image_verification_types.go, Convert: copy.Attestations =
+	// iv.Attestations).
+	n.Signature = len(atts) > 0 || (hasKey || hasRoots) && len(as) == 0
 	n.Repository, _, _ = unstructured.NestedString(vi, "repository")
 	ann, _, _ := unstructured.NestedStringMap(vi, "annotations")
 	sets := withAnnotations(kyvernoAttestors(vi), ann)
-	n.Attestations = kyvernoAttestations(vi, sets, n.Repository)
+	n.Attestations = kyvernoAttestations(vi, n.Repository)
 	for i := range n.Attestations {
 		n.Attestations[i].Sets = withAnnotations(n.Attestations[i].Sets, ann)
 	}
@@ -186,7 +192,6 @@ func kyvernoNeeds(vi map[string]any) Needs {
 		n.Sets = sets
 		n.entryRepositories()
 	}
-	as, _, _ := unstructured.NestedSlice(vi, "attestations")
 	for _, raw := range as {
 		a, _ := raw.(map[string]any)
 		t, _, _ := unstructured.NestedString(a, "type")

@@ -157,6 +157,15 @@ spec:
     - name: r
       verifyImages: [{imageReferences: ["*"], attestations: [{predicateType: "https://cyclonedx.org/bom"}]}]`,
 			"kyverno ClusterPolicy p, rule r (Audit) [{Signature:false Predicates:[https://cyclonedx.org/bom] Format:legacy}]"},
+		// ImageVerification.Convert gives the deprecated key to the
+		// attestations, then puts them back as written: the key requires
+		// nothing, the attestation Kyverno's empty attestor.
+		{"the deprecated key with attestations: no signature required", `
+spec:
+  rules:
+    - name: r
+      verifyImages: [{image: "ghcr.io/*", key: k, attestations: [{type: "https://slsa.dev/provenance/v1"}]}]`,
+			"kyverno ClusterPolicy p, rule r (Audit) [{Signature:false Predicates:[https://slsa.dev/provenance/v1] Format:legacy}]"},
 		{"Notary is not read", `
 spec:
   rules:

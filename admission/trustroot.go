@@ -75,7 +75,7 @@ func (v CosignVerifier) logOpts(co *cosign.CheckOpts, e KeyEntry) (*cosign.Check
 func (v CosignVerifier) verifyKeyless(ctx context.Context, ref name.Digest, sigs name.Repository, e KeyEntry) Verdict {
 	co, missing := v.keylessOpts(ctx, ref, sigs, e, cosign.SimpleClaimVerifier, claimAnnotations(e))
 	if missing != nil {
-		return *missing
+		return v.uncertified(ctx, ref, sigs, e, signatures, *missing)
 	}
 	found, _, err := cosign.VerifyImageSignatures(ctx, ref, co)
 	if err != nil {
@@ -136,13 +136,33 @@ func kyvernoCertRefusal(err error, e KeyEntry) Verdict {
 	return Verdict{Outcome: Refused, Reason: fmt.Sprintf("the signature verifies, but its certificate does not match the keyless attestor at %s as Kyverno matches it (subject and issuer as wildcards, additionalExtensions): %v", e.Path, err)}
 }
 
-// anySET reports whether one of ref's legacy signatures (or, with att,
-// attestations) carries a SET; false too when they cannot be read again
-// (cosign's error then says why).
-func (v CosignVerifier) anySET(ref name.Digest, co *cosign.CheckOpts, att bool) bool {
-	img, err := ociremote.SignedImage(ref, co.RegistryClientOpts...)
+// uncertified is the verdict on a keyless entry whose trust material is
+// missing: a refusal when every legacy signature (or, with att,
+// attestation) there is carries no certificate, which cosign refuses
+// whatever roots the engine holds ("no certificate found on
+// signature"); missing otherwise, or when they cannot be read.
+func (v CosignVerifier) uncertified(ctx context.Context, ref name.Digest, sigs name.Repository, e KeyEntry, att bool, missing Verdict) Verdict {
+	list, err := v.legacyOf(ref, v.registryOpts(ctx, ref, sigs), att)
+	if err != nil || len(list) == 0 {
+		return missing
+	}
+	for _, s := range list {
+		if c, err := s.Cert(); err != nil || c != nil {
+			return missing
+		}
+	}
+	what := "signatures"
+	if att {
+		what = "attestations"
+	}
+	return Verdict{Outcome: Refused, Reason: fmt.Sprintf("the %s carry no certificate (they were signed with a key), and the entry at %s verifies keyless: cosign refuses them whatever roots the engine holds (no certificate found on signature)", what, e.Path)}
+}
+
+// legacyOf reads ref's legacy signatures (with att, attestations).
+func (v CosignVerifier) legacyOf(ref name.Digest, opts []ociremote.Option, att bool) ([]oci.Signature, error) {
+	img, err := ociremote.SignedImage(ref, opts...)
 	if err != nil {
-		return false
+		return nil, err
 	}
 	read := img.Signatures
 	if att {
@@ -150,9 +170,16 @@ func (v CosignVerifier) anySET(ref name.Digest, co *cosign.CheckOpts, att bool) 
 	}
 	sigs, err := read()
 	if err != nil {
-		return false
+		return nil, err
 	}
-	list, err := sigs.Get()
+	return sigs.Get()
+}
+
+// anySET reports whether one of ref's legacy signatures (or, with att,
+// attestations) carries a SET; false too when they cannot be read again
+// (cosign's error then says why).
+func (v CosignVerifier) anySET(ref name.Digest, co *cosign.CheckOpts, att bool) bool {
+	list, err := v.legacyOf(ref, co.RegistryClientOpts, att)
 	return err == nil && carriesSET(list)
 }
 
