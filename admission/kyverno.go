@@ -2,6 +2,7 @@ package admission
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -185,6 +186,16 @@ func kyvernoNeeds(vi map[string]any) Needs {
 	ann, _, _ := unstructured.NestedStringMap(vi, "annotations")
 	sets := withAnnotations(kyvernoAttestors(vi), ann)
 	n.Attestations = kyvernoAttestations(vi, n.Repository)
+	if n.Format == Bundle {
+		// SigstoreBundle reads the bundles among the image's own
+		// referrers, whatever repository the rule or an attestor names
+		// (pkg/image/verifiers/cpol/cosign/sigstore.go, fetchBundles:
+		// ref.Context()).
+		n.Repository, sets = "", ownRepository(sets)
+		for i := range n.Attestations {
+			n.Attestations[i].Sets = ownRepository(n.Attestations[i].Sets)
+		}
+	}
 	for i := range n.Attestations {
 		n.Attestations[i].Sets = withAnnotations(n.Attestations[i].Sets, ann)
 	}
@@ -315,6 +326,19 @@ func splitList(s string) []string {
 	for _, p := range strings.Split(s, ",") {
 		if p = strings.TrimSpace(p); p != "" {
 			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// ownRepository is sets with every entry reading in the image's own
+// repository.
+func ownRepository(sets []AttestorSet) []AttestorSet {
+	out := slices.Clone(sets)
+	for i := range out {
+		out[i].Entries = slices.Clone(out[i].Entries)
+		for j := range out[i].Entries {
+			out[i].Entries[j].Repository = ""
 		}
 	}
 	return out

@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -17,6 +18,7 @@ import (
 // elsewhere, a fault in faulty; it records the repositories asked.
 type repoFinder struct {
 	signed, faulty string
+	layout         artifacts.Layout // the signature's; "" is cosign's tag
 	asked          []string
 }
 
@@ -26,7 +28,7 @@ func (f *repoFinder) Find(_ context.Context, repo name.Repository, subject strin
 	case f.faulty:
 		return artifacts.Set{}, fmt.Errorf("asking: %w", types.ErrUnreachable)
 	case f.signed:
-		return artifacts.Set{Image: subject, Artifacts: []artifacts.Artifact{sig(artifacts.CosignTag, true)}}, nil
+		return artifacts.Set{Image: subject, Artifacts: []artifacts.Artifact{sig(cmp.Or(f.layout, artifacts.CosignTag), true)}}, nil
 	}
 	return artifacts.Set{Image: subject}, nil
 }
@@ -44,6 +46,11 @@ func (v *repoVerifier) VerifyLegacy(_ context.Context, _ name.Digest, sigs name.
 		return Verdict{Outcome: Verified}
 	}
 	return Verdict{Outcome: Refused, Reason: "no signatures found"}
+}
+
+// bundleRule is a Kyverno policy p of type SigstoreBundle.
+func bundleRule(p string) string {
+	return strings.Replace(p, "          attestors:", "          type: SigstoreBundle\n          attestors:", 1)
 }
 
 // TestSignaturesInAnotherRepository: a rule that keeps its signatures in
@@ -77,12 +84,19 @@ func TestSignaturesInAnotherRepository(t *testing.T) {
 		{"kyverno entries in two repositories, count 1", kyvernoPolicy("Enforce", 1, entry(sigs), entry("registry.example.com/other")), "", types.OK, "", sigs + " registry.example.com/other"},
 		{"kyverno without repository: beside the image, none", kyvernoPolicy("Enforce", 0, entry("")), "", types.Broken, "signature-missing/critical", ""},
 		{"kyverno repository that faults: unknown", ruleRepo(kyvernoPolicy("Enforce", 0, entry(""))), sigs, types.Unknown, "unreachable/warning", ""},
+		// SigstoreBundle reads the image's own referrers, whatever
+		// repository is named (fetchBundles: ref.Context()).
+		{"kyverno SigstoreBundle, rule repository: read beside the image, none", bundleRule(ruleRepo(kyvernoPolicy("Enforce", 0, entry("")))), "", types.Broken, "signature-missing/critical", ""},
+		{"kyverno SigstoreBundle, entry repository: read beside the image, none", bundleRule(kyvernoPolicy("Enforce", 0, entry(sigs))), "", types.Broken, "signature-missing/critical", ""},
 		{"policy-controller source.oci", cipSource(cipPolicy(keyAuthority(a, false))), "", types.OK, "", sigs},
 		{"policy-controller without source", cipPolicy(keyAuthority(a, false)), "", types.Broken, "signature-missing/critical", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ps := readPolicy(t, c.policy)
 			f := &repoFinder{signed: sigs, faulty: c.faulty}
+			if strings.Contains(c.policy, "type: SigstoreBundle") {
+				f.layout = artifacts.ReferrersAPI
+			}
 			v := &repoVerifier{signed: sigs}
 			chk := &Checker{Policies: ps, Finder: f, Parse: scan.ParseReference, Verifier: v}
 			im := applyDev(t, chk)
