@@ -112,6 +112,68 @@ func TestActionOverrides(t *testing.T) {
 	}
 }
 
+// TestOverrideNoNamespaces: an override with namespaces: [] applies in
+// no namespace (Kyverno's matchOverride ranges over the list), one with
+// no namespaces field, or null, in every one.
+func TestOverrideNoNamespaces(t *testing.T) {
+	ref, _ := imageref.Parse("registry.example.com/web:v1")
+	for _, c := range []struct {
+		field string
+		want  bool // enforced in prod
+	}{{"namespaces: []", true}, {"namespaces: null", false}, {"", false}} {
+		t.Run(c.field, func(t *testing.T) {
+			ps := readDoc(t, `spec:
+  validationFailureAction: Enforce
+  validationFailureActionOverrides:
+    - action: Audit
+      `+c.field+`
+  rules:
+    - name: r
+      match: {any: [{resources: {kinds: [Pod]}}]}
+      verifyImages: [{imageReferences: ["registry.example.com/*"], attestors: [{entries: [{keys: {publicKeys: k}}]}]}]
+`)
+			ps.Labels, ps.LabelsKnown = map[string]map[string]string{"prod": {}}, true
+			as := ps.Applying(types.Use{Kind: "Deployment", Namespace: "prod", Name: "web"}, ref)
+			if len(as) != 1 || as[0].Enforce != c.want {
+				t.Errorf("applying %+v, want enforce %v", as, c.want)
+			}
+		})
+	}
+}
+
+// TestWorkloadOnlyRule: a rule on the Deployment kind alone does not
+// check the Pod a restart creates: a warning that the next change of the
+// workload is refused, not a refused pod; a Pod rule's is critical.
+func TestWorkloadOnlyRule(t *testing.T) {
+	ref, _ := imageref.Parse("registry.example.com/web:v1")
+	for _, c := range []struct {
+		kinds, mention string
+		want           types.Severity
+	}{
+		{"[Deployment]", "the rule selects the workload, not the Pod a restart creates", types.SeverityWarning},
+		{"[Pod]", "the pod will be refused", types.SeverityCritical},
+		{"[Deployment, StatefulSet]", "the next change of the workload's image will be refused", types.SeverityWarning},
+	} {
+		t.Run(c.kinds, func(t *testing.T) {
+			ps := readDoc(t, `spec:
+  validationFailureAction: Enforce
+  rules:
+    - name: r
+      match: {any: [{resources: {kinds: `+c.kinds+`}}]}
+      verifyImages: [{imageReferences: ["registry.example.com/*"], attestors: [{entries: [{keys: {publicKeys: k}}]}]}]
+`)
+			ps.Labels, ps.LabelsKnown = map[string]map[string]string{"prod": {}}, true
+			im := &types.Image{Reference: ref.Normalized(), Digest: imgDigest,
+				Uses: []types.Use{{Source: "cluster", Kind: "Deployment", Namespace: "prod", Name: "web"}}}
+			ch := &Checker{Policies: ps, Finder: &fakeFinder{set: artifacts.Set{Artifacts: []artifacts.Artifact{}}}, Parse: scan.ParseReference}
+			fs := ch.Findings(context.Background(), im)
+			if len(fs) != 1 || fs[0].Code != types.SignatureMissing || fs[0].Severity != c.want || !strings.Contains(fs[0].Message, c.mention) {
+				t.Errorf("findings %s, want one signature-missing at %v saying %q", fmt.Sprint(fs), c.want, c.mention)
+			}
+		})
+	}
+}
+
 // TestObjectSelectors: a rule that matches (or excludes) by the pod's own
 // labels or annotations, which a use does not carry, applies unsure: a
 // warning, never broken.

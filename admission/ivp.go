@@ -260,14 +260,14 @@ func written(u types.Use, ref string) string {
 // resource: a namespaced one only in its namespace; the image as written
 // kept by matchImageReferences (an expression: unsure); matchConstraints
 // as a Kyverno filter over the Pod and, by autogen, its controller.
-func (ps *Policies) ivpApplies(r *Rule, u types.Use, ref imageref.Ref) (ok, unsure bool) {
+func (ps *Policies) ivpApplies(r *Rule, u types.Use, ref imageref.Ref) (ok, unsure, workload bool) {
 	if ivpKinds[r.Kind] && r.Namespace != namespaceOf(u) {
-		return false, false
+		return false, false, false
 	}
 	ok, byExpr := r.ivp.matchImage(written(u, ref.Normalized()))
 	if !ok {
-		return false, false
+		return false, false, false
 	}
-	ok, unsure = ps.kyvernoSelects(r, u)
-	return ok, unsure || byExpr
+	ok, unsure, workload = ps.kyvernoSelects(r, u)
+	return ok, unsure || byExpr, workload
 }

@@ -37,6 +37,9 @@ func kyvernoRules(obj *unstructured.Unstructured, source string) ([]*Rule, error
 	if a, ok := obj.GetAnnotations()[autogenAnnotation]; ok {
 		autogen = splitList(a)
 	}
+	if !kyvernoAutogen(spec) {
+		autogen = nil
+	}
 	var out []*Rule
 	for i, raw := range rules {
 		rule, ok := raw.(map[string]any)
@@ -127,8 +130,12 @@ func ruleAction(rule map[string]any, vis []any) (action string, explicit bool) {
 // validationFailureActionOverrides: the action in the namespaces it names
 // (wildcards) and selects by label; with neither, everywhere.
 type actionOverride struct {
-	enforce    bool
+	enforce bool
+	// namespaces, when listed (an empty list included), are the only
+	// namespaces the override applies in: Kyverno's matchOverride tells
+	// namespaces: [] (none) from no namespaces field (every one).
 	namespaces []string
+	listed     bool
 	selector   labels.Selector // nil when none
 }
 
@@ -144,7 +151,8 @@ func readOverrides(spec map[string]any) ([]actionOverride, error) {
 		if !strings.EqualFold(a, "enforce") && !strings.EqualFold(a, "audit") {
 			continue
 		}
-		o := actionOverride{enforce: strings.EqualFold(a, "enforce"), namespaces: stringsAt(m, "namespaces")}
+		listed := m["namespaces"] != nil
+		o := actionOverride{enforce: strings.EqualFold(a, "enforce"), namespaces: stringsAt(m, "namespaces"), listed: listed}
 		if sel, ok, _ := unstructured.NestedMap(m, "namespaceSelector"); ok {
 			s, err := selectorOf(sel)
 			if err != nil {

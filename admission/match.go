@@ -21,6 +21,10 @@ type Applied struct {
 	// Kyverno validationFailureActionOverrides entry says otherwise for
 	// the use's namespace).
 	Enforce bool
+	// WorkloadOnly: the rule selects the use's workload (a Deployment,
+	// a CronJob) and not the Pod a restart creates: a restarted pod is
+	// admitted, the next change of the workload's image is refused.
+	WorkloadOnly bool
 }
 
 // Applying returns the rules that apply to the use u of the image ref, in
@@ -31,17 +35,18 @@ func (ps *Policies) Applying(u types.Use, ref imageref.Ref) []Applied {
 	}
 	var out []Applied
 	for _, r := range ps.Rules {
-		if ok, unsure := ps.applies(r, u, ref); ok {
+		if ok, unsure, workload := ps.applies(r, u, ref); ok {
 			enforce, eu := ps.enforces(r, namespaceOf(u))
-			out = append(out, Applied{Rule: r, Unsure: unsure || eu, Enforce: enforce})
+			out = append(out, Applied{Rule: r, Unsure: unsure || eu, Enforce: enforce, WorkloadOnly: workload})
 		}
 	}
 	return out
 }
 
-// applies says whether r covers u's image and resource, and whether that
-// rests on labels not known.
-func (ps *Policies) applies(r *Rule, u types.Use, ref imageref.Ref) (ok, unsure bool) {
+// applies says whether r covers u's image and resource, whether that
+// rests on labels not known, and whether it covers the workload only
+// (a Kyverno rule).
+func (ps *Policies) applies(r *Rule, u types.Use, ref imageref.Ref) (ok, unsure, workload bool) {
 	ns := namespaceOf(u)
 	switch {
 	case r.ivp != nil:
@@ -49,27 +54,34 @@ func (ps *Policies) applies(r *Rule, u types.Use, ref imageref.Ref) (ok, unsure 
 	case r.Engine == Kyverno:
 		names := kyvernoNames(u, ref)
 		if !kyvernoMatches(r.Images, names) || len(r.Skip) > 0 && kyvernoMatches(r.Skip, names) {
-			return false, false
+			return false, false, false
 		}
 		if r.Kind == "Policy" && r.Namespace != ns {
-			return false, false
+			return false, false, false
 		}
 		return ps.kyvernoSelects(r, u)
 	case r.Engine == PolicyController:
-		if !globMatches(r.Images, ref) {
-			return false, false
-		}
-		ok, unsure := r.matchesResources(resourcesOf(u))
-		if !ok {
-			return false, false
-		}
-		lbl, known := ps.labels(ns)
-		if !known {
-			return true, true
-		}
-		return lbl[includeLabel] == "true", unsure
+		ok, unsure = ps.policyControllerApplies(r, u, ref)
+		return ok, unsure, false
 	}
-	return false, false
+	return false, false, false
+}
+
+// policyControllerApplies says whether a ClusterImagePolicy covers u's
+// image and resource, in an opted-in namespace.
+func (ps *Policies) policyControllerApplies(r *Rule, u types.Use, ref imageref.Ref) (ok, unsure bool) {
+	if !globMatches(r.Images, ref) {
+		return false, false
+	}
+	ok, unsure = r.matchesResources(resourcesOf(u))
+	if !ok {
+		return false, false
+	}
+	lbl, known := ps.labels(namespaceOf(u))
+	if !known {
+		return true, true
+	}
+	return lbl[includeLabel] == "true", unsure
 }
 
 // enforces says whether r refuses a pod in namespace ns: the first of its
@@ -78,7 +90,7 @@ func (ps *Policies) applies(r *Rule, u types.Use, ref imageref.Ref) (ok, unsure 
 // r.Enforce. unsure: an override's selector turns on labels not known.
 func (ps *Policies) enforces(r *Rule, ns string) (enforce, unsure bool) {
 	for _, o := range r.overrides {
-		if len(o.namespaces) > 0 && !anyWildcard(o.namespaces, ns) {
+		if o.listed && !anyWildcard(o.namespaces, ns) {
 			continue
 		}
 		if o.selector == nil {
@@ -96,9 +108,10 @@ func (ps *Policies) enforces(r *Rule, ns string) (enforce, unsure bool) {
 }
 
 // kyvernoSelects applies a Kyverno rule's match and exclude to u, as the
-// Pod its restart creates and as the workload itself (the autogen'd rule).
-func (ps *Policies) kyvernoSelects(r *Rule, u types.Use) (ok, unsure bool) {
-	for _, res := range resourcesOf(u) {
+// Pod its restart creates and as the workload itself (the autogen'd rule);
+// workload: it selects the workload and not the Pod.
+func (ps *Policies) kyvernoSelects(r *Rule, u types.Use) (ok, unsure, workload bool) {
+	for i, res := range resourcesOf(u) {
 		m, mu := ps.filterMatches(r.match, r, res, true)
 		if !m {
 			continue
@@ -107,9 +120,9 @@ func (ps *Policies) kyvernoSelects(r *Rule, u types.Use) (ok, unsure bool) {
 		if x && !xu {
 			continue
 		}
-		return true, mu || xu
+		return true, mu || xu, i > 0
 	}
-	return false, false
+	return false, false, false
 }
 
 // resource is what a Kyverno filter is matched against.

@@ -96,10 +96,11 @@ func (c *Checker) Findings(ctx context.Context, im *types.Image) []types.Finding
 // ruleUses is a rule and the uses of an image it applies to, with one
 // failure action.
 type ruleUses struct {
-	rule    *Rule
-	enforce bool // the rule refuses these uses' pods
-	unsure  bool // true only when it is unsure for every use
-	uses    []types.Use
+	rule     *Rule
+	enforce  bool // the rule refuses these uses' pods
+	unsure   bool // true only when it is unsure for every use
+	workload bool // true only when it selects every use's workload, not its Pod
+	uses     []types.Use
 }
 
 // ruleMode keys the uses a rule applies to with one failure action.
@@ -119,11 +120,12 @@ func (c *Checker) applied(im *types.Image, ref imageref.Ref) []*ruleUses {
 			k := ruleMode{a.Rule, a.Enforce}
 			ru := byRule[k]
 			if ru == nil {
-				ru = &ruleUses{rule: a.Rule, enforce: a.Enforce, unsure: true}
+				ru = &ruleUses{rule: a.Rule, enforce: a.Enforce, unsure: true, workload: true}
 				byRule[k] = ru
 				out = append(out, ru)
 			}
 			ru.unsure = ru.unsure && a.Unsure
+			ru.workload = ru.workload && a.WorkloadOnly
 			ru.uses = append(ru.uses, u)
 		}
 	}
@@ -349,6 +351,9 @@ func (ru *ruleUses) act(f types.Finding) types.Finding {
 	case !ru.enforce:
 		f.Severity = types.SeverityWarning
 		f.Message += ": the pod is admitted, the policy reports it"
+	case ru.workload:
+		f.Severity = types.SeverityWarning
+		f.Message += ": the rule selects the workload, not the Pod a restart creates, so a restarted pod is admitted; the next change of the workload's image will be refused"
 	case ru.unsure:
 		f.Severity = types.SeverityWarning
 		f.Message += ": if the policy selects the pod (it selects by namespace labels that are not known, or by the pod's own labels or annotations), the pod will be refused"
