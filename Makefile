@@ -58,9 +58,11 @@ bins:
 
 # Every test: unit tests and the end-to-end tests against real registries and
 # a real API server.
+# REGCHECK_REQUIRE_BINS: a test that cannot find its binary fails here
+# (internal/testing/bins.Require) instead of skipping, as under CI.
 test: bins
 	$(GO) vet -tags integration $(PKGS)
-	$(GO) test -tags integration $(TEST_FLAGS) $(PKGS)
+	REGCHECK_REQUIRE_BINS=1 $(GO) test -tags integration $(TEST_FLAGS) $(PKGS)
 
 # The fast loop: unit tests only.
 unit:

@@ -92,7 +92,7 @@ func TestGlobMatches(t *testing.T) {
 				t.Fatal(err)
 			}
 			if got := globMatches([]string{c.glob}, ref); got != c.want {
-				t.Errorf("globMatches(%q, %q) = %v, want %v (names %v)", c.glob, c.image, got, c.want, ref.PolicyControllerNames())
+				t.Errorf("globMatches(%q, %q) = %v, want %v (name %v)", c.glob, c.image, got, c.want, ref.PolicyControllerName())
 			}
 		})
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	ggcrtypes "github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/regcheck/regcheck/internal/testing/bins"
 	"github.com/regcheck/regcheck/internal/testing/fixture"
 	"github.com/regcheck/regcheck/internal/testing/registry"
 	"github.com/regcheck/regcheck/scan"
@@ -33,9 +34,7 @@ import (
 func startV3(t testing.TB) *registry.Registry {
 	t.Helper()
 	bin, err := registry.Binary(registry.V3)
-	if err != nil {
-		t.Skipf("needs the real registry: %v", err)
-	}
+	bins.Require(t, err, "registry")
 	r, err := registry.Start(context.Background(), bin, t.TempDir(), "")
 	if err != nil {
 		t.Fatal(err)

@@ -228,7 +228,7 @@ func TestCheckWithPullSecretsGroups(t *testing.T) {
 	}
 	count := func(inv *inventory.Inventory) int {
 		t.Helper()
-		res, err := CheckWithPullSecrets(context.Background(), kc, inv)
+		res, err := CheckWithPullSecretsThen(context.Background(), kc, inv, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -341,7 +341,7 @@ func TestCheckWithPullSecretsMalformed(t *testing.T) {
 			mu.Lock()
 			paths = nil
 			mu.Unlock()
-			res, err := CheckWithPullSecrets(context.Background(), kc, inv)
+			res, err := CheckWithPullSecretsThen(context.Background(), kc, inv, nil)
 			if err != nil {
 				t.Fatalf("one unusable secret failed the scan: %v", err)
 			}

@@ -250,7 +250,12 @@ func (r *reader) keychain(ctx context.Context, k credentials) (authn.Keychain, [
 	return kc, nil, nil
 }
 
-// CheckWithPullSecrets is Check with registry credentials found the way the
+// Then is more work on one credentials group's result, with the Scanner
+// that walked it (the group's pull secrets asked first): the image
+// policies, whose signatures are read with the same credentials.
+type Then func(ctx context.Context, s *scan.Scanner, res *types.Result) error
+
+// CheckWithPullSecretsThen is Check with registry credentials found the way the
 // kubelet finds them: each container's images are walked with its own pod's
 // imagePullSecrets and its service account's, then with the node's
 // credentials (the keychain opts give: by default the Docker config), never
@@ -270,21 +275,13 @@ func (r *reader) keychain(ctx context.Context, k credentials) (authn.Keychain, [
 // namespace, never the secret's data. The other groups are checked as usual.
 // The error is the context's only.
 //
+// then (when not nil) is applied to each walked group's result with the
+// group's Scanner, before the groups are merged: its fault findings, as
+// the walk's, name the credentials that met them. A group whose
+// credentials cannot be used is not walked, and then is not applied to
+// it. then's error is returned.
+//
 // It needs get on secrets and serviceaccounts (deploy/rbac-pull-secrets.yaml).
-func CheckWithPullSecrets(ctx context.Context, c kubernetes.Interface, inv *inventory.Inventory, opts ...scan.Option) (*types.Result, error) {
-	return CheckWithPullSecretsThen(ctx, c, inv, nil, opts...)
-}
-
-// Then is more work on one credentials group's result, with the Scanner
-// that walked it (the group's pull secrets asked first): the image
-// policies, whose signatures are read with the same credentials.
-type Then func(ctx context.Context, s *scan.Scanner, res *types.Result) error
-
-// CheckWithPullSecretsThen is CheckWithPullSecrets, applying then (when
-// not nil) to each walked group's result with the group's Scanner, before
-// the groups are merged: its fault findings, as the walk's, name the
-// credentials that met them. A group whose credentials cannot be used is
-// not walked, and then is not applied to it. then's error is returned.
 func CheckWithPullSecretsThen(ctx context.Context, c kubernetes.Interface, inv *inventory.Inventory, then Then, opts ...scan.Option) (*types.Result, error) {
 	rd := newReader(c)
 	groups, err := rd.walkGroups(ctx, inv)

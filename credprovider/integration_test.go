@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/regcheck/regcheck/internal/testing/bins"
 	testregistry "github.com/regcheck/regcheck/internal/testing/registry"
 	"github.com/regcheck/regcheck/types"
 )
@@ -34,12 +35,7 @@ const (
 func startRegistry(t *testing.T) *testregistry.Registry {
 	t.Helper()
 	bin, err := testregistry.Binary(testregistry.V3)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true and the registry binary is missing: %v", err)
-		}
-		t.Skipf("registry binary missing: %v", err)
-	}
+	bins.Require(t, err, "registry")
 	dir := t.TempDir()
 	hash, err := bcrypt.GenerateFromPassword([]byte(registryPassword), bcrypt.MinCost)
 	if err != nil {

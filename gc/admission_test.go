@@ -11,6 +11,7 @@ import (
 
 	"github.com/regcheck/regcheck/admission"
 	"github.com/regcheck/regcheck/gc"
+	"github.com/regcheck/regcheck/internal/testing/bins"
 	"github.com/regcheck/regcheck/internal/testing/fixture"
 	"github.com/regcheck/regcheck/internal/testing/registry"
 	"github.com/regcheck/regcheck/results/gcresult"
@@ -63,9 +64,7 @@ func policiesOf(t *testing.T, doc string) *admission.Policies {
 // the loss stays information.
 func TestCheckPolicies(t *testing.T) {
 	bin, err := registry.Binary(registry.V3)
-	if err != nil {
-		t.Skip(err)
-	}
+	bins.Require(t, err, "registry")
 	ctx := context.Background()
 	reg, err := registry.Start(ctx, bin, t.TempDir(), "")
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/regcheck/regcheck/artifacts"
 	"github.com/regcheck/regcheck/gc"
+	"github.com/regcheck/regcheck/internal/testing/bins"
 	"github.com/regcheck/regcheck/internal/testing/fixture"
 	"github.com/regcheck/regcheck/internal/testing/registry"
 	"github.com/regcheck/regcheck/results/gcresult"
@@ -78,9 +79,7 @@ func putArtifact(t *testing.T, ref name.Reference, artifactType, subject, conten
 // .sig tag.
 func TestCheckArtifacts(t *testing.T) {
 	bin, err := registry.Binary(registry.V3)
-	if err != nil {
-		t.Skip(err)
-	}
+	bins.Require(t, err, "registry")
 	ctx := context.Background()
 	reg, err := registry.Start(ctx, bin, t.TempDir(), "")
 	if err != nil {

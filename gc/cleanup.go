@@ -287,7 +287,7 @@ func (c *cleanupCheck) runPolicies() {
 	for _, p := range c.copts.Policies {
 		cp := gcresult.CleanupPolicy{Name: p.Name(), Source: p.Source(), Repositories: []string{}}
 		for _, r := range c.repos {
-			if slicesContainsPolicy(r.policies, p) {
+			if slices.Contains(r.policies, p) {
 				cp.Repositories = append(cp.Repositories, r.name)
 			}
 		}
@@ -314,15 +314,6 @@ func (c *cleanupCheck) runPolicies() {
 		}
 		r.after = cur
 	}
-}
-
-func slicesContainsPolicy(ps []cleanup.Policy, p cleanup.Policy) bool {
-	for _, q := range ps {
-		if q == p {
-			return true
-		}
-	}
-	return false
 }
 
 // record notes one run's plan over state (the repository as the run found

@@ -12,6 +12,7 @@ import (
 	"github.com/regcheck/regcheck/admission"
 	"github.com/regcheck/regcheck/cleanup"
 	"github.com/regcheck/regcheck/gc"
+	"github.com/regcheck/regcheck/internal/testing/bins"
 	"github.com/regcheck/regcheck/internal/testing/fixture"
 	"github.com/regcheck/regcheck/internal/testing/registry"
 	"github.com/regcheck/regcheck/scan"
@@ -41,9 +42,7 @@ func (sigTagCleanup) Run(r *cleanup.Repository, _ time.Time) cleanup.Plan {
 // under an auditing one, and without a policy lists the loss only.
 func TestCheckCleanupPolicies(t *testing.T) {
 	bin, err := registry.Binary(registry.V3)
-	if err != nil {
-		t.Skip(err)
-	}
+	bins.Require(t, err, "registry")
 	ctx := context.Background()
 	reg, err := registry.Start(ctx, bin, t.TempDir(), "")
 	if err != nil {

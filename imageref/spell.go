@@ -112,26 +112,6 @@ func (r Ref) PolicyControllerName() string {
 	return repo + ":" + r.EffectiveTag()
 }
 
-// PolicyControllerNames are the names regcheck matches policy-controller
-// globs against today: PolicyControllerName, and for a reference with
-// both a tag and a digest its tagged name too, which policy-controller
-// does not try (kept until admission matches as the engine does, issue
-// 28).
-func (r Ref) PolicyControllerNames() []string {
-	repo, ok := r.ggcrRepo()
-	if !ok {
-		return []string{r.Normalized()}
-	}
-	var out []string
-	if r.Tag != "" || r.Digest == "" {
-		out = append(out, repo+":"+r.EffectiveTag())
-	}
-	if r.Digest != "" {
-		out = append(out, repo+"@"+r.Digest)
-	}
-	return out
-}
-
 // ggcrRepo is go-containerregistry's full name of r's repository
 // (ref.Context().Name(): "index.docker.io/library/nginx"), and whether it
 // accepts the repository.

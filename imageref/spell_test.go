@@ -12,8 +12,8 @@ const dK = "sha256:dead07b4d8ed7e29e98de0f4504d87e8880d4347859d839686a31da35a3b5
 // TestSpellings: every consumer's spelling of one reference, in one table.
 // kubelet is KubeletKey, ggcr the Ref FromName reads from
 // go-containerregistry's own parse (pullpath's and the keychain's way in),
-// kyverno KyvernoName of the string as written, kyvernoNames and pcNames
-// what admission tries today, pc PolicyControllerName, running Running(dA);
+// kyverno KyvernoName of the string as written, kyvernoNames what
+// admission tries today, pc PolicyControllerName, running Running(dA);
 // an invalid reference has none.
 // The kyverno column repeats cases of Kyverno's own
 // pkg/utils/image/infos_test.go (Test_ReferenceAndReferenceWithTag); pc
@@ -28,66 +28,65 @@ func TestSpellings(t *testing.T) {
 		kyverno      string
 		kyvernoNames []string
 		pc           string
-		pcNames      []string
 		running      string
 	}{
 		{in: "nginx", kubelet: "docker.io/library/nginx", ggcr: Ref{Repo: "docker.io/library/nginx", Tag: "latest"},
 			kyverno: "docker.io/nginx:latest", kyvernoNames: []string{"docker.io/library/nginx:latest", "docker.io/nginx:latest"},
-			pc: "index.docker.io/library/nginx:latest", pcNames: []string{"index.docker.io/library/nginx:latest"}, running: "docker.io/library/nginx@" + dA},
+			pc: "index.docker.io/library/nginx:latest", running: "docker.io/library/nginx@" + dA},
 		{in: "library/nginx", kubelet: "docker.io/library/nginx", ggcr: Ref{Repo: "docker.io/library/nginx", Tag: "latest"},
 			kyverno: "docker.io/library/nginx:latest", kyvernoNames: []string{"docker.io/library/nginx:latest", "docker.io/nginx:latest"},
-			pc: "index.docker.io/library/nginx:latest", pcNames: []string{"index.docker.io/library/nginx:latest"}, running: "docker.io/library/nginx@" + dA},
+			pc: "index.docker.io/library/nginx:latest", running: "docker.io/library/nginx@" + dA},
 		{in: "docker.io/nginx", kubelet: "docker.io/library/nginx", ggcr: Ref{Repo: "docker.io/library/nginx", Tag: "latest"},
 			kyverno: "docker.io/nginx:latest", kyvernoNames: []string{"docker.io/library/nginx:latest", "docker.io/nginx:latest"},
-			pc: "index.docker.io/library/nginx:latest", pcNames: []string{"index.docker.io/library/nginx:latest"}, running: "docker.io/library/nginx@" + dA},
+			pc: "index.docker.io/library/nginx:latest", running: "docker.io/library/nginx@" + dA},
 		{in: "index.docker.io/library/nginx:1", kubelet: "docker.io/library/nginx", ggcr: Ref{Repo: "docker.io/library/nginx", Tag: "1"},
 			kyverno: "index.docker.io/library/nginx:1", kyvernoNames: []string{"docker.io/library/nginx:1", "docker.io/nginx:1"},
-			pc: "index.docker.io/library/nginx:1", pcNames: []string{"index.docker.io/library/nginx:1"}, running: "docker.io/library/nginx@" + dA},
+			pc: "index.docker.io/library/nginx:1", running: "docker.io/library/nginx@" + dA},
 		{in: "index.docker.io/team/app", kubelet: "docker.io/team/app", ggcr: Ref{Repo: "docker.io/team/app", Tag: "latest"},
 			kyverno: "index.docker.io/team/app:latest", kyvernoNames: []string{"docker.io/team/app:latest"},
-			pc: "index.docker.io/team/app:latest", pcNames: []string{"index.docker.io/team/app:latest"}, running: "docker.io/team/app@" + dA},
+			pc: "index.docker.io/team/app:latest", running: "docker.io/team/app@" + dA},
 		{in: "localhost:5000/a", kubelet: "localhost:5000/a", ggcr: Ref{Repo: "localhost:5000/a", Tag: "latest"},
 			kyverno: "localhost:5000/a:latest", kyvernoNames: []string{"localhost:5000/a:latest"},
-			pc: "localhost:5000/a:latest", pcNames: []string{"localhost:5000/a:latest"}, running: "localhost:5000/a@" + dA},
+			pc: "localhost:5000/a:latest", running: "localhost:5000/a@" + dA},
 		{in: "localhost:4443/test/nginx", kubelet: "localhost:4443/test/nginx", ggcr: Ref{Repo: "localhost:4443/test/nginx", Tag: "latest"},
 			kyverno: "localhost:4443/test/nginx:latest", kyvernoNames: []string{"localhost:4443/test/nginx:latest"},
-			pc: "localhost:4443/test/nginx:latest", pcNames: []string{"localhost:4443/test/nginx:latest"}, running: "localhost:4443/test/nginx@" + dA},
+			pc: "localhost:4443/test/nginx:latest", running: "localhost:4443/test/nginx@" + dA},
 		// "host" has no dot, no port and is not localhost: a Docker Hub path.
 		{in: "host/a/b:tag@" + dA, kubelet: "docker.io/host/a/b", ggcr: Ref{Repo: "docker.io/host/a/b", Tag: "tag", Digest: dA},
 			kyverno: "docker.io/host/a/b@" + dA, kyvernoNames: []string{"docker.io/host/a/b@" + dA},
-			pc: "index.docker.io/host/a/b@" + dA, pcNames: []string{"index.docker.io/host/a/b:tag", "index.docker.io/host/a/b@" + dA}, running: "docker.io/host/a/b@" + dA},
+			pc: "index.docker.io/host/a/b@" + dA, running: "docker.io/host/a/b@" + dA},
 		{in: "registry.example.com/a/b:tag@" + dA, kubelet: "registry.example.com/a/b", ggcr: Ref{Repo: "registry.example.com/a/b", Tag: "tag", Digest: dA},
 			kyverno: "registry.example.com/a/b@" + dA, kyvernoNames: []string{"registry.example.com/a/b@" + dA},
-			pc: "registry.example.com/a/b@" + dA, pcNames: []string{"registry.example.com/a/b:tag", "registry.example.com/a/b@" + dA}, running: "registry.example.com/a/b@" + dA},
+			pc: "registry.example.com/a/b@" + dA, running: "registry.example.com/a/b@" + dA},
 		{in: "docker.io/test/centos@" + dK, kubelet: "docker.io/test/centos", ggcr: Ref{Repo: "docker.io/test/centos", Digest: dK},
 			kyverno: "docker.io/test/centos@" + dK, kyvernoNames: []string{"docker.io/test/centos@" + dK},
-			pc: "index.docker.io/test/centos@" + dK, pcNames: []string{"index.docker.io/test/centos@" + dK}, running: "docker.io/test/centos@" + dA},
+			pc: "index.docker.io/test/centos@" + dK, running: "docker.io/test/centos@" + dA},
 		{in: "[::1]:5000/a", kubelet: "[::1]:5000/a", ggcr: Ref{Repo: "[::1]:5000/a", Tag: "latest"},
 			kyverno: "[::1]:5000/a:latest", kyvernoNames: []string{"[::1]:5000/a:latest"},
-			pc: "[::1]:5000/a:latest", pcNames: []string{"[::1]:5000/a:latest"}, running: "[::1]:5000/a@" + dA},
+			pc: "[::1]:5000/a:latest", running: "[::1]:5000/a@" + dA},
 		{in: "[::1]/team/app:v1", kubelet: "[::1]/team/app", ggcr: Ref{Repo: "[::1]/team/app", Tag: "v1"},
 			kyverno: "[::1]/team/app:v1", kyvernoNames: []string{"[::1]/team/app:v1"},
-			pc: "[::1]/team/app:v1", pcNames: []string{"[::1]/team/app:v1"}, running: "[::1]/team/app@" + dA},
+			pc: "[::1]/team/app:v1", running: "[::1]/team/app@" + dA},
 		{in: "127.0.0.1:5000/team/app:v1", kubelet: "127.0.0.1:5000/team/app", ggcr: Ref{Repo: "127.0.0.1:5000/team/app", Tag: "v1"},
 			kyverno: "127.0.0.1:5000/team/app:v1", kyvernoNames: []string{"127.0.0.1:5000/team/app:v1"},
-			pc: "127.0.0.1:5000/team/app:v1", pcNames: []string{"127.0.0.1:5000/team/app:v1"}, running: "127.0.0.1:5000/team/app@" + dA},
+			pc: "127.0.0.1:5000/team/app:v1", running: "127.0.0.1:5000/team/app@" + dA},
 		{in: "coturn/coturn:4.18.0", kubelet: "docker.io/coturn/coturn", ggcr: Ref{Repo: "docker.io/coturn/coturn", Tag: "4.18.0"},
 			kyverno: "docker.io/coturn/coturn:4.18.0", kyvernoNames: []string{"docker.io/coturn/coturn:4.18.0"},
-			pc: "index.docker.io/coturn/coturn:4.18.0", pcNames: []string{"index.docker.io/coturn/coturn:4.18.0"}, running: "docker.io/coturn/coturn@" + dA},
+			pc: "index.docker.io/coturn/coturn:4.18.0", running: "docker.io/coturn/coturn@" + dA},
 		{in: "nginx@" + dA, kubelet: "docker.io/library/nginx", ggcr: Ref{Repo: "docker.io/library/nginx", Digest: dA},
 			kyverno: "docker.io/nginx@" + dA, kyvernoNames: []string{"docker.io/library/nginx@" + dA, "docker.io/nginx@" + dA},
-			pc: "index.docker.io/library/nginx@" + dA, pcNames: []string{"index.docker.io/library/nginx@" + dA}, running: "docker.io/library/nginx@" + dA},
+			pc: "index.docker.io/library/nginx@" + dA, running: "docker.io/library/nginx@" + dA},
 		// go-containerregistry keeps a registry of its own for registry-1.docker.io, as distribution does.
 		{in: "registry-1.docker.io/x/y:1", kubelet: "registry-1.docker.io/x/y", ggcr: Ref{Repo: "registry-1.docker.io/x/y", Tag: "1"},
 			kyverno: "registry-1.docker.io/x/y:1", kyvernoNames: []string{"registry-1.docker.io/x/y:1"},
-			pc: "registry-1.docker.io/x/y:1", pcNames: []string{"registry-1.docker.io/x/y:1"}, running: "registry-1.docker.io/x/y@" + dA},
+			pc: "registry-1.docker.io/x/y:1", running: "registry-1.docker.io/x/y@" + dA},
 		// An uppercase host is a host; only the path must be lowercase.
 		{in: "Registry.example.com/a:b", kubelet: "Registry.example.com/a", ggcr: Ref{Repo: "Registry.example.com/a", Tag: "b"},
 			kyverno: "Registry.example.com/a:b", kyvernoNames: []string{"Registry.example.com/a:b"},
-			pc: "Registry.example.com/a:b", pcNames: []string{"Registry.example.com/a:b"}, running: "Registry.example.com/a@" + dA},
+			pc: "Registry.example.com/a:b", running: "Registry.example.com/a@" + dA},
 		{in: "ghcr.io/o/r@" + dB, kubelet: "ghcr.io/o/r", ggcr: Ref{Repo: "ghcr.io/o/r", Digest: dB},
 			kyverno: "ghcr.io/o/r@" + dB, kyvernoNames: []string{"ghcr.io/o/r@" + dB},
-			pc: "ghcr.io/o/r@" + dB, pcNames: []string{"ghcr.io/o/r@" + dB}, running: "ghcr.io/o/r@" + dA},
+			pc: "ghcr.io/o/r@" + dB, running: "ghcr.io/o/r@" + dA},
 		{in: "Nginx", invalid: true},
 		{in: "Nginx:1", invalid: true},
 		{in: "ghcr.io/O/r", invalid: true},
@@ -133,9 +132,6 @@ func TestSpellings(t *testing.T) {
 			}
 			if got := r.PolicyControllerName(); got != tt.pc {
 				t.Errorf("PolicyControllerName = %q, want %q", got, tt.pc)
-			}
-			if got := r.PolicyControllerNames(); !reflect.DeepEqual(got, tt.pcNames) {
-				t.Errorf("PolicyControllerNames = %q, want %q", got, tt.pcNames)
 			}
 			if got := r.Running(dA); got != tt.running {
 				t.Errorf("Running = %q, want %q", got, tt.running)

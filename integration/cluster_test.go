@@ -176,7 +176,7 @@ func TestClusterInventoryAndRecord(t *testing.T) {
 
 	t.Run("pull secrets as the regcheck ServiceAccount with deploy/rbac-pull-secrets.yaml", func(t *testing.T) {
 		// What --pull-secrets reads (go-containerregistry pkg/authn/kubernetes,
-		// as cluster.CheckWithPullSecrets calls it): the pod's imagePullSecrets
+		// as cluster.CheckWithPullSecretsThen calls it): the pod's imagePullSecrets
 		// and its ServiceAccount's, by name, in the pod's namespace.
 		dockerConfig := func(host, user string) map[string][]byte {
 			auth := base64.StdEncoding.EncodeToString([]byte(user + ":not-a-real-password"))

@@ -55,7 +55,7 @@ type Config struct {
 	// registries themselves. An error fails that walk.
 	PullPath func(ctx context.Context) (*pullpath.Config, error)
 	// PullSecrets makes each walk use the pods' imagePullSecrets and their
-	// service accounts', as the kubelet does (cluster.CheckWithPullSecrets;
+	// service accounts', as the kubelet does (cluster.CheckWithPullSecretsThen;
 	// Client needs get on secrets and serviceaccounts), as scan --cluster
 	// --pull-secrets does.
 	PullSecrets bool

@@ -46,7 +46,7 @@ func (p *providerFlags) set() bool { return p.config != "" || p.binDir != "" }
 // stand-in for the node's, while the plugins are the nodes' own: so an
 // image a plugin matches gets the plugin's credential, any other the
 // Docker config's (a pod's pull secrets come before both: see
-// cluster.CheckWithPullSecrets). The option's error, one flag without the
+// cluster.CheckWithPullSecretsThen). The option's error, one flag without the
 // other or a config that does not load, makes scan.New fail: a usage error.
 func (p *providerFlags) options(g *globals) []scan.Option {
 	if !p.set() {

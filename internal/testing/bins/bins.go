@@ -47,3 +47,25 @@ func Ensure(top, name, target string) (string, error) {
 	}
 	return Path(name)
 }
+
+// TB is the part of testing.TB that Require uses.
+type TB interface {
+	Helper()
+	Skipf(format string, args ...any)
+	Fatalf(format string, args ...any)
+}
+
+// Require ends a test that cannot find its binary (err from Path, or a
+// finder built on it): a failure when the run must test everything (CI
+// set, or REGCHECK_REQUIRE_BINS, which make test sets), else a skip;
+// either says which make target builds it.
+func Require(t TB, err error, target string) {
+	if err == nil {
+		return
+	}
+	t.Helper()
+	if os.Getenv("CI") != "" || os.Getenv("REGCHECK_REQUIRE_BINS") != "" {
+		t.Fatalf("%v: build it with hack/build-bins.sh %s (make test builds every binary)", err, target)
+	}
+	t.Skipf("%v: build it with hack/build-bins.sh %s, or run make test", err, target)
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/regcheck/regcheck/internal/testing/bins"
 	"github.com/regcheck/regcheck/internal/testing/cosign"
 	"github.com/regcheck/regcheck/internal/testing/fixture"
 	"github.com/regcheck/regcheck/internal/testing/registry"
@@ -15,13 +16,11 @@ import (
 // the legacy tags when the image has no bundle (cosign v3's verify does).
 func TestSignAttestVerify(t *testing.T) {
 	bin, err := registry.Binary(registry.V3)
-	if err != nil {
-		t.Skip(err)
-	}
+	bins.Require(t, err, "registry")
 	ctx := context.Background()
 	c, err := cosign.New(ctx, t.TempDir())
 	if err != nil {
-		t.Skip(err) // the binary is not built
+		bins.Require(t, err, "cosign") // the binary is not built
 	}
 	reg, err := registry.Start(ctx, bin, t.TempDir(), "")
 	if err != nil {
