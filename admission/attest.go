@@ -229,7 +229,7 @@ func kyvernoAttestations(vi map[string]any, rule []AttestorSet, repo string) []A
 		path := fmt.Sprintf("attestations[%d]", i)
 		at := Attestation{PredicateType: t, Path: path, Sets: rule}
 		if list, _, _ := unstructured.NestedSlice(a, "attestors"); len(list) > 0 {
-			at.Sets = attestorSets(list, path+".")
+			at.Sets = attestorSets(list, path+".", false)
 		}
 		at.Sets = withRepository(at.Sets, repo)
 		if _, ok := a["conditions"]; ok {
