@@ -48,12 +48,14 @@ type CLI struct {
 // Outcome is what kyverno apply decided for the Pod.
 type Outcome struct {
 	// Refused: a rule failed or errored; under Enforce the Pod is not
-	// admitted (an Audit failure is counted a warning: --audit-warn).
+	// admitted (an Audit failure is counted a warning: --audit-warn). A
+	// policy the CLI skipped is not a refusal (see Skipped).
 	Refused bool
 	// Pass, Fail, Warn, Error and Skip are the CLI's counts of rule results.
 	Pass, Fail, Warn, Error, Skip int
 	// Skipped lists the policies the CLI did not apply ("Policies
-	// Skipped", "Invalid Policies"): it judged the Pod without them.
+	// Skipped", "Invalid Policies": one Error each in the counts): it
+	// judged the Pod without them.
 	Skipped []string
 	// Message is what the CLI said of the failing rules.
 	Message string
@@ -122,8 +124,10 @@ func parse(out string) (Outcome, error) {
 	for i, p := range []*int{&o.Pass, &o.Fail, &o.Warn, &o.Error, &o.Skip} {
 		*p, _ = strconv.Atoi(m[i+1])
 	}
-	o.Refused = o.Fail+o.Error > 0
+	// A policy the CLI skips (invalid: in a cluster Kyverno's webhook
+	// would not have admitted it) counts as an error: it refuses nothing.
 	o.Skipped = skipped(out)
+	o.Refused = o.Fail > 0 || o.Error > len(o.Skipped)
 	var msg []string
 	for _, line := range strings.Split(out, "\n") {
 		if line = strings.TrimSpace(line); len(line) > 4 && line[0] >= '1' && line[0] <= '9' && strings.Contains(line, " - ") {

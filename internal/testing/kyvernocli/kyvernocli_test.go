@@ -23,7 +23,7 @@ func TestParse(t *testing.T) {
 			true, 1, "1 - verify missing digest for 127.0.0.1:1/signed:v1", 0, false},
 		{"an error refuses too", warning + "\npass: 0, fail: 0, warn: 0, error: 1, skip: 0 \n", true, 0, "", 0, false},
 		{"audit failure as a warning", warning + "\npass: 0, fail: 0, warn: 1, error: 0, skip: 0 \n", false, 0, "", 0, false},
-		{"a policy skipped", "----------------------------------------------------------------------\nPolicies Skipped:\n1. engine-row: mutateDigest must be set to false\n----------------------------------------------------------------------\n\npass: 0, fail: 0, warn: 0, error: 0, skip: 0 \n",
+		{"a policy skipped", "----------------------------------------------------------------------\nPolicies Skipped:\n1. engine-row: mutateDigest must be set to false\n----------------------------------------------------------------------\n\npass: 0, fail: 0, warn: 0, error: 1, skip: 0 \n",
 			false, 0, "", 1, false},
 		{"no summary", "Error: failed to load policies\n", false, 0, "", 0, true},
 	} {
