@@ -251,7 +251,7 @@ func kyvernoAttestations(vi map[string]any, repo string) []Attestation {
 		path := fmt.Sprintf("attestations[%d]", i)
 		at := Attestation{PredicateType: t, Path: path, Sets: emptyAttestor(path)}
 		if list, _, _ := unstructured.NestedSlice(a, "attestors"); len(list) > 0 {
-			at.Sets = attestorSets(list, path+".")
+			at.Sets = attestorSets(list, path+".", false)
 		}
 		at.Sets = withRepository(at.Sets, repo)
 		if _, ok := a["conditions"]; ok {

@@ -72,13 +72,13 @@ type AttestorSet struct {
 // signature, as Kyverno 1.x reads them (pkg/engine/handlers/mutation,
 // pkg/imageverification/imageverifiers: every set must pass, count
 // entries within a set; a publicKeys holding several PEM keys is one
-// entry per key). A Kyverno key requires a transparency-log entry unless
+// entry per key for the signature: attestorSets). A Kyverno key requires a transparency-log entry unless
 // keys.rekor.ignoreTlog is true (kyverno/kyverno pkg/cosign/cosign.go,
 // buildCosignOptions: cosignOpts.IgnoreTlog = opts.IgnoreTlog, which only
 // rekor.ignoreTlog sets).
 func kyvernoAttestors(vi map[string]any) []AttestorSet {
 	atts, _, _ := unstructured.NestedSlice(vi, "attestors")
-	sets := attestorSets(atts, "")
+	sets := attestorSets(atts, "", true)
 	if key, ok, _ := unstructured.NestedString(vi, "key"); ok && len(atts) == 0 {
 		// The deprecated single key: one set of one entry, the log required.
 		if sk, ok := k8sSecretRef(key); ok {
@@ -96,8 +96,15 @@ func kyvernoAttestors(vi map[string]any) []AttestorSet {
 }
 
 // attestorSets reads a list of Kyverno attestor sets (a rule's attestors,
-// or an attestation's), its paths starting with prefix.
-func attestorSets(atts []any, prefix string) []AttestorSet {
+// or an attestation's), its paths starting with prefix. With expand, an
+// entry whose publicKeys holds several PEM keys is one entry per key, as
+// Kyverno verifies a signature (pkg/engine/internal/imageverifier.go
+// verifyAttestorSet: ExpandStaticKeys, then count over the expanded
+// entries); without it the entry is its first key alone, as Kyverno
+// verifies an attestation (verifyAttestations builds one verifier per
+// entry, no ExpandStaticKeys, and pkg/image/verifiers/cpol/cosign
+// decodePEM reads the first PEM block: cryptoutils.UnmarshalPEMToPublicKey).
+func attestorSets(atts []any, prefix string, expand bool) []AttestorSet {
 	var sets []AttestorSet
 	for i, raw := range atts {
 		a, _ := raw.(map[string]any)
@@ -109,7 +116,11 @@ func attestorSets(atts []any, prefix string) []AttestorSet {
 		for j, rawE := range entries {
 			e, _ := rawE.(map[string]any)
 			repo, _, _ := unstructured.NestedString(e, "repository")
-			for _, ke := range kyvernoEntry(e, fmt.Sprintf("%sattestors[%d].entries[%d]", prefix, i, j)) {
+			kes := kyvernoEntry(e, fmt.Sprintf("%sattestors[%d].entries[%d]", prefix, i, j))
+			if !expand && len(kes) > 1 {
+				kes = kes[:1] // several PEM keys: the first
+			}
+			for _, ke := range kes {
 				ke.Repository = repo
 				ke.kyvernoBundle = kyvernoCTLog(e)
 				set.Entries = append(set.Entries, ke)

@@ -90,7 +90,7 @@ func kyvernoRule(obj *unstructured.Unstructured, rule map[string]any, pa policyA
 		}
 		r := &Rule{Engine: Kyverno, Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName(), Rule: name,
 			Source: source, Enforce: strings.EqualFold(action, "enforce"), overrides: overrides,
-			match: match, exclude: exclude, autogen: autogen}
+			match: match, exclude: exclude, autogen: autogen, digestRequired: kyvernoDigestRequired(vi)}
 		r.Images = stringsAt(vi, "imageReferences")
 		if img, _, _ := unstructured.NestedString(vi, "image"); img != "" { // the older single-image form
 			r.Images = append(r.Images, img)

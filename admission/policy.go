@@ -92,6 +92,7 @@ type Rule struct {
 	optIn          bool       // policy-controller: only in namespaces labelled policy.sigstore.dev/include=true
 	resources      []cipMatch // policy-controller: spec.match; none selects every resource
 	ivp            *ivpSpec   // Kyverno ImageValidatingPolicy (ivp.go); nil for the other kinds
+	digestRequired bool       // Kyverno: an image written without a digest is refused (digest.go)
 }
 
 // Mode names the rule's failure action in its engine's words.

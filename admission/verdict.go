@@ -74,6 +74,7 @@ func (c *Checker) Findings(ctx context.Context, im *types.Image) []types.Finding
 	var out []types.Finding
 	raised := map[artifacts.Kind]bool{}
 	for _, a := range applied {
+		out = append(out, a.digestRefusal(im)...) // refused before any signature is read (digest.go)
 		fs := a.verdict(ctx, sets, im.Digest)
 		if len(fs) == 0 {
 			fs = c.verifyFindings(ctx, a, im, sets)

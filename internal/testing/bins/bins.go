@@ -1,6 +1,7 @@
 // Package bins locates the real binaries the demo and the end-to-end
-// tests run (registries, etcd, kube-apiserver), as hack/build-bins.sh
-// builds them: in a cache folder outside the clone, named by version.
+// tests run (registries, etcd, kube-apiserver, cosign, the Kyverno CLI and
+// policy-tester, ...), as hack/build-bins.sh builds them: in a cache
+// folder outside the clone, named by version.
 package bins
 
 import (
