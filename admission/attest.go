@@ -62,6 +62,9 @@ func (v CosignVerifier) verifyAttestation(ctx context.Context, ref name.Digest, 
 	if f == Bundle {
 		return v.verifyBundles(ctx, ref, sigs, e, func(p string) bool { return p == predicateType }, "attestation")
 	}
+	if r, ok := v.tufRefusal(e); ok {
+		return r
+	}
 	if e.Unverifiable != "" {
 		return Verdict{Outcome: Unverifiable, Reason: e.Unverifiable}
 	}
@@ -325,6 +328,7 @@ func (c *Checker) attestationResult(ctx context.Context, ref name.Digest, f Form
 func emptyAttestor(path string) []AttestorSet {
 	e := KeyEntry{Path: path + " (no attestors: Kyverno's empty keyless attestor)", Tlog: true,
 		Keyless: &Keyless{kyverno: &kyvernoCert{}}}
+	e.kyvernoTUF = kyvernoTUF(nil, e)
 	return []AttestorSet{{Entries: []KeyEntry{e}}}
 }
 

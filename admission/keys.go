@@ -59,6 +59,10 @@ type KeyEntry struct {
 	// entry, is what decides the verifier Kyverno builds for a sigstore
 	// bundle (kyvernobundle.go); nil for the other engines.
 	kyvernoBundle *kyvernoBundleOpts
+	// kyvernoTUF names what Kyverno's legacy path loads from Sigstore's
+	// TUF mirror for this entry ("" nothing): what an air-gapped
+	// cluster's Kyverno fails on (CosignVerifier.AirGapped).
+	kyvernoTUF string
 }
 
 // AttestorSet is a set of entries of which Count must accept the
@@ -89,7 +93,8 @@ func kyvernoAttestors(vi map[string]any) []AttestorSet {
 		// Converted to a keys attestor without a ctlog block
 		// (api/kyverno/v1 ImageVerification.Convert): the SCT not ignored.
 		for i := range sets[len(sets)-1].Entries {
-			sets[len(sets)-1].Entries[i].kyvernoBundle = &kyvernoBundleOpts{}
+			e := &sets[len(sets)-1].Entries[i]
+			e.kyvernoBundle, e.kyvernoTUF = &kyvernoBundleOpts{}, kyvernoTUF(nil, *e)
 		}
 	}
 	return sets
@@ -123,6 +128,7 @@ func attestorSets(atts []any, prefix string, expand bool) []AttestorSet {
 			for _, ke := range kes {
 				ke.Repository = repo
 				ke.kyvernoBundle = kyvernoCTLog(e)
+				ke.kyvernoTUF = kyvernoTUF(e, ke)
 				set.Entries = append(set.Entries, ke)
 			}
 		}
@@ -315,4 +321,32 @@ func (n *Needs) entryRepositories(also ...[]AttestorSet) {
 	default:
 		n.PerEntry = true
 	}
+}
+
+// kyvernoTUF names what Kyverno's legacy path loads from Sigstore's TUF
+// mirror for the attestor entry raw read as e (buildCosignOptions): the
+// Fulcio roots of a keyless entry that names none, the Rekor keys where
+// the log is required and rekor.pubkey is not given, the CT log keys
+// unless ctlog.ignoreSCT or ctlog.pubkey; "" for none.
+func kyvernoTUF(raw map[string]any, e KeyEntry) string {
+	var need []string
+	if e.Keyless != nil && e.Keyless.RootsPEM == "" {
+		need = append(need, "the Fulcio roots")
+	}
+	if e.Tlog && e.RekorPEM == "" {
+		need = append(need, "the Rekor public keys")
+	}
+	ignoreSCT, pub := false, ""
+	for _, kind := range []string{"keys", "keyless", "certificates"} {
+		if b, ok, _ := unstructured.NestedBool(raw, kind, "ctlog", "ignoreSCT"); ok {
+			ignoreSCT = b
+		}
+		if p, _, _ := unstructured.NestedString(raw, kind, "ctlog", "pubkey"); p != "" {
+			pub = p
+		}
+	}
+	if !ignoreSCT && pub == "" {
+		need = append(need, "the CT log public keys")
+	}
+	return strings.Join(need, ", ")
 }

@@ -72,6 +72,10 @@ type CosignVerifier struct {
 	// and the Fulcio CAs that check a keyless certificate, where the
 	// policy names none. nil: none given.
 	TrustedRoot root.TrustedMaterial
+	// AirGapped: the cluster's engines reach no Sigstore TUF mirror. A
+	// Kyverno entry whose keys, roots or log keys Kyverno would load from
+	// TUF (kyvernoTUF) is then refused, as Kyverno fails loading them.
+	AirGapped bool
 }
 
 // VerifyLegacy verifies ref's .sig signatures, read in sigs, with e's key, ignoring the
@@ -90,6 +94,9 @@ func (v CosignVerifier) VerifyLegacy(ctx context.Context, ref name.Digest, sigs 
 
 // verifyLegacy is VerifyLegacy's verification.
 func (v CosignVerifier) verifyLegacy(ctx context.Context, ref name.Digest, sigs name.Repository, e KeyEntry) Verdict {
+	if r, ok := v.tufRefusal(e); ok {
+		return r
+	}
 	if e.Unverifiable != "" {
 		return Verdict{Outcome: Unverifiable, Reason: e.Unverifiable}
 	}
@@ -120,6 +127,17 @@ func (v CosignVerifier) verifyLegacy(ctx context.Context, ref name.Digest, sigs 
 		return Verdict{Outcome: Unverifiable, Reason: searchText("signature", e)}
 	}
 	return Verdict{Outcome: Refused, Reason: "the signature verifies with the key, but carries no transparency-log proof, which the policy requires (signed with --tlog-upload=false); set keys.rekor.ignoreTlog: true if the log is not used, or sign again with the log"}
+}
+
+// tufRefusal is Kyverno's refusal of an entry on an air-gapped cluster:
+// its legacy path loads what the entry does not name from Sigstore's
+// TUF mirror (buildCosignOptions: getRekorPubs, getCTLogPubs, the Fulcio
+// roots) and fails without it, whatever the image carries.
+func (v CosignVerifier) tufRefusal(e KeyEntry) (Verdict, bool) {
+	if !v.AirGapped || e.kyvernoTUF == "" {
+		return Verdict{}, false
+	}
+	return Verdict{Outcome: Refused, Reason: fmt.Sprintf("Kyverno loads %s for the entry at %s from Sigstore's TUF mirror, which the cluster does not reach (--air-gapped): it fails loading them and refuses every image; name them in the policy (rekor.pubkey, ctlog.pubkey, roots) or set rekor.ignoreTlog and ctlog.ignoreSCT", e.kyvernoTUF, e.Path)}, true
 }
 
 // verifiedWithLog verifies once with the log proof required, where the

@@ -26,16 +26,21 @@ type policyFlags struct {
 	changed     func() bool // whether --policies was given
 	trustedRoot string      // --trusted-root
 	root        *root.TrustedRoot
+	airGapped   bool // --air-gapped
 }
 
 func (p *policyFlags) addTo(fs *pflag.FlagSet, usage string) {
 	fs.BoolVar(&p.enabled, "policies", true, usage)
 	fs.StringVar(&p.trustedRoot, "trusted-root", "", trustedRootUsage)
+	fs.BoolVar(&p.airGapped, "air-gapped", false, airGappedUsage)
 	p.changed = func() bool { return fs.Changed("policies") }
 }
 
 // trustedRootUsage is --trusted-root's help.
 const trustedRootUsage = "a sigstore trusted root (trusted_root.json, as cosign trusted-root create writes it) whose Rekor keys check the transparency-log proof a signature carries and whose Fulcio CAs check keyless certificates, offline (docs/admission.md); without it such signatures are unknown unless the policy names its own keys"
+
+// airGappedUsage is --air-gapped's help.
+const airGappedUsage = "the cluster's admission engines reach no Sigstore TUF mirror: a Kyverno entry that leaves its Rekor or CT log keys (or keyless roots) to TUF is refused, as Kyverno refuses it there (docs/admission.md)"
 
 // load reads --trusted-root: the material the signatures are verified
 // with. The commands call it when they check their flags.
@@ -57,7 +62,7 @@ func (p *policyFlags) load() error {
 // (its retries, insecure hosts and request counts), and the trusted
 // root load read.
 func (p *policyFlags) verifier(s *scan.Scanner) admission.Verifier {
-	v := admission.CosignVerifier{Keychain: s.Keychain(), Transport: s.Transport()}
+	v := admission.CosignVerifier{Keychain: s.Keychain(), Transport: s.Transport(), AirGapped: p.airGapped}
 	if p.root != nil { // never a nil *TrustedRoot in the interface
 		v.TrustedRoot = p.root
 	}
