@@ -158,7 +158,7 @@ func pullEverything(ref string) error {
 
 // frontVerdicts scans refs through a host with a new Scanner and no cache,
 // and returns each verdict, with the deleted image's findings.
-func frontVerdicts(t *testing.T, refs []string) (*types.Result, map[string]*types.Image) {
+func frontVerdicts(t *testing.T, refs []string, extra ...scan.Option) (*types.Result, map[string]*types.Image) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -166,7 +166,8 @@ func frontVerdicts(t *testing.T, refs []string) (*types.Result, map[string]*type
 	for _, r := range refs {
 		tg = append(tg, types.Target{Ref: r})
 	}
-	res, err := scan.Run(ctx, tg, scan.WithKeychain(authn.NewMultiKeychain()), scan.WithReask(0), scan.WithTimeout(10*time.Second))
+	o := append([]scan.Option{scan.WithKeychain(authn.NewMultiKeychain()), scan.WithReask(0), scan.WithTimeout(10 * time.Second)}, extra...)
+	res, err := scan.Run(ctx, tg, o...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,6 +242,25 @@ func TestFronts(t *testing.T) {
 				requestsOf(res, "blob-head"), requestsOf(res, "blob-get"))
 		})
 	}
+	t.Run("harbor-proxy-cache-as-mirror", func(t *testing.T) {
+		// The nodes pull the registry's images through the Harbor-like
+		// front, their mirror of it (containerd's hosts.toml), falling back
+		// to the registry: every blob comes back through the cache, which
+		// fetches it from upstream, so the cache lacks none of them.
+		f := startFront(front.Harbor, up.Host())(t)
+		hosts := fmt.Sprintf("server = %q\n\n[host.%q]\n  capabilities = [\"pull\", \"resolve\"]\n", "http://"+up.Host(), "http://"+f)
+		config, _ := pathConfig(t, pathCase{hosts: hosts}, up.Host())
+		intact, deleted := imgs.on(up.Host())
+		_, got := frontVerdicts(t, append(intact, deleted), scan.WithPullPathFile(config))
+		for _, ref := range intact {
+			if im := got[ref]; im.Verdict != types.OK || len(codes(im, types.MirrorLacks)) > 0 {
+				t.Errorf("%s: %s, want ok with the mirror lacking nothing: %s", ref, im.Verdict, outcomeOf(im).detail)
+			}
+		}
+		if del := got[deleted]; del.Verdict != types.Broken {
+			t.Errorf("%s: %s, want broken: %s", deleted, del.Verdict, outcomeOf(del).detail)
+		}
+	})
 	t.Run("truthful-registry", func(t *testing.T) {
 		intact, _ := imgs.on(up.Host())
 		res, got := frontVerdicts(t, intact)
