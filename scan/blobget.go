@@ -118,6 +118,9 @@ func (c *client) blob(ctx context.Context, repo name.Repository, digest string) 
 // answer in an error the GET returns.
 func (c *client) confirm(ctx context.Context, repo name.Repository, digest string, head error) error {
 	err := c.firstByte(ctx, repo, digest)
+	if err == nil && head != nil {
+		c.o.logger.Debug("a blob's GET served what its HEAD did not", "repository", repo.Name(), "digest", digest, "head", head)
+	}
 	var re *RegistryError
 	if err == nil || !errors.As(err, &re) {
 		return err
