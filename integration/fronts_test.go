@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/regcheck/regcheck/cache"
 	"github.com/regcheck/regcheck/internal/testing/fixture"
 	"github.com/regcheck/regcheck/internal/testing/front"
 	"github.com/regcheck/regcheck/internal/testing/registry"
@@ -260,6 +261,25 @@ func TestFronts(t *testing.T) {
 		if del := got[deleted]; del.Verdict != types.Broken {
 			t.Errorf("%s: %s, want broken: %s", deleted, del.Verdict, outcomeOf(del).detail)
 		}
+	})
+	t.Run("artifactory-warm-cache", func(t *testing.T) {
+		// A warm manifest cache keeps no HEAD-only proof from the
+		// Artifactory-like front: its cached manifests are GET again, its
+		// blobs asked by GET, so the deleted layer is still broken.
+		host := startFront(front.Artifactory, up.Host())(t)
+		intact, deleted := imgs.on(host)
+		refs := append(intact, deleted)
+		o := []scan.Option{scan.WithCache(t.TempDir(), 64<<20), scan.WithCacheReverify(cache.Share{})}
+		cold, _ := frontVerdicts(t, refs, o...)
+		warm, got := frontVerdicts(t, refs, o...)
+		if del := got[deleted]; del.Verdict != types.Broken {
+			t.Errorf("warm: %s: %s, want broken: %s", deleted, del.Verdict, outcomeOf(del).detail)
+		}
+		if c, w := requestsOf(cold, "manifest-get"), requestsOf(warm, "manifest-get"); w != c || requestsOf(warm, "blob-head") != 0 {
+			t.Errorf("warm run: %d manifest GETs (cold %d), %d blob HEADs; want every cached manifest GET again and no blob HEAD", w, c, requestsOf(warm, "blob-head"))
+		}
+		t.Logf("artifactory, warm cache: manifest GETs %d cold, %d warm; manifest HEADs %d warm; blob GETs %d warm",
+			requestsOf(cold, "manifest-get"), requestsOf(warm, "manifest-get"), requestsOf(warm, "manifest-head"), requestsOf(warm, "blob-get"))
 	})
 	t.Run("truthful-registry", func(t *testing.T) {
 		intact, _ := imgs.on(up.Host())
