@@ -209,91 +209,107 @@ func TestFronts(t *testing.T) {
 		}},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			host := tc.start(t)
-			intact, deleted := imgs.on(host)
-			res, got := frontVerdicts(t, append(intact, deleted))
-			ok := 0
-			for _, ref := range intact {
-				if im := got[ref]; im.Verdict == types.OK {
-					ok++
-				} else {
-					t.Errorf("%s: %s, want ok: %s", ref, im.Verdict, outcomeOf(im).detail)
-				}
-			}
-			del := got[deleted]
-			if del.Verdict != types.Broken || len(codes(del, types.BlobMissing)) != 1 {
-				t.Errorf("%s: %s, want broken with one blob-missing: %s", deleted, del.Verdict, outcomeOf(del).detail)
-			}
-			// The pull's own outcome, through the same front, after the scan.
-			pulled := 0
-			for _, ref := range intact {
-				if err := pull(ref); err != nil {
-					t.Errorf("pulling %s: %v", ref, err)
-				} else {
-					pulled++
-				}
-			}
-			perr := pull(deleted)
-			if perr == nil {
-				t.Errorf("pulling %s succeeded: the case proves nothing", deleted)
-			}
-			t.Logf("%s: regcheck %d of %d intact ok, deleted-layer %s; %s: %d of %d pulled, deleted-layer pull error: %v; blob requests: %d HEAD, %d GET",
-				tc.name, ok, len(intact), del.Verdict, how, pulled, len(intact), firstLine(perr),
-				requestsOf(res, "blob-head"), requestsOf(res, "blob-get"))
-		})
+		t.Run(tc.name, func(t *testing.T) { checkFront(t, tc.name, tc.start, imgs, pull, how) })
 	}
-	t.Run("harbor-proxy-cache-as-mirror", func(t *testing.T) {
-		// The nodes pull the registry's images through the Harbor-like
-		// front, their mirror of it (containerd's hosts.toml), falling back
-		// to the registry: every blob comes back through the cache, which
-		// fetches it from upstream, so the cache lacks none of them.
-		f := startFront(front.Harbor, up.Host())(t)
-		hosts := fmt.Sprintf("server = %q\n\n[host.%q]\n  capabilities = [\"pull\", \"resolve\"]\n", "http://"+up.Host(), "http://"+f)
-		config, _ := pathConfig(t, pathCase{hosts: hosts}, up.Host())
-		intact, deleted := imgs.on(up.Host())
-		_, got := frontVerdicts(t, append(intact, deleted), scan.WithPullPathFile(config))
-		for _, ref := range intact {
-			if im := got[ref]; im.Verdict != types.OK || len(codes(im, types.MirrorLacks)) > 0 {
-				t.Errorf("%s: %s, want ok with the mirror lacking nothing: %s", ref, im.Verdict, outcomeOf(im).detail)
-			}
+	t.Run("harbor-proxy-cache-as-mirror", func(t *testing.T) { checkFrontAsMirror(t, up, imgs) })
+	t.Run("artifactory-warm-cache", func(t *testing.T) { checkWarmCache(t, up, imgs) })
+	t.Run("truthful-registry", func(t *testing.T) { checkTruthful(t, up, imgs) })
+}
+
+// checkFront scans the images through the front start makes, then pulls
+// them through it, and holds the verdicts to the pulls.
+func checkFront(t *testing.T, name string, start func(t *testing.T) string, imgs frontImages, pull func(string) error, how string) {
+	host := start(t)
+	intact, deleted := imgs.on(host)
+	res, got := frontVerdicts(t, append(intact, deleted))
+	ok := 0
+	for _, ref := range intact {
+		if im := got[ref]; im.Verdict == types.OK {
+			ok++
+		} else {
+			t.Errorf("%s: %s, want ok: %s", ref, im.Verdict, outcomeOf(im).detail)
 		}
-		if del := got[deleted]; del.Verdict != types.Broken {
-			t.Errorf("%s: %s, want broken: %s", deleted, del.Verdict, outcomeOf(del).detail)
+	}
+	del := got[deleted]
+	if del.Verdict != types.Broken || len(codes(del, types.BlobMissing)) != 1 {
+		t.Errorf("%s: %s, want broken with one blob-missing: %s", deleted, del.Verdict, outcomeOf(del).detail)
+	}
+	// The pull's own outcome, through the same front, after the scan.
+	pulled := 0
+	for _, ref := range intact {
+		if err := pull(ref); err != nil {
+			t.Errorf("pulling %s: %v", ref, err)
+		} else {
+			pulled++
 		}
-	})
-	t.Run("artifactory-warm-cache", func(t *testing.T) {
-		// A warm manifest cache keeps no HEAD-only proof from the
-		// Artifactory-like front: its cached manifests are GET again, its
-		// blobs asked by GET, so the deleted layer is still broken.
-		host := startFront(front.Artifactory, up.Host())(t)
-		intact, deleted := imgs.on(host)
-		refs := append(intact, deleted)
-		o := []scan.Option{scan.WithCache(t.TempDir(), 64<<20), scan.WithCacheReverify(cache.Share{})}
-		cold, _ := frontVerdicts(t, refs, o...)
-		warm, got := frontVerdicts(t, refs, o...)
-		if del := got[deleted]; del.Verdict != types.Broken {
-			t.Errorf("warm: %s: %s, want broken: %s", deleted, del.Verdict, outcomeOf(del).detail)
+	}
+	perr := pull(deleted)
+	if perr == nil {
+		t.Errorf("pulling %s succeeded: the case proves nothing", deleted)
+	}
+	t.Logf("%s: regcheck %d of %d intact ok, deleted-layer %s; %s: %d of %d pulled, deleted-layer pull error: %v; blob requests: %d HEAD, %d GET",
+		name, ok, len(intact), del.Verdict, how, pulled, len(intact), firstLine(perr),
+		requestsOf(res, "blob-head"), requestsOf(res, "blob-get"))
+}
+
+// checkFrontAsMirror: the nodes pull the registry's images through the Harbor-like
+// front, their mirror of it (containerd's hosts.toml), falling back to the
+// registry.
+func checkFrontAsMirror(t *testing.T, up *registry.Registry, imgs frontImages) {
+	// The nodes pull the registry's images through the Harbor-like
+	// front, their mirror of it (containerd's hosts.toml), falling back
+	// to the registry: every blob comes back through the cache, which
+	// fetches it from upstream, so the cache lacks none of them.
+	f := startFront(front.Harbor, up.Host())(t)
+	hosts := fmt.Sprintf("server = %q\n\n[host.%q]\n  capabilities = [\"pull\", \"resolve\"]\n", "http://"+up.Host(), "http://"+f)
+	config, _ := pathConfig(t, pathCase{hosts: hosts}, up.Host())
+	intact, deleted := imgs.on(up.Host())
+	_, got := frontVerdicts(t, append(intact, deleted), scan.WithPullPathFile(config))
+	for _, ref := range intact {
+		if im := got[ref]; im.Verdict != types.OK || len(codes(im, types.MirrorLacks)) > 0 {
+			t.Errorf("%s: %s, want ok with the mirror lacking nothing: %s", ref, im.Verdict, outcomeOf(im).detail)
 		}
-		if c, w := requestsOf(cold, "manifest-get"), requestsOf(warm, "manifest-get"); w != c || requestsOf(warm, "blob-head") != 0 {
-			t.Errorf("warm run: %d manifest GETs (cold %d), %d blob HEADs; want every cached manifest GET again and no blob HEAD", w, c, requestsOf(warm, "blob-head"))
+	}
+	if del := got[deleted]; del.Verdict != types.Broken {
+		t.Errorf("%s: %s, want broken: %s", deleted, del.Verdict, outcomeOf(del).detail)
+	}
+}
+
+// checkWarmCache runs a cold and a warm scan with a manifest cache behind
+// the Artifactory-like front.
+func checkWarmCache(t *testing.T, up *registry.Registry, imgs frontImages) {
+	// A warm manifest cache keeps no HEAD-only proof from the
+	// Artifactory-like front: its cached manifests are GET again, its
+	// blobs asked by GET, so the deleted layer is still broken.
+	host := startFront(front.Artifactory, up.Host())(t)
+	intact, deleted := imgs.on(host)
+	refs := append(intact, deleted)
+	o := []scan.Option{scan.WithCache(t.TempDir(), 64<<20), scan.WithCacheReverify(cache.Share{})}
+	cold, _ := frontVerdicts(t, refs, o...)
+	warm, got := frontVerdicts(t, refs, o...)
+	if del := got[deleted]; del.Verdict != types.Broken {
+		t.Errorf("warm: %s: %s, want broken: %s", deleted, del.Verdict, outcomeOf(del).detail)
+	}
+	if c, w := requestsOf(cold, "manifest-get"), requestsOf(warm, "manifest-get"); w != c || requestsOf(warm, "blob-head") != 0 {
+		t.Errorf("warm run: %d manifest GETs (cold %d), %d blob HEADs; want every cached manifest GET again and no blob HEAD", w, c, requestsOf(warm, "blob-head"))
+	}
+	t.Logf("artifactory, warm cache: manifest GETs %d cold, %d warm; manifest HEADs %d warm; blob GETs %d warm",
+		requestsOf(cold, "manifest-get"), requestsOf(warm, "manifest-get"), requestsOf(warm, "manifest-head"), requestsOf(warm, "blob-get"))
+}
+
+// checkTruthful scans the registry itself: no blob GET.
+func checkTruthful(t *testing.T, up *registry.Registry, imgs frontImages) {
+	intact, _ := imgs.on(up.Host())
+	res, got := frontVerdicts(t, intact)
+	for _, ref := range intact {
+		if got[ref].Verdict != types.OK {
+			t.Errorf("%s: %s, want ok", ref, got[ref].Verdict)
 		}
-		t.Logf("artifactory, warm cache: manifest GETs %d cold, %d warm; manifest HEADs %d warm; blob GETs %d warm",
-			requestsOf(cold, "manifest-get"), requestsOf(warm, "manifest-get"), requestsOf(warm, "manifest-head"), requestsOf(warm, "blob-get"))
-	})
-	t.Run("truthful-registry", func(t *testing.T) {
-		intact, _ := imgs.on(up.Host())
-		res, got := frontVerdicts(t, intact)
-		for _, ref := range intact {
-			if got[ref].Verdict != types.OK {
-				t.Errorf("%s: %s, want ok", ref, got[ref].Verdict)
-			}
-		}
-		if n := requestsOf(res, "blob-get"); n != 0 {
-			t.Errorf("%d blob GETs on a registry whose HEAD is truthful, want 0", n)
-		}
-		t.Logf("truthful registry: %d blob HEADs, %d blob GETs", requestsOf(res, "blob-head"), requestsOf(res, "blob-get"))
-	})
+	}
+	if n := requestsOf(res, "blob-get"); n != 0 {
+		t.Errorf("%d blob GETs on a registry whose HEAD is truthful, want 0", n)
+	}
+	t.Logf("truthful registry: %d blob HEADs, %d blob GETs", requestsOf(res, "blob-head"), requestsOf(res, "blob-get"))
 }
 
 func startFront(kind front.Kind, upstream string) func(t *testing.T) string {
