@@ -248,7 +248,7 @@ func checkFront(t *testing.T, name string, start func(t *testing.T) string, imgs
 		t.Errorf("pulling %s succeeded: the case proves nothing", deleted)
 	}
 	t.Logf("%s: regcheck %d of %d intact ok, deleted-layer %s; %s: %d of %d pulled, deleted-layer pull error: %v; blob requests: %d HEAD, %d GET",
-		name, ok, len(intact), del.Verdict, how, pulled, len(intact), firstLine(perr),
+		name, ok, len(intact), del.Verdict, how, pulled, len(intact), pullError(perr),
 		requestsOf(res, "blob-head"), requestsOf(res, "blob-get"))
 }
 
@@ -333,10 +333,11 @@ func requestsOf(res *types.Result, kind string) int {
 	return n
 }
 
-func firstLine(err error) string {
+// pullError is the last line of a pull's error: ctr's own reason, or
+// go-containerregistry's error.
+func pullError(err error) string {
 	if err == nil {
 		return "none"
 	}
-	s, _, _ := strings.Cut(err.Error(), "\n")
-	return s
+	return lastLines(err.Error(), 1)
 }

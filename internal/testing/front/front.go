@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -68,6 +69,7 @@ func Start(kind Kind, upstream string) (*Front, error) {
 	f := &Front{kind: kind, ln: ln, pulled: map[string]bool{}, heads: map[int]int{}, gets: map[int]int{}}
 	f.rp = httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: upstream})
 	f.rp.ModifyResponse = f.modify
+	f.rp.ErrorLog = log.New(io.Discard, "", 0) // a client that hangs up is no news
 	f.srv = &http.Server{Handler: http.HandlerFunc(f.serve), ReadHeaderTimeout: 10 * time.Second}
 	go f.srv.Serve(ln)
 	return f, nil
