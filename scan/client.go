@@ -161,6 +161,7 @@ func (c *client) do(ctx context.Context, repo name.Repository, method, kind, ref
 			return classify(method, u, err)
 		}
 		defer resp.Body.Close()
+		c.noteFront(repo.RegistryStr(), resp)
 		if resp.StatusCode != http.StatusOK {
 			return responseError(method, repo.RegistryStr(), resp)
 		}
@@ -302,26 +303,16 @@ func (c *client) getManifest(ctx context.Context, repo name.Repository, want str
 	return fetched{p, body, ct}, nil
 }
 
-// blob HEADs a blob by digest, following a redirect to where it is stored.
-// When the registry redirects to its storage and the storage answers 404,
-// a HEAD carries no body to say why: the blob's first byte is asked for,
-// and only the storage's own "no such object" proves it gone.
-func (c *client) blob(ctx context.Context, repo name.Repository, digest string) error {
-	_, err := c.blobs.do(ctx, repo.Name()+"@"+digest, func() (struct{}, error) {
-		_, _, err := c.do(ctx, repo, http.MethodHead, "blobs", digest, 0)
-		var re *RegistryError
-		if errors.As(err, &re) && re.storage != "" {
-			err = c.askStorage(ctx, repo, digest)
-		}
-		return struct{}{}, err
-	})
-	return err
-}
+// maxFirstByte bounds what is read of a ranged blob GET's answer: a
+// registry that ignores Range answers 200 with the whole blob, which is
+// not read to its end (the connection is dropped instead).
+const maxFirstByte = 4 << 10
 
-// askStorage GETs the first byte of a blob the registry redirects to its
-// storage: there (200, 206), absent as the storage itself says (404 with
-// NoSuchKey or BlobNotFound), or a fault.
-func (c *client) askStorage(ctx context.Context, repo name.Repository, digest string) error {
+// firstByte GETs the first byte of a blob (Range: bytes=0-0), as a pull's
+// GET is answered: there (200, 206), absent as the registry says (404) or
+// as the storage it redirects to itself says (404 with NoSuchKey or
+// BlobNotFound), or a fault.
+func (c *client) firstByte(ctx context.Context, repo name.Repository, digest string) error {
 	repo, u := c.where(repo, "blobs", digest)
 	hc, err := c.httpClient(ctx, repo)
 	if err != nil {
@@ -338,7 +329,9 @@ func (c *client) askStorage(ctx context.Context, repo name.Repository, digest st
 			return classify(http.MethodGet, u, err)
 		}
 		defer resp.Body.Close()
+		c.noteFront(repo.RegistryStr(), resp)
 		if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusPartialContent {
+			io.CopyN(io.Discard, resp.Body, maxFirstByte)
 			return nil
 		}
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))

@@ -31,6 +31,7 @@ type options struct {
 	maxBackoff  time.Duration
 	platforms   []v1.Platform
 	insecure    map[string]bool
+	getHosts    *getHosts // hosts whose blobs are proven by GET (see WithBlobGetRegistries); shared, and learned into
 	logger      *slog.Logger
 	userAgent   string
 	cache       cacheConfig
@@ -53,6 +54,7 @@ func makeOptions(opts ...Option) (*options, error) {
 		backoff:     200 * time.Millisecond,
 		maxBackoff:  10 * time.Second,
 		insecure:    map[string]bool{},
+		getHosts:    &getHosts{},
 		logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
 		userAgent:   "regcheck",
 		reaskPause:  2 * time.Second,

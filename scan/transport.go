@@ -84,6 +84,9 @@ func requestKind(req *http.Request) string {
 		}
 		return "manifest-get"
 	case strings.HasPrefix(p, "/v2/") && strings.Contains(p, "/blobs/"):
+		if req.Method == http.MethodGet {
+			return "blob-get" // a blob's first byte, or an image's config
+		}
 		return "blob-head"
 	case strings.HasPrefix(p, "/v2/") && strings.HasSuffix(p, "/tags/list"):
 		return "tags-list"

@@ -78,6 +78,7 @@ func TestRequestKind(t *testing.T) {
 		{"HEAD", "/v2/a/b/manifests/v1", "manifest-head"},
 		{"GET", "/v2/a/b/manifests/sha256:00", "manifest-get"},
 		{"HEAD", "/v2/a/blobs/sha256:00", "blob-head"},
+		{"GET", "/v2/a/blobs/sha256:00", "blob-get"},
 		{"GET", "/v2/a/tags/list", "tags-list"},
 		{"GET", "/token", "token"},
 		{"GET", "/v2/_catalog", "other"},

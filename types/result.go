@@ -238,7 +238,7 @@ type RateLimit struct {
 // back with one status ("error" when no response came back).
 type RequestCount struct {
 	Host   string `json:"host"`
-	Kind   string `json:"kind"` // ping, token, manifest-head, manifest-get, blob-head, redirect, other
+	Kind   string `json:"kind"` // ping, token, manifest-head, manifest-get, blob-head, blob-get, redirect, other
 	Status string `json:"status"`
 	Count  int    `json:"count"`
 }

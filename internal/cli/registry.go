@@ -22,6 +22,7 @@ type registryFlags struct {
 	timeout     time.Duration
 	platforms   []string
 	insecure    []string
+	blobGet     []string
 	caFiles     []string
 	cacheDir    string
 	noCache     bool
@@ -47,6 +48,7 @@ func (r *registryFlags) addTo(fs *pflag.FlagSet, withPlatform bool) {
 		fs.StringSliceVar(&r.platforms, "platform", nil, "the platforms the pods run on, os/arch[/variant]: only their index children are required, and pin refuses a single-platform manifest of another (repeatable or comma-separated; default: every child)")
 	}
 	fs.StringArrayVar(&r.insecure, "insecure-registry", nil, "allow plain HTTP and unverified TLS for this host[:port] only (repeatable)")
+	fs.StringArrayVar(&r.blobGet, "blob-get-registry", nil, "prove the blobs of this host[:port] with a ranged GET, as a pull fetches them, never with a HEAD alone: for a front whose HEAD answers 200 for a blob its GET answers 404 (hosts answering with X-Artifactory-Id are treated so anyway); its cached manifests are GET too (repeatable)")
 	fs.StringArrayVar(&r.caFiles, "ca-file", nil, "trust the CA certificates in this PEM file, besides the system roots (repeatable)")
 	fs.StringVar(&r.cacheDir, "cache-dir", "", "keep the manifests read in this folder, by digest, so that later runs ask only whether each is still there (a HEAD, not a pull) (default: regcheck/manifests in the user cache folder)")
 	fs.BoolVar(&r.noCache, "no-cache", false, "keep no manifests on disk: GET every one (overrides --cache-dir)")
@@ -66,6 +68,7 @@ func (r *registryFlags) options(g *globals) []scan.Option {
 		scan.WithTimeout(r.timeout),
 		scan.WithPlatforms(r.platforms...),
 		scan.WithInsecureRegistries(r.insecure...),
+		scan.WithBlobGetRegistries(r.blobGet...),
 		scan.WithCAFiles(r.caFiles...),
 		scan.WithMaxPulls(r.maxPulls),
 		scan.WithLogger(g.logger),

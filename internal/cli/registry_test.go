@@ -5,10 +5,12 @@ import (
 	"context"
 	"io"
 	"log"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/registry"
@@ -117,5 +119,54 @@ func TestCacheFlags(t *testing.T) {
 	}
 	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
 		t.Errorf("--cache-dir: %v, %v; want mode 0700", fi.Mode(), err)
+	}
+}
+
+// TestBlobGetRegistryFlag: behind a front whose blob HEAD answers 200 for
+// a blob its GET answers 404, the image is ok unless --blob-get-registry
+// names the host, then broken; a value that is not a host is a usage error.
+func TestBlobGetRegistryFlag(t *testing.T) {
+	t.Parallel()
+	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	ls, _ := fixture.Single("blob get flag").Layers()
+	d, _ := ls[0].Digest()
+	layer := d.String()
+	var pushed atomic.Bool // the front lies once the image is pushed
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case !pushed.Load():
+			reg.ServeHTTP(w, r)
+		case r.Method == http.MethodHead && strings.Contains(r.URL.Path, "/blobs/"):
+			w.WriteHeader(http.StatusOK) // whether the registry has it or not
+		case r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/blobs/"+layer):
+			w.WriteHeader(http.StatusNotFound)
+		default:
+			reg.ServeHTTP(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	host := strings.TrimPrefix(srv.URL, "http://")
+	ref := host + "/app:v1"
+	if _, err := fixture.PushSingle(context.Background(), ref, "blob get flag"); err != nil {
+		t.Fatal(err)
+	}
+	pushed.Store(true)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want int
+	}{
+		{"HEAD believed", nil, ExitClean},
+		{"host named", []string{"--blob-get-registry", host}, ExitFindings},
+		{"another host named", []string{"--blob-get-registry", "registry.example"}, ExitClean},
+		{"not a host", []string{"--blob-get-registry", "registry.example/team"}, ExitUsage},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			args := append(append([]string{"scan", "--no-cache"}, tc.args...), ref)
+			if code := Run(context.Background(), Streams{In: strings.NewReader(""), Out: &out, Err: &errb}, args); code != tc.want {
+				t.Errorf("exit %d, want %d:\n%s%s", code, tc.want, out.String(), errb.String())
+			}
+		})
 	}
 }

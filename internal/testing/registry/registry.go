@@ -47,12 +47,18 @@ type Registry struct {
 type Option func(*config)
 
 type config struct {
-	htpasswd string
+	htpasswd  string
+	remoteURL string
 }
 
 // WithHtpasswd makes the registry require basic auth against an htpasswd
 // file (bcrypt entries only, as the registry requires).
 func WithHtpasswd(path string) Option { return func(c *config) { c.htpasswd = path } }
+
+// WithProxy runs the registry as a pull-through cache of the registry at
+// remoteURL (proxy.remoteurl in its configuration): what it does not hold
+// it fetches from there, and keeps.
+func WithProxy(remoteURL string) Option { return func(c *config) { c.remoteURL = remoteURL } }
 
 // Start writes a config under dir and starts binary serving on addr
 // ("127.0.0.1:0" or "" picks a free port). Storage lives in dir/storage.
@@ -91,6 +97,9 @@ http:
 `, r.Root, addr)
 	if c.htpasswd != "" {
 		conf += fmt.Sprintf("auth:\n  htpasswd:\n    realm: regcheck-test\n    path: %s\n", c.htpasswd)
+	}
+	if c.remoteURL != "" {
+		conf += fmt.Sprintf("proxy:\n  remoteurl: %s\n", c.remoteURL)
 	}
 	if err := os.WriteFile(r.config, []byte(conf), 0o644); err != nil {
 		return nil, fmt.Errorf("writing registry config: %w", err)
