@@ -117,6 +117,9 @@ func (r *harborRule) check() error {
 		if s.Kind != "doublestar" || (s.Decoration != "matches" && s.Decoration != "excludes") {
 			return fmt.Errorf("tag selector %s/%s: regcheck models doublestar matches and excludes only", s.Kind, s.Decoration)
 		}
+		if err := checkPattern(s.Pattern); err != nil {
+			return fmt.Errorf("tag selector: %w", err)
+		}
 	}
 	for kind, sels := range r.ScopeSelectors {
 		if kind != "repository" {
@@ -125,6 +128,9 @@ func (r *harborRule) check() error {
 		for _, s := range sels {
 			if s.Kind != "doublestar" || (s.Decoration != "repoMatches" && s.Decoration != "repoExcludes") {
 				return fmt.Errorf("repository selector %s/%s: regcheck models doublestar repoMatches and repoExcludes only", s.Kind, s.Decoration)
+			}
+			if err := checkPattern(s.Pattern); err != nil {
+				return fmt.Errorf("repository selector: %w", err)
 			}
 		}
 	}
