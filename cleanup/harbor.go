@@ -111,6 +111,9 @@ func (r *harborRule) check() error {
 		if err != nil || n < 0 {
 			return fmt.Errorf("parameter %s = %s is not a count", r.Template, raw)
 		}
+		if tmpl.days && n > maxDays {
+			return fmt.Errorf("parameter %s = %d days is out of range (at most %d, about 292 years)", r.Template, n, maxDays)
+		}
 		r.n = n
 	}
 	for _, s := range r.TagSelectors {
