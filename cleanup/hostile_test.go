@@ -1,6 +1,7 @@
 package cleanup
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -98,4 +99,57 @@ func TestReadStateTruncated(t *testing.T) {
 	if len(s.Notes) != 1 || !strings.Contains(s.Notes[0], "nextToken: it is one page of several") {
 		t.Fatalf("notes %q; want the nextToken noted", s.Notes)
 	}
+}
+
+// TestWorkflowAliases: YAML anchors and aliases in a workflow are
+// followed, as GitHub Actions follows them: `with: *x`, `uses: *x` and a
+// whole step `- *x` read as the step they name (before: `with: *x` lost the
+// inputs, `uses: *x` dropped the step, and the run said clean).
+func TestWorkflowAliases(t *testing.T) {
+	const head = "on: {schedule: [{cron: '0 3 * * *'}]}\njobs:\n"
+	const uses = "snok/container-retention-policy@v3.1.0"
+	const with = "{account: acme, token: x, image-names: app, cut-off: 1w, tag-selection: untagged}"
+	plain := head + "  a:\n    runs-on: ubuntu-latest\n    steps:\n      - uses: " + uses + "\n        with: " + with + "\n"
+	want := readPolicies(t, plain)[0]
+	wantDeleted := deletedBy(want)
+	for _, tc := range []struct {
+		name, doc string
+		n         int
+	}{
+		{"with: *x", head + "  a:\n    runs-on: ubuntu-latest\n    steps:\n      - uses: " + uses + "\n        with: &in " + with + "\n" +
+			"  b:\n    runs-on: ubuntu-latest\n    steps:\n      - uses: " + uses + "\n        with: *in\n", 2},
+		{"uses: *x", head + "  a:\n    runs-on: ubuntu-latest\n    steps:\n      - uses: &u " + uses + "\n        with: " + with + "\n" +
+			"      - uses: *u\n        with: " + with + "\n", 2},
+		{"a step - *x", head + "  a:\n    runs-on: ubuntu-latest\n    steps:\n      - &step\n        uses: " + uses + "\n        with: " + with + "\n" +
+			"  b:\n    runs-on: ubuntu-latest\n    steps:\n      - *step\n", 2},
+		{"steps: *x", head + "  a:\n    runs-on: ubuntu-latest\n    steps: &steps\n      - uses: " + uses + "\n        with: " + with + "\n" +
+			"  b:\n    runs-on: ubuntu-latest\n    steps: *steps\n", 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ps := readPolicies(t, tc.doc)
+			if len(ps) != tc.n {
+				t.Fatalf("%d policies, want %d", len(ps), tc.n)
+			}
+			for i, p := range ps {
+				if p.Name() != want.Name() || !slices.Equal(deletedBy(p), wantDeleted) {
+					t.Errorf("step %d: %q deleting %v; want %q deleting %v", i, p.Name(), deletedBy(p), want.Name(), wantDeleted)
+				}
+			}
+		})
+	}
+}
+
+func readPolicies(t *testing.T, doc string) []Policy {
+	t.Helper()
+	ps, err := Read("clean.yml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ps
+}
+
+// deletedBy is what p deletes of multiArch at ghcrAt, by name.
+func deletedBy(p Policy) []string {
+	r := ghcrRepo(multiArch...)
+	return names(r, p.Run(r, ghcrAt).Manifests, multiArch)
 }
