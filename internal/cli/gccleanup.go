@@ -14,6 +14,7 @@ import (
 	"github.com/regcheck/regcheck/cleanup"
 	"github.com/regcheck/regcheck/gc"
 	"github.com/regcheck/regcheck/internal/inputfile"
+	"github.com/regcheck/regcheck/internal/redact"
 	"github.com/regcheck/regcheck/results/gcresult"
 	"github.com/regcheck/regcheck/scan"
 	"github.com/regcheck/regcheck/types"
@@ -131,6 +132,7 @@ func (c *cleanupFlags) readStates() ([]gc.CleanupState, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--registry-state: %w", err)
 		}
+		st.File = redact.String(st.File) // the reports and notes name it
 		out = append(out, gc.CleanupState{Repository: repo, State: st})
 	}
 	return out, nil

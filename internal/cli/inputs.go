@@ -207,7 +207,10 @@ func inputError(source string, err error) types.InputError {
 	if ie.Source == "-" {
 		ie.Source = "stdin"
 	}
-	ie.Message = types.Capped(ie.Message)
+	// Every message built from an input goes through the one redaction
+	// rule here, whoever built it (a remote base's or a repoURL's
+	// userinfo, quoted by render).
+	ie.Source, ie.Message = redact.String(ie.Source), types.Capped(redact.String(ie.Message))
 	return ie
 }
 
