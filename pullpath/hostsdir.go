@@ -107,7 +107,10 @@ func loadHostDir(dir string, o options) (*hostsFile, error) {
 	file := filepath.Join(dir, "hosts.toml")
 	data, err := inputfile.Read(file, inputfile.MaxConfig)
 	if err != nil && !os.IsNotExist(err) {
-		return &hostsFile{path: file, dir: dir, err: fmt.Errorf("containerd cannot read %s: %w", file, err)}, nil
+		// A symlink loop, a named pipe, a file past the cap: a configuration
+		// error of the file, said at load as the parse errors are, not a
+		// registry's fault at each pull.
+		return nil, fmt.Errorf("loading containerd hosts file: %w", err)
 	}
 	if len(data) == 0 {
 		return loadCertFiles(dir)

@@ -1,6 +1,7 @@
 package pullpath
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,7 +39,11 @@ func TestUnreadableFiles(t *testing.T) {
 			notice: "10-fifo.conf: a named pipe, not a regular file: the drop-in is skipped"},
 		{name: "hosts.toml a symlink to /dev/zero", files: map[string]string{"certs.d/other.example/hosts.toml": "server = \"https://other.example\"\n"},
 			special: "certs.d/src.example/hosts.toml", kind: "zero", load: "certs.d",
-			host: "hosts.toml: a character device, not a regular file"},
+			err: "hosts.toml: a character device, not a regular file"},
+		// Before: a registry-error at each pull, "run again when it answers".
+		{name: "hosts.toml a symlink loop", files: map[string]string{"certs.d/other.example/hosts.toml": "server = \"https://other.example\"\n"},
+			special: "certs.d/src.example/hosts.toml", kind: "loop", load: "certs.d",
+			err: "hosts.toml: too many levels of symbolic links"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := writeTree(t, tc.files)
@@ -72,7 +77,8 @@ func TestUnreadableFiles(t *testing.T) {
 	}
 }
 
-// makeSpecial makes path a FIFO ("fifo"), a symlink to /dev/zero ("zero")
+// makeSpecial makes path a FIFO ("fifo"), a symlink to /dev/zero ("zero"),
+// a symlink to itself ("loop")
 // or a sparse file one byte past 16 MiB ("big").
 func makeSpecial(t *testing.T, path, kind string) {
 	t.Helper()
@@ -85,6 +91,8 @@ func makeSpecial(t *testing.T, path, kind string) {
 		err = syscall.Mkfifo(path, 0o600)
 	case "zero":
 		err = os.Symlink("/dev/zero", path)
+	case "loop":
+		err = os.Symlink(path, path)
 	case "big":
 		var f *os.File
 		if f, err = os.Create(path); err == nil {
@@ -94,5 +102,31 @@ func makeSpecial(t *testing.T, path, kind string) {
 	}
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRegistriesConfRewriteErrors: a CRI-O location no reference can be
+// rewritten to (userinfo, a port that is not a number) is a *ParseError at
+// its line, redacted (before: Load took it, and every pull it matched was
+// a registry-error, "run again when it answers").
+func TestRegistriesConfRewriteErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, conf string
+		line       int
+		want       string
+	}{
+		{"userinfo in a location", "[[registry]]\nprefix = \"src.example\"\nlocation = \"u:s3cr3t@src.example\"\n", 1,
+			`location "redacted@src.example": no reference can be rewritten to it`},
+		{"a mirror's port", "[[registry]]\nprefix = \"src.example\"\nlocation = \"src.example\"\n\n[[registry.mirror]]\nlocation = \"m.example:notaport/x\"\n", 5,
+			`mirror location "m.example:notaport/x": no reference can be rewritten to it`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := writeTree(t, map[string]string{"registries.conf": tc.conf})
+			_, err := Load(filepath.Join(root, "registries.conf"))
+			var pe *ParseError
+			if !errors.As(err, &pe) || pe.Line != tc.line || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "s3cr3t") {
+				t.Fatalf("Load: %v; want a *ParseError at line %d saying %q, redacted", err, tc.line, tc.want)
+			}
+		})
 	}
 }
