@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"helm.sh/helm/v4/pkg/chart/common"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
@@ -42,6 +43,10 @@ type Fetch struct {
 	// Insecure are the registry hosts (host[:port]) reached over plain
 	// HTTP. None by default.
 	Insecure []string
+	// Timeout bounds each request of a fetch (an index, a package, a
+	// registry's manifest or blob), its body read included; 0 is Helm's
+	// own, 120 s. scan and pin give their --timeout.
+	Timeout time.Duration
 }
 
 // WithFetch fetches the dependencies of charts that are not in their
@@ -168,13 +173,13 @@ func (f *fetcher) get(d *chart.Dependency, version string) ([]byte, string, erro
 		settings = cli.New()
 	}
 	rc, err := registry.NewClient(registry.ClientOptCredentialsFile(settings.RegistryConfig),
-		registry.ClientOptWriter(io.Discard), registry.ClientOptHTTPClient(&http.Client{Transport: plainHTTP(f.Insecure)}))
+		registry.ClientOptWriter(io.Discard), registry.ClientOptHTTPClient(&http.Client{Transport: plainHTTP(f.Insecure), Timeout: f.Timeout}))
 	if err != nil {
 		return nil, "", fmt.Errorf("helm registry client: %w", err)
 	}
 	var out bytes.Buffer
 	m := &downloader.Manager{
-		Out: &out, ChartPath: work, Getters: getter.All(settings), RegistryClient: rc,
+		Out: &out, ChartPath: work, Getters: f.getters(settings), RegistryClient: rc,
 		RepositoryConfig: settings.RepositoryConfig, RepositoryCache: settings.RepositoryCache,
 		ContentCache: filepath.Join(f.Dir, "content"),
 		// Helm's repositories are updated once a run, an unnamed
@@ -182,7 +187,7 @@ func (f *fetcher) get(d *chart.Dependency, version string) ([]byte, string, erro
 		SkipUpdate: f.all && f.updated[dep.Repository],
 	}
 	if err := m.Update(); err != nil {
-		return nil, "", withUpdateErrors(err, out.String())
+		return nil, "", f.timedOut(withUpdateErrors(err, out.String()))
 	}
 	f.all, f.updated[dep.Repository] = true, true
 	data, name, err := readFetched(work, dep.Name)
@@ -190,6 +195,23 @@ func (f *fetcher) get(d *chart.Dependency, version string) ([]byte, string, erro
 		fetchedOnce.Store(work, packaged{data: data, name: name})
 	}
 	return data, name, err
+}
+
+// getters are Helm's, each HTTP request bounded by Timeout.
+func (f *fetcher) getters(settings *cli.EnvSettings) getter.Providers {
+	if f.Timeout <= 0 {
+		return getter.All(settings)
+	}
+	return getter.All(settings, getter.WithTimeout(f.Timeout))
+}
+
+// timedOut says, of a fetch that ran into Timeout, which bound it was:
+// Helm's words for it are the HTTP client's.
+func (f *fetcher) timedOut(err error) error {
+	if f.Timeout > 0 && strings.Contains(err.Error(), "Client.Timeout exceeded") {
+		return fmt.Errorf("%w: no answer within %s (--timeout)", err, f.Timeout)
+	}
+	return err
 }
 
 // packaged is a chart package fetched, and its file name.
