@@ -2,11 +2,15 @@ package render
 
 import (
 	"bytes"
+	"cmp"
+	"context"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -22,6 +26,7 @@ import (
 	"helm.sh/helm/v4/pkg/downloader"
 	"helm.sh/helm/v4/pkg/getter"
 	"helm.sh/helm/v4/pkg/registry"
+	repo "helm.sh/helm/v4/pkg/repo/v1"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/regcheck/regcheck/internal/redact"
@@ -47,7 +52,16 @@ type Fetch struct {
 	// registry's manifest or blob), its body read included; 0 is Helm's
 	// own, 120 s. scan and pin give their --timeout.
 	Timeout time.Duration
+	// MaxSize bounds each answer of a fetch (an index.yaml, a package, a
+	// blob); 0 is DefaultMaxFetch. An HTTP repository the repositories
+	// file gives TLS settings of its own (a CA, a client certificate) is
+	// read with Helm's transport, bounded in time only.
+	MaxSize int64
 }
+
+// DefaultMaxFetch is the default Fetch.MaxSize: the largest public
+// index.yaml files are a few tens of MiB.
+const DefaultMaxFetch = 64 << 20
 
 // WithFetch fetches the dependencies of charts that are not in their
 // charts/ folder (see Fetch). The default fetches nothing: such a
@@ -173,7 +187,7 @@ func (f *fetcher) get(d *chart.Dependency, version string) ([]byte, string, erro
 		settings = cli.New()
 	}
 	rc, err := registry.NewClient(registry.ClientOptCredentialsFile(settings.RegistryConfig),
-		registry.ClientOptWriter(io.Discard), registry.ClientOptHTTPClient(&http.Client{Transport: plainHTTP(f.Insecure), Timeout: f.Timeout}))
+		registry.ClientOptWriter(io.Discard), registry.ClientOptHTTPClient(&http.Client{Transport: cappedBodies(plainHTTP(f.Insecure), f.maxSize()), Timeout: f.Timeout}))
 	if err != nil {
 		return nil, "", fmt.Errorf("helm registry client: %w", err)
 	}
@@ -197,12 +211,110 @@ func (f *fetcher) get(d *chart.Dependency, version string) ([]byte, string, erro
 	return data, name, err
 }
 
-// getters are Helm's, each HTTP request bounded by Timeout.
+// getters are Helm's, each HTTP request bounded by Timeout and, unless a
+// repository has TLS settings of its own (which a transport given to
+// Helm's getter would drop), each answer by MaxSize.
 func (f *fetcher) getters(settings *cli.EnvSettings) getter.Providers {
-	if f.Timeout <= 0 {
-		return getter.All(settings)
+	var opts []getter.Option
+	if f.Timeout > 0 {
+		opts = append(opts, getter.WithTimeout(f.Timeout))
 	}
-	return getter.All(settings, getter.WithTimeout(f.Timeout))
+	if !customTLS(settings.RepositoryConfig) {
+		opts = append(opts, getter.WithTransport(cappedTransport(f.maxSize())))
+	}
+	return getter.All(settings, opts...)
+}
+
+func (f *fetcher) maxSize() int64 { return cmp.Or(f.MaxSize, DefaultMaxFetch) }
+
+// customTLS says whether a repository of Helm's repositories file has TLS
+// settings of its own.
+func customTLS(repositoryConfig string) bool {
+	rf, err := repo.LoadFile(repositoryConfig)
+	if err != nil {
+		return false // no file: no repository of its own settings
+	}
+	for _, e := range rf.Repositories {
+		if e.CertFile != "" || e.KeyFile != "" || e.CAFile != "" || e.InsecureSkipTLSVerify {
+			return true
+		}
+	}
+	return false
+}
+
+// cappedTransport is the transport Helm's HTTP getter makes for a
+// repository without TLS settings of its own, each connection (one a
+// request) failing once limit bytes are read from it: an endless
+// index.yaml ends there, not in memory.
+func cappedTransport(limit int64) *http.Transport {
+	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	return &http.Transport{
+		DisableCompression: true,
+		DisableKeepAlives:  true,
+		Proxy:              http.ProxyFromEnvironment,
+		TLSClientConfig:    &tls.Config{},
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := d.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return &cappedConn{Conn: c, left: limit, err: tooLarge(limit)}, nil
+		},
+	}
+}
+
+// tooLarge is what a read past limit bytes of an answer returns.
+func tooLarge(limit int64) error {
+	return fmt.Errorf("the answer is larger than %d MiB, more than regcheck reads of a chart repository", limit>>20)
+}
+
+// cappedConn fails its reads once left bytes are read.
+type cappedConn struct {
+	net.Conn
+	left int64
+	err  error
+}
+
+func (c *cappedConn) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		return 0, c.err
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.Conn.Read(p)
+	c.left -= int64(n)
+	return n, err
+}
+
+// cappedBodies wraps rt so that reading a body past limit bytes fails.
+func cappedBodies(rt http.RoundTripper, limit int64) http.RoundTripper {
+	return roundTripper(func(req *http.Request) (*http.Response, error) {
+		resp, err := rt.RoundTrip(req)
+		if err == nil {
+			resp.Body = &cappedBody{ReadCloser: resp.Body, left: limit, err: tooLarge(limit)}
+		}
+		return resp, err
+	})
+}
+
+// cappedBody fails its reads once left bytes are read.
+type cappedBody struct {
+	io.ReadCloser
+	left int64
+	err  error
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, b.err
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
 }
 
 // timedOut says, of a fetch that ran into Timeout, which bound it was:
