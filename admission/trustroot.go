@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/regcheck/regcheck/internal/inputfile"
 	"github.com/sigstore/cosign/v3/pkg/cosign"
 	"github.com/sigstore/cosign/v3/pkg/oci"
 	ociremote "github.com/sigstore/cosign/v3/pkg/oci/remote"
@@ -23,7 +24,11 @@ import (
 // repository serves it): the Fulcio CAs, Rekor and CT logs' keys
 // regcheck checks carried proofs and certificates against, offline.
 func LoadTrustedRoot(path string) (*root.TrustedRoot, error) {
-	tr, err := root.NewTrustedRootFromPath(path)
+	data, err := inputfile.Read(path, inputfile.MaxConfig)
+	if err != nil {
+		return nil, fmt.Errorf("reading the trusted root: %w", err)
+	}
+	tr, err := root.NewTrustedRootFromJSON(data)
 	if err != nil {
 		return nil, fmt.Errorf("reading the trusted root %s: %w", path, err)
 	}

@@ -147,6 +147,14 @@ func (r ecrRule) check() error {
 	if s.CountNumber < 1 {
 		return fmt.Errorf("countNumber must be at least 1, not %d", s.CountNumber)
 	}
+	if s.CountType != "imageCountMoreThan" && s.CountNumber > maxDays {
+		return fmt.Errorf("countNumber %d days is out of range (at most %d, about 292 years)", s.CountNumber, maxDays)
+	}
+	for _, p := range s.TagPatternList {
+		if n := strings.Count(p, "*"); n > maxECRWildcards {
+			return fmt.Errorf("tagPatternList entry %q has %d wildcards: ECR allows %d", p, n, maxECRWildcards)
+		}
+	}
 	switch s.StorageClass {
 	case "", "standard", "archive":
 	default:

@@ -2,6 +2,7 @@ package cleanup
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -14,6 +15,8 @@ import (
 // ecrImages is what `aws ecr describe-images` prints.
 type ecrImages struct {
 	ImageDetails []ecrImageDetail `json:"imageDetails"`
+	// NextToken is set when the output is one page of several.
+	NextToken string `json:"nextToken"`
 }
 
 // ecrImageDetail is one image (AWS's API reference, ImageDetail).
@@ -53,8 +56,19 @@ func (t *ecrTime) UnmarshalJSON(b []byte) error {
 	return t.parse(s)
 }
 
+// The epoch seconds of 0001-01-01 and 9999-12-31T23:59:59Z.
+const (
+	minEpoch = -62135596800
+	maxEpoch = 253402300799
+)
+
 func (t *ecrTime) parse(s string) error {
-	if f, err := strconv.ParseFloat(s, 64); err == nil {
+	if f, err := strconv.ParseFloat(s, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+		// ParseFloat reads "Infinity", "NaN" and 1e300 too; a time is
+		// between years 1 and 9999, as RFC 3339 writes them.
+		if math.IsNaN(f) || f < minEpoch || f > maxEpoch {
+			return fmt.Errorf("time %s is out of range (epoch seconds between years 1 and 9999)", s)
+		}
 		sec, frac := math.Modf(f)
 		t.Time = time.Unix(int64(sec), int64(math.Round(frac*1e9))).UTC()
 		return nil
@@ -79,10 +93,21 @@ func readECRImages(file string, data []byte) (*State, error) {
 		return nil, fmt.Errorf("reading imageDetails: %w", err)
 	}
 	s := &State{}
+	if doc.NextToken != "" {
+		s.Notes = append(s.Notes, "the export ends with a nextToken: it is one page of several, and the images of the others are not aged (run aws ecr describe-images without --max-items or --page-size, which follows every page)")
+	}
+	seen := map[string]int{}
 	for i, img := range doc.ImageDetails {
 		if img.ImageDigest == "" {
 			return nil, fmt.Errorf("imageDetails[%d] has no imageDigest", i)
 		}
+		if err := checkDigest("imageDigest", img.ImageDigest); err != nil {
+			return nil, fmt.Errorf("imageDetails[%d]: %w", i, err)
+		}
+		if j, ok := seen[img.ImageDigest]; ok {
+			return nil, fmt.Errorf("imageDetails[%d] lists %s, as imageDetails[%d] does: ECR lists an image once (two exports concatenated?)", i, img.ImageDigest, j)
+		}
+		seen[img.ImageDigest] = i
 		if s.Repository == "" {
 			s.Repository = img.RepositoryName
 		} else if img.RepositoryName != "" && img.RepositoryName != s.Repository {

@@ -46,6 +46,7 @@ package cleanup
 
 import (
 	"fmt"
+	"math"
 	"path"
 	"sort"
 	"strings"
@@ -54,6 +55,17 @@ import (
 
 // day is ECR's countUnit days.
 const day = 24 * time.Hour
+
+// maxDays is the longest age, in days, the models count: what a
+// time.Duration holds (about 292 years). A policy's day count past it is
+// out of range, not a cut-off before the epoch that would expire every
+// image.
+const maxDays = int(math.MaxInt64 / int64(day))
+
+// maxECRWildcards is how many '*' one tagPatternList entry may hold: ECR
+// refuses a policy whose pattern has more (its lifecycle policy reference:
+// "up to four wildcards (*) per string").
+const maxECRWildcards = 4
 
 // ecrMark is one image a rule marks, with when it became eligible (zero
 // for a count rule).

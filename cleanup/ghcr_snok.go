@@ -152,6 +152,11 @@ func (p *snok) readV3(in *inputs) {
 		p.invalid = fmt.Sprintf("tag-selection %q is none of tagged, untagged, both", p.selection)
 	}
 	p.keepN = in.integer("keep-n-most-recent", 0)
+	if p.keepN < 0 {
+		// main.rs reads it as a u32: clap refuses a negative value.
+		p.invalid = fmt.Sprintf("keep-n-most-recent %d is not a count (the action reads an unsigned number)", p.keepN)
+		p.keepN = 0
+	}
 	p.dryRun = in.boolean("dry-run", false)
 }
 

@@ -100,6 +100,12 @@ func TestSnokV3(t *testing.T) {
 		uses: "snok/container-retention-policy@v3.1.0", with: v3("tag-selection", "sideways"),
 		repo: multiArch, nameHas: []string{"rejects its inputs"},
 	}, {
+		// main.rs: keep-n-most-recent is a u32, and clap refuses -3 (before:
+		// a slice bounds panic in runV3).
+		name: "negative keep-n-most-recent is rejected",
+		uses: "snok/container-retention-policy@v3.1.0", with: v3("keep-n-most-recent", "-3"),
+		repo: multiArch, nameHas: []string{"rejects its inputs", "keep-n-most-recent -3 is not a count"},
+	}, {
 		// There is no floating v3 tag upstream: a SHA or v3 is unknown.
 		name: "unknown ref is modelled as v3.1.0",
 		uses: "snok/container-retention-policy@3d27e6a0361deed0b7dc5099a82eadd07924b177", with: v3("tag-selection", "untagged"),

@@ -61,6 +61,9 @@ func (v ghcrVersion) manifestState() (ManifestState, error) {
 	if v.Name == "" {
 		return ManifestState{}, fmt.Errorf("version %s has no name (its digest)", v.ID)
 	}
+	if err := checkDigest("name", v.Name); err != nil {
+		return ManifestState{}, fmt.Errorf("version %s: %w (a container package's versions are named by their digest)", v.ID, err)
+	}
 	ms := ManifestState{Digest: v.Name, ID: v.ID.String(), Tags: append([]string(nil), v.Metadata.Container.Tags...)}
 	var err error
 	if ms.Pushed, err = ghcrTime(v.CreatedAt); err != nil {

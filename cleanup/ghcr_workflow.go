@@ -70,6 +70,7 @@ func workflowSteps(file string, root *yaml.Node) []ghcrStep {
 			continue
 		}
 		for _, s := range steps.Content {
+			s = deref(s)
 			uses := mapValue(s, "uses")
 			if uses == nil || uses.Kind != yaml.ScalarNode {
 				continue
@@ -92,19 +93,30 @@ func stepInputs(with *yaml.Node) map[string]string {
 		return in
 	}
 	for i := 0; i+1 < len(with.Content); i += 2 {
-		in[with.Content[i].Value] = strings.TrimSpace(with.Content[i+1].Value)
+		in[deref(with.Content[i]).Value] = strings.TrimSpace(deref(with.Content[i+1]).Value)
 	}
 	return in
 }
 
-// mapValue is the value of key in a mapping node, or nil.
+// deref follows an alias (`*x`) to the node its anchor (`&x`) names, as
+// GitHub Actions does; any other node is itself.
+func deref(n *yaml.Node) *yaml.Node {
+	for n != nil && n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	return n
+}
+
+// mapValue is the value of key in a mapping node, or nil; aliases are
+// followed, to the mapping and to the value.
 func mapValue(n *yaml.Node, key string) *yaml.Node {
+	n = deref(n)
 	if n == nil || n.Kind != yaml.MappingNode {
 		return nil
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == key {
-			return n.Content[i+1]
+		if deref(n.Content[i]).Value == key {
+			return deref(n.Content[i+1])
 		}
 	}
 	return nil

@@ -36,6 +36,7 @@ package cleanup
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"regexp"
 	"sort"
 	"strconv"
@@ -178,8 +179,11 @@ func gitlabDuration(s string) (time.Duration, error) {
 	if m == nil {
 		return 0, fmt.Errorf("%q is not a duration regcheck reads (7d, 14d, 30d, 90d, \"2 weeks\")", s)
 	}
-	n, _ := strconv.Atoi(m[1])
 	unit := map[byte]time.Duration{'d': 24 * time.Hour, 'w': 7 * 24 * time.Hour, 'h': time.Hour}[m[2][0]]
+	n, err := strconv.ParseInt(m[1], 10, 64)
+	if err != nil || n > int64(math.MaxInt64/unit) {
+		return 0, fmt.Errorf("%q is out of range (at most %d days, about 292 years)", s, maxDays)
+	}
 	return time.Duration(n) * unit, nil
 }
 

@@ -47,6 +47,9 @@ func readGitLabTags(file string, data []byte) (*State, error) {
 		} else if repo != s.Repository {
 			return nil, fmt.Errorf("tags[%d] is of repository %q, not %q: one export per repository", i, repo, s.Repository)
 		}
+		if err := checkDigest("digest", t.Digest); err != nil {
+			return nil, fmt.Errorf("tags[%d] (%s): %w", i, t.Name, err)
+		}
 		pushed, err := gitlabTime(t.UpdatedAt, t.CreatedAt)
 		if err != nil {
 			return nil, fmt.Errorf("tags[%d] (%s): %w", i, t.Name, err)

@@ -2,7 +2,9 @@ package cleanup
 
 import (
 	"maps"
+	"slices"
 	"sort"
+	"sync"
 	"time"
 )
 
@@ -15,6 +17,9 @@ type Repository struct {
 	Name      string
 	Tags      map[string]*Tag
 	Manifests map[string]*Manifest
+
+	mu sync.Mutex
+	ix *graphIndex
 }
 
 // Tag is one tag of a repository.
@@ -53,43 +58,67 @@ type Manifest struct {
 	Archived bool
 }
 
-// TagsOf returns the tags whose current digest is d, sorted.
-func (r *Repository) TagsOf(d string) []string {
-	var out []string
+// graphIndex is a repository's edges by digest, built once in one pass
+// over its tags and manifests (a GHCR export of 10,000 versions asked
+// TagsOf for each: 10^8 comparisons), and again when the number of tags or
+// manifests changes.
+type graphIndex struct {
+	tags, manifests int // len(Tags), len(Manifests) when built
+	tagsOf          map[string][]string
+	parents         map[string][]string
+	referrers       map[string][]string
+}
+
+// index returns r's graph index, building it when r has grown or shrunk
+// since.
+func (r *Repository) index() *graphIndex {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if ix := r.ix; ix != nil && ix.tags == len(r.Tags) && ix.manifests == len(r.Manifests) {
+		return ix
+	}
+	ix := &graphIndex{tags: len(r.Tags), manifests: len(r.Manifests),
+		tagsOf: map[string][]string{}, parents: map[string][]string{}, referrers: map[string][]string{}}
 	for n, t := range r.Tags {
-		if t.Digest == d {
-			out = append(out, n)
+		ix.tagsOf[t.Digest] = append(ix.tagsOf[t.Digest], n)
+	}
+	for d, m := range r.Manifests {
+		seen := map[string]bool{}
+		for _, c := range m.Children {
+			if !seen[c] {
+				seen[c] = true
+				ix.parents[c] = append(ix.parents[c], d)
+			}
+		}
+		if m.Subject != "" {
+			ix.referrers[m.Subject] = append(ix.referrers[m.Subject], d)
 		}
 	}
-	sort.Strings(out)
-	return out
+	for _, byDigest := range []map[string][]string{ix.tagsOf, ix.parents, ix.referrers} {
+		for _, v := range byDigest {
+			sort.Strings(v)
+		}
+	}
+	r.ix = ix
+	return ix
+}
+
+// TagsOf returns the tags whose current digest is d, sorted. Like Parents
+// and Referrers it reads an index of the repository built once: a change
+// in place (a tag moved, a child added) after a query is seen once a tag
+// or manifest is added or removed.
+func (r *Repository) TagsOf(d string) []string {
+	return slices.Clone(r.index().tagsOf[d])
 }
 
 // Parents returns the manifests listing d as a child, sorted.
 func (r *Repository) Parents(d string) []string {
-	var out []string
-	for pd, m := range r.Manifests {
-		for _, c := range m.Children {
-			if c == d {
-				out = append(out, pd)
-				break
-			}
-		}
-	}
-	sort.Strings(out)
-	return out
+	return slices.Clone(r.index().parents[d])
 }
 
 // Referrers returns the manifests whose subject is d, sorted.
 func (r *Repository) Referrers(d string) []string {
-	var out []string
-	for md, m := range r.Manifests {
-		if m.Subject == d {
-			out = append(out, md)
-		}
-	}
-	sort.Strings(out)
-	return out
+	return slices.Clone(r.index().referrers[d])
 }
 
 // Clone returns a deep copy of r.

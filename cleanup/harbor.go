@@ -111,11 +111,17 @@ func (r *harborRule) check() error {
 		if err != nil || n < 0 {
 			return fmt.Errorf("parameter %s = %s is not a count", r.Template, raw)
 		}
+		if tmpl.days && n > maxDays {
+			return fmt.Errorf("parameter %s = %d days is out of range (at most %d, about 292 years)", r.Template, n, maxDays)
+		}
 		r.n = n
 	}
 	for _, s := range r.TagSelectors {
 		if s.Kind != "doublestar" || (s.Decoration != "matches" && s.Decoration != "excludes") {
 			return fmt.Errorf("tag selector %s/%s: regcheck models doublestar matches and excludes only", s.Kind, s.Decoration)
+		}
+		if err := checkPattern(s.Pattern); err != nil {
+			return fmt.Errorf("tag selector: %w", err)
 		}
 	}
 	for kind, sels := range r.ScopeSelectors {
@@ -125,6 +131,9 @@ func (r *harborRule) check() error {
 		for _, s := range sels {
 			if s.Kind != "doublestar" || (s.Decoration != "repoMatches" && s.Decoration != "repoExcludes") {
 				return fmt.Errorf("repository selector %s/%s: regcheck models doublestar repoMatches and repoExcludes only", s.Kind, s.Decoration)
+			}
+			if err := checkPattern(s.Pattern); err != nil {
+				return fmt.Errorf("repository selector: %w", err)
 			}
 		}
 	}

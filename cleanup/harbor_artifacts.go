@@ -57,6 +57,9 @@ func (a harborArtifact) state() (ManifestState, []TagState, error) {
 	if a.Digest == "" {
 		return ManifestState{}, nil, fmt.Errorf("no digest")
 	}
+	if err := checkDigest("digest", a.Digest); err != nil {
+		return ManifestState{}, nil, err
+	}
 	ms := ManifestState{Digest: a.Digest, MediaType: a.ManifestMediaType}
 	if ms.MediaType == "" {
 		ms.MediaType = a.MediaType

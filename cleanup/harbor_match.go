@@ -1,10 +1,48 @@
 package cleanup
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"strings"
 )
+
+// maxAlternatives bounds what a pattern's {a,b} groups may stand for: 30
+// groups of two stand for 2^30 patterns, which expanded would not fit in
+// memory. A pattern standing for more is refused, naming it.
+const maxAlternatives = 1024
+
+// errUnclosedBrace is what a pattern with a { never closed gets.
+var errUnclosedBrace = errors.New("a { is never closed")
+
+// errTooManyAlternatives is what a pattern standing for more than
+// maxAlternatives patterns gets.
+var errTooManyAlternatives = fmt.Errorf("its {a,b} groups stand for more than %d patterns", maxAlternatives)
+
+// checkPattern says whether Harbor's doublestar could match with pattern:
+// braces closed, every class and escape well formed, and at most
+// maxAlternatives patterns in its braces. The error names the pattern.
+func checkPattern(pattern string) error {
+	budget := maxAlternatives
+	alts, err := expandBraces(pattern, &budget)
+	if errors.Is(err, errUnclosedBrace) {
+		return fmt.Errorf("pattern %q: %w (doublestar, which Harbor matches with, refuses it too)", pattern, err)
+	}
+	if err != nil {
+		return fmt.Errorf("pattern %q: %w", pattern, err)
+	}
+	for _, a := range alts {
+		for _, seg := range strings.Split(a, "/") {
+			if seg == "**" {
+				continue
+			}
+			if _, err := path.Match(strings.ReplaceAll(seg, "[!", "[^"), ""); err != nil {
+				return fmt.Errorf("pattern %q: %w (doublestar, which Harbor matches with, refuses it too)", pattern, err)
+			}
+		}
+	}
+	return nil
+}
 
 // doublestarMatch matches name against a Harbor selector pattern with the
 // semantics Harbor takes from github.com/bmatcuk/doublestar (v1): '/'
@@ -18,9 +56,10 @@ func doublestarMatch(pattern, name string) (bool, error) {
 	if pattern == "" {
 		return true, nil
 	}
-	alts, err := expandBraces(pattern)
+	budget := maxAlternatives
+	alts, err := expandBraces(pattern, &budget)
 	if err != nil {
-		return false, err
+		return false, fmt.Errorf("pattern %q: %w", pattern, err)
 	}
 	for _, a := range alts {
 		ok, err := matchSegments(strings.Split(a, "/"), strings.Split(name, "/"))
@@ -61,8 +100,9 @@ func matchSegments(pat, name []string) (bool, error) {
 	return len(name) == 0, nil
 }
 
-// expandBraces returns the patterns {a,b} alternatives stand for.
-func expandBraces(p string) ([]string, error) {
+// expandBraces returns the patterns {a,b} alternatives stand for, failing
+// once more than *budget would be returned (the budget spent as they are).
+func expandBraces(p string, budget *int) ([]string, error) {
 	open := -1
 	for i := 0; i < len(p); i++ {
 		if p[i] == '\\' {
@@ -75,6 +115,9 @@ func expandBraces(p string) ([]string, error) {
 		}
 	}
 	if open < 0 {
+		if *budget--; *budget < 0 {
+			return nil, errTooManyAlternatives
+		}
 		return []string{p}, nil
 	}
 	depth, start := 0, open+1
@@ -96,7 +139,7 @@ func expandBraces(p string) ([]string, error) {
 				alts = append(alts, p[start:i])
 				var out []string
 				for _, a := range alts {
-					more, err := expandBraces(p[:open] + a + p[i+1:])
+					more, err := expandBraces(p[:open]+a+p[i+1:], budget)
 					if err != nil {
 						return nil, err
 					}
@@ -106,5 +149,5 @@ func expandBraces(p string) ([]string, error) {
 			}
 		}
 	}
-	return nil, fmt.Errorf("pattern %q has an unclosed {", p)
+	return nil, errUnclosedBrace
 }

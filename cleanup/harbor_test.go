@@ -324,3 +324,42 @@ func TestHarborFromExports(t *testing.T) {
 		}
 	}
 }
+
+// TestReadHarborBadPattern: a pattern Harbor's doublestar cannot match
+// with, or one whose braces stand for more patterns than fit in memory, is
+// refused when the policy is read, naming it (before: "app[" switched the
+// policy off, "v{1" deleted everything, 30 {a,b} groups ran out of memory).
+func TestReadHarborBadPattern(t *testing.T) {
+	repoSel := func(p string) string {
+		return `{"action":"retain","template":"always","params":{},"tag_selectors":[` + tagSel("matches", "**", "true") +
+			`],"scope_selectors":{"repository":[{"kind":"doublestar","decoration":"repoMatches","pattern":"` + p + `"}]}}`
+	}
+	braces := strings.Repeat("{a,b}", 30)
+	for _, tc := range []struct {
+		name, rule, want string
+	}{
+		{"an unclosed class in a repository pattern", repoSel("app["), `repository selector: pattern "app[": syntax error in pattern`},
+		{"an unclosed brace in a tag pattern", hrule("always", -1, tagSel("matches", "v{1", "")), `tag selector: pattern "v{1": a { is never closed`},
+		{"an unclosed class after a brace", hrule("always", -1, tagSel("matches", "{a,b[}", "")), `pattern "{a,b[}"`},
+		{"30 {a,b} groups", hrule("always", -1, tagSel("matches", braces, "")), `pattern "` + braces + `": its {a,b} groups stand for more than 1024 patterns`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Read("retention.json", []byte(harborRules(tc.rule)))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Read: %v; want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestDoublestarBound: matching with a pattern of more alternatives than
+// the bound returns the error, not every expansion.
+func TestDoublestarBound(t *testing.T) {
+	p := strings.Repeat("{a,b}", 30)
+	if _, err := doublestarMatch(p, strings.Repeat("a", 30)); err == nil || !strings.Contains(err.Error(), "more than 1024") {
+		t.Fatalf("doublestarMatch: %v; want the bound", err)
+	}
+	if ok, err := doublestarMatch(strings.Repeat("{a,b}", 10), strings.Repeat("b", 10)); err != nil || !ok {
+		t.Fatalf("doublestarMatch of 10 groups: %v, %v; want a match", ok, err)
+	}
+}

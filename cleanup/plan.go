@@ -71,14 +71,16 @@ func (p Plan) Empty() bool {
 // manifests marked. r is not changed.
 func Apply(r *Repository, p Plan) *Repository {
 	out := r.Clone()
+	for _, m := range p.Manifests {
+		for _, n := range r.TagsOf(m.Digest) {
+			delete(out.Tags, n)
+		}
+	}
 	for _, t := range p.Tags {
 		delete(out.Tags, t.Tag)
 	}
 	for _, m := range p.Manifests {
 		delete(out.Manifests, m.Digest)
-		for _, n := range out.TagsOf(m.Digest) {
-			delete(out.Tags, n)
-		}
 	}
 	for _, m := range p.Archived {
 		if mf, ok := out.Manifests[m.Digest]; ok {

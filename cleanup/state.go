@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"time"
 
 	"sigs.k8s.io/yaml"
@@ -26,6 +27,8 @@ type State struct {
 	Repository string
 	Manifests  []ManifestState
 	Tags       []TagState
+	// Notes say what the export lacks (a nextToken: one page of several).
+	Notes []string
 }
 
 // ManifestState is one manifest (a GHCR package version, an ECR image, a
@@ -188,4 +191,18 @@ func firstMap(doc any) map[string]any {
 	}
 	m, _ := l[0].(map[string]any)
 	return m
+}
+
+// digestRE is the OCI image spec's digest grammar (algorithm ":"
+// encoded).
+var digestRE = regexp.MustCompile(`^[a-z0-9]+(?:[+._-][a-z0-9]+)*:[a-zA-Z0-9=_-]+$`)
+
+// checkDigest refuses what an export gives as a digest and is not one (an
+// npm package's versions are named "1.2.3"): field is the export's word
+// for it.
+func checkDigest(field, d string) error {
+	if !digestRE.MatchString(d) {
+		return fmt.Errorf("%s %q is not a digest", field, d)
+	}
+	return nil
 }

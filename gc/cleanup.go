@@ -100,6 +100,7 @@ func CheckCleanup(ctx context.Context, sc *scan.Scanner, opts CleanupOptions, ta
 		return nil, err
 	}
 	c.mergeStates()
+	c.unaged()
 	c.runPolicies()
 	c.crossCleanup(ctx)
 	c.reportCleanup()
@@ -274,11 +275,59 @@ func (c *cleanupCheck) mergeStates() {
 	for _, r := range c.repos {
 		for _, st := range r.states {
 			c.rep.Cleanup.States = append(c.rep.Cleanup.States, gcresult.CleanupState{File: st.File, Service: st.Service, Repository: r.name})
+			for _, n := range st.Notes {
+				note(c.rep, "", st.File+": "+n)
+			}
 			if r.err == nil {
 				st.Merge(r.before)
 			}
 		}
 	}
+}
+
+// unaged makes the prediction incomplete for each in-use image the
+// exports of its repository do not list (an empty export, one page of
+// several): its age is unknown, and a cleanup by age would take it as
+// new, saying clean where it may not be.
+func (c *cleanupCheck) unaged() {
+	for _, im := range c.inUse {
+		r := c.byRepo[im.ref.Context().Name()]
+		if r == nil || r.err != nil || len(r.states) == 0 {
+			continue
+		}
+		d := im.Digest
+		if t := r.before.Tags[im.Tag]; d == "" && t != nil {
+			d = t.Digest
+		}
+		if d == "" || listed(r.states, d) {
+			continue
+		}
+		var files []string
+		for _, st := range r.states {
+			files = append(files, st.File)
+		}
+		msg := fmt.Sprintf("%s lists no %s: its age is unknown, and with it what the cleanup does to %s", strings.Join(files, ", "), d, im.Reference)
+		note(c.rep, "", msg)
+		c.problems = append(c.problems, errors.New(msg))
+	}
+}
+
+// listed says whether some export lists digest d, as a manifest or as a
+// tag's.
+func listed(states []*cleanup.State, d string) bool {
+	for _, st := range states {
+		for _, m := range st.Manifests {
+			if m.Digest == d {
+				return true
+			}
+		}
+		for _, t := range st.Tags {
+			if t.Digest == d {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // runPolicies runs each repository's policies in order, each over the

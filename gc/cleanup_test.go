@@ -173,3 +173,57 @@ func TestCheckCleanupFault(t *testing.T) {
 	}
 	_ = gcresult.ModeCleanup
 }
+
+// An in-use image its repository's exports do not list (an empty export,
+// one page of several) has no age: the prediction is incomplete, with a
+// note naming the image, never clean (before: exit 0 where the full
+// export gave a finding). An export listing it leaves it complete.
+func TestCheckCleanupUnaged(t *testing.T) {
+	s := seedAPI(t)
+	var single string
+	for _, im := range s.imgs {
+		if im.Name == "single" {
+			single = im.Digest.String()
+		}
+	}
+	for _, tc := range []struct {
+		name       string
+		state      *cleanup.State
+		incomplete bool
+	}{
+		{"an empty export", &cleanup.State{Service: "ecr", File: "empty.json"}, true},
+		{"a page without the image", &cleanup.State{Service: "ecr", File: "page.json", Notes: []string{"the export ends with a nextToken"},
+			Manifests: []cleanup.ManifestState{{Digest: "sha256:" + strings.Repeat("0", 64)}}}, true},
+		{"an export listing it", &cleanup.State{Service: "ecr", File: "full.json", Manifests: []cleanup.ManifestState{{Digest: single, Pushed: time.Now()}}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc, err := scan.New()
+			if err != nil {
+				t.Fatal(err)
+			}
+			targets := []types.Target{{Ref: s.host + "/gc/single:v1"}}
+			opts := CleanupOptions{Policies: []cleanup.Policy{&fakePolicy{[]string{"gc/single"}, tagGone("nope")}}, At: time.Now(), Runs: 1,
+				States: []CleanupState{{State: tc.state}}}
+			rep, err := CheckCleanup(context.Background(), sc, opts, targets)
+			if rep == nil {
+				t.Fatalf("CheckCleanup: no report, %v", err)
+			}
+			var notes []string
+			for _, n := range rep.Notes {
+				notes = append(notes, n.Text)
+			}
+			unaged := tc.state.File + " lists no " + single + ": its age is unknown"
+			if got := err != nil && strings.Contains(err.Error(), unaged); got != tc.incomplete {
+				t.Fatalf("error %v; want incomplete %v (%q)", err, tc.incomplete, unaged)
+			}
+			if tc.incomplete && !strings.Contains(strings.Join(notes, "\n"), unaged) {
+				t.Errorf("notes %q lack %q", notes, unaged)
+			}
+			for _, n := range tc.state.Notes {
+				if !slices.Contains(notes, tc.state.File+": "+n) {
+					t.Errorf("notes %q lack the export's own %q", notes, n)
+				}
+			}
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -105,6 +106,21 @@ func (res *Result) insecure(ctx context.Context, dyn dynamic.Interface) []string
 	return scopes
 }
 
+// check refuses a source or mirror that is a URL, not a host and path:
+// the MCO would write it as a registries.conf location CRI-O refuses, and
+// the nodes would pull through none of the mirror sets.
+func (r Rule) check() error {
+	if strings.Contains(r.Source, "://") {
+		return fmt.Errorf("source %q has a scheme: a mirror set names a host and a path, never a URL", r.Source)
+	}
+	for i, m := range r.Mirrors {
+		if strings.Contains(m, "://") {
+			return fmt.Errorf("mirrors[%d] %q has a scheme: a mirror set names a host and a path, never a URL", i, m)
+		}
+	}
+	return nil
+}
+
 // objectOf reads one object's rules.
 func objectOf(r resource, u *unstructured.Unstructured) (Object, error) {
 	o := Object{Kind: r.kind, Name: u.GetName()}
@@ -123,6 +139,9 @@ func objectOf(r resource, u *unstructured.Unstructured) (Object, error) {
 			return o, fmt.Errorf("spec.%s[%d]: %w", r.field, i, err)
 		}
 		if rule.Mirrors, _, err = unstructured.NestedStringSlice(m, "mirrors"); err != nil {
+			return o, fmt.Errorf("spec.%s[%d]: %w", r.field, i, err)
+		}
+		if err := rule.check(); err != nil {
 			return o, fmt.Errorf("spec.%s[%d]: %w", r.field, i, err)
 		}
 		policy, _, _ := unstructured.NestedString(m, "mirrorSourcePolicy")

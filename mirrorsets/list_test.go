@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -87,6 +88,45 @@ func TestList(t *testing.T) {
 			}
 			if len(tc.served) == 0 && len(asked) > 0 {
 				t.Errorf("asked %q of a cluster that serves none of the kinds", asked)
+			}
+		})
+	}
+}
+
+// TestListURL: an entry whose source or mirror is a URL is a warning
+// naming the object and the entry, and its mirrors are left out; the other
+// objects are read (before: the rendered registries.conf failed to load
+// and scan --cluster wrote no report).
+func TestListURL(t *testing.T) {
+	config := &metav1.APIResourceList{GroupVersion: "config.openshift.io/v1", APIResources: []metav1.APIResource{{Name: "imagedigestmirrorsets"}}}
+	operator := &metav1.APIResourceList{GroupVersion: "operator.openshift.io/v1alpha1", APIResources: []metav1.APIResource{{Name: "imagecontentsourcepolicies"}}}
+	good := object("config.openshift.io/v1", KindIDMS, "good", map[string]any{"imageDigestMirrors": []any{
+		map[string]any{"source": "src.example/ns", "mirrors": []any{"m.example/ns"}},
+	}})
+	for _, tc := range []struct {
+		name string
+		bad  *unstructured.Unstructured
+		want string
+	}{
+		{"an https:// mirror", object("config.openshift.io/v1", KindIDMS, "bad", map[string]any{"imageDigestMirrors": []any{
+			map[string]any{"source": "src.example/app", "mirrors": []any{"https://m.example/app"}},
+		}}), `ImageDigestMirrorSet bad: spec.imageDigestMirrors[0]: mirrors[0] "https://m.example/app" has a scheme`},
+		{"an http:// source", object("operator.openshift.io/v1alpha1", KindICSP, "bad", map[string]any{"repositoryDigestMirrors": []any{
+			map[string]any{"source": "http://src.example/app", "mirrors": []any{"m.example/app"}},
+		}}), `ImageContentSourcePolicy bad: spec.repositoryDigestMirrors[0]: source "http://src.example/app" has a scheme`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var asked []string
+			disc := &fakediscovery.FakeDiscovery{Fake: &k8stesting.Fake{Resources: []*metav1.APIResourceList{config, operator}}}
+			res := List(context.Background(), fakeCluster(&asked, good, tc.bad), disc)
+			if len(res.Warnings) != 1 || !strings.HasPrefix(res.Warnings[0], tc.want) {
+				t.Fatalf("warnings %q; want one starting %q", res.Warnings, tc.want)
+			}
+			if len(res.Sets.Objects) != 1 || res.Sets.Objects[0].Name != "good" {
+				t.Fatalf("objects %+v; want good alone", res.Sets.Objects)
+			}
+			if _, err := Render(res.Sets); err != nil {
+				t.Fatal(err)
 			}
 		})
 	}

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/regcheck/regcheck/internal/inputfile"
 )
 
 // hostsDir is a containerd config_path: one directory per registry host.
@@ -103,9 +105,12 @@ func loadHostsFile(file string, data []byte, o options) (*Config, error) {
 // not empty, else Docker-style certificate files.
 func loadHostDir(dir string, o options) (*hostsFile, error) {
 	file := filepath.Join(dir, "hosts.toml")
-	data, err := os.ReadFile(file)
+	data, err := inputfile.Read(file, inputfile.MaxConfig)
 	if err != nil && !os.IsNotExist(err) {
-		return &hostsFile{path: file, dir: dir, err: fmt.Errorf("containerd cannot read %s: %w", file, err)}, nil
+		// A symlink loop, a named pipe, a file past the cap: a configuration
+		// error of the file, said at load as the parse errors are, not a
+		// registry's fault at each pull.
+		return nil, fmt.Errorf("loading containerd hosts file: %w", err)
 	}
 	if len(data) == 0 {
 		return loadCertFiles(dir)

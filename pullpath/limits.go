@@ -45,11 +45,12 @@ func (c capped) notice(path, host string) (Notice, bool) {
 		host, MaxMirrors+c.dropped, MaxMirrors, c.dropped)}, true
 }
 
-// Notices lists what regcheck does not check of the configuration, one
-// per registry host or [[registry]] past MaxMirrors, in file and host
-// order.
+// Notices lists what regcheck does not check of the configuration: the
+// drop-ins skipped (not a regular file, or larger than
+// inputfile.MaxConfig), then one per registry host or [[registry]] past
+// MaxMirrors, in file and host order.
 func (c *Config) Notices() []Notice {
-	var out []Notice
+	out := slices.Clone(c.skipped)
 	if c.hosts != nil {
 		for _, name := range slices.Sorted(maps.Keys(c.hosts.dirs)) {
 			f := c.hosts.dirs[name]

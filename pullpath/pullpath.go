@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
+	"github.com/regcheck/regcheck/internal/inputfile"
 	"github.com/regcheck/regcheck/internal/redact"
 )
 
@@ -161,6 +162,8 @@ type Config struct {
 	hosts  *hostsDir  // containerd-hosts, and k3s after translation
 	k3s    *k3sConfig // k3s only
 	regs   *regConfig // registries.conf only
+	// skipped are the drop-ins not read (not a regular file, too large).
+	skipped []Notice
 }
 
 // Format names the configuration's format: FormatK3s, FormatContainerd or
@@ -204,7 +207,7 @@ func Load(path string, opts ...Option) (*Config, error) {
 }
 
 func loadFile(path string, o options) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := inputfile.Read(path, inputfile.MaxConfig)
 	if err != nil {
 		return nil, fmt.Errorf("loading registry configuration: %w", err)
 	}

@@ -193,9 +193,26 @@ func uniqueSorted(regs []regRegistry) []regRegistry {
 
 // checkRegistry validates one [[registry]] and returns the line of the
 // table at fault.
+// checkRewrite refuses a location no reference can be rewritten to (a
+// userinfo, a port that is not a number): containers/image loads such a
+// file and then fails every pull the registry matches, in
+// rewriteReference; regcheck says so at its line instead.
+func checkRewrite(what, loc string) error {
+	if loc == "" {
+		return nil
+	}
+	if _, err := reference.ParseNamed(loc + "/library/image"); err != nil {
+		return fmt.Errorf("%s %q: no reference can be rewritten to it (%v): every pull it matches fails", what, loc, err)
+	}
+	return nil
+}
+
 func checkRegistry(reg *regRegistry) (int, error) {
 	var err error
 	if reg.Location, err = parseLocation(reg.Location); err != nil {
+		return reg.line, err
+	}
+	if err := checkRewrite("location", reg.Location); err != nil {
 		return reg.line, err
 	}
 	if reg.Prefix == "" {
@@ -232,6 +249,9 @@ func checkMirror(reg *regRegistry, mir *regEndpoint) error {
 	}
 	if mir.Location == "" {
 		return errors.New("invalid condition: mirror location is unset")
+	}
+	if err := checkRewrite("mirror location", mir.Location); err != nil {
+		return err
 	}
 	if reg.MirrorByDigestOnly && mir.PullFromMirror != "" {
 		return fmt.Errorf("cannot set mirror usage mirror-by-digest-only for the registry (%q) and pull-from-mirror for per-mirror (%q) at the same time", reg.Prefix, mir.Location)

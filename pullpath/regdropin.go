@@ -1,11 +1,14 @@
 package pullpath
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/regcheck/regcheck/internal/inputfile"
 )
 
 // dropInDirName is the drop-in folder beside a registries.conf: CRI-O's
@@ -76,9 +79,13 @@ func loadDropIns(base *Config, path, dir string) (*Config, error) {
 		base = &Config{format: FormatRegistriesConf, path: path, regs: &regConfig{path: path}}
 	}
 	for _, f := range files {
-		data, err := os.ReadFile(f)
+		data, err := inputfile.Read(f, inputfile.MaxConfig)
 		if os.IsNotExist(err) {
 			continue // removed since the listing: containers/image skips it too
+		}
+		if errors.Is(err, inputfile.ErrNotRegular) || errors.Is(err, inputfile.ErrTooLarge) {
+			base.skipped = append(base.skipped, Notice{Path: f, Message: err.Error() + ": the drop-in is skipped"})
+			continue
 		}
 		if err != nil {
 			return nil, fmt.Errorf("loading drop-in registries configuration: %w", err)

@@ -2,17 +2,22 @@ package render
 
 import (
 	"bytes"
+	"cmp"
+	"context"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"helm.sh/helm/v4/pkg/chart/common"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
@@ -21,6 +26,7 @@ import (
 	"helm.sh/helm/v4/pkg/downloader"
 	"helm.sh/helm/v4/pkg/getter"
 	"helm.sh/helm/v4/pkg/registry"
+	repo "helm.sh/helm/v4/pkg/repo/v1"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/regcheck/regcheck/internal/redact"
@@ -42,7 +48,20 @@ type Fetch struct {
 	// Insecure are the registry hosts (host[:port]) reached over plain
 	// HTTP. None by default.
 	Insecure []string
+	// Timeout bounds each request of a fetch (an index, a package, a
+	// registry's manifest or blob), its body read included; 0 is Helm's
+	// own, 120 s. scan and pin give their --timeout.
+	Timeout time.Duration
+	// MaxSize bounds each answer of a fetch (an index.yaml, a package, a
+	// blob); 0 is DefaultMaxFetch. An HTTP repository the repositories
+	// file gives TLS settings of its own (a CA, a client certificate) is
+	// read with Helm's transport, bounded in time only.
+	MaxSize int64
 }
+
+// DefaultMaxFetch is the default Fetch.MaxSize: the largest public
+// index.yaml files are a few tens of MiB.
+const DefaultMaxFetch = 64 << 20
 
 // WithFetch fetches the dependencies of charts that are not in their
 // charts/ folder (see Fetch). The default fetches nothing: such a
@@ -168,13 +187,13 @@ func (f *fetcher) get(d *chart.Dependency, version string) ([]byte, string, erro
 		settings = cli.New()
 	}
 	rc, err := registry.NewClient(registry.ClientOptCredentialsFile(settings.RegistryConfig),
-		registry.ClientOptWriter(io.Discard), registry.ClientOptHTTPClient(&http.Client{Transport: plainHTTP(f.Insecure)}))
+		registry.ClientOptWriter(io.Discard), registry.ClientOptHTTPClient(&http.Client{Transport: cappedBodies(plainHTTP(f.Insecure), f.maxSize()), Timeout: f.Timeout}))
 	if err != nil {
 		return nil, "", fmt.Errorf("helm registry client: %w", err)
 	}
 	var out bytes.Buffer
 	m := &downloader.Manager{
-		Out: &out, ChartPath: work, Getters: getter.All(settings), RegistryClient: rc,
+		Out: &out, ChartPath: work, Getters: f.getters(settings), RegistryClient: rc,
 		RepositoryConfig: settings.RepositoryConfig, RepositoryCache: settings.RepositoryCache,
 		ContentCache: filepath.Join(f.Dir, "content"),
 		// Helm's repositories are updated once a run, an unnamed
@@ -182,7 +201,7 @@ func (f *fetcher) get(d *chart.Dependency, version string) ([]byte, string, erro
 		SkipUpdate: f.all && f.updated[dep.Repository],
 	}
 	if err := m.Update(); err != nil {
-		return nil, "", withUpdateErrors(err, out.String())
+		return nil, "", f.timedOut(withUpdateErrors(err, out.String()))
 	}
 	f.all, f.updated[dep.Repository] = true, true
 	data, name, err := readFetched(work, dep.Name)
@@ -190,6 +209,121 @@ func (f *fetcher) get(d *chart.Dependency, version string) ([]byte, string, erro
 		fetchedOnce.Store(work, packaged{data: data, name: name})
 	}
 	return data, name, err
+}
+
+// getters are Helm's, each HTTP request bounded by Timeout and, unless a
+// repository has TLS settings of its own (which a transport given to
+// Helm's getter would drop), each answer by MaxSize.
+func (f *fetcher) getters(settings *cli.EnvSettings) getter.Providers {
+	var opts []getter.Option
+	if f.Timeout > 0 {
+		opts = append(opts, getter.WithTimeout(f.Timeout))
+	}
+	if !customTLS(settings.RepositoryConfig) {
+		opts = append(opts, getter.WithTransport(cappedTransport(f.maxSize())))
+	}
+	return getter.All(settings, opts...)
+}
+
+func (f *fetcher) maxSize() int64 { return cmp.Or(f.MaxSize, DefaultMaxFetch) }
+
+// customTLS says whether a repository of Helm's repositories file has TLS
+// settings of its own.
+func customTLS(repositoryConfig string) bool {
+	rf, err := repo.LoadFile(repositoryConfig)
+	if err != nil {
+		return false // no file: no repository of its own settings
+	}
+	for _, e := range rf.Repositories {
+		if e.CertFile != "" || e.KeyFile != "" || e.CAFile != "" || e.InsecureSkipTLSVerify {
+			return true
+		}
+	}
+	return false
+}
+
+// cappedTransport is the transport Helm's HTTP getter makes for a
+// repository without TLS settings of its own, each connection (one a
+// request) failing once limit bytes are read from it: an endless
+// index.yaml ends there, not in memory.
+func cappedTransport(limit int64) *http.Transport {
+	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	return &http.Transport{
+		DisableCompression: true,
+		DisableKeepAlives:  true,
+		Proxy:              http.ProxyFromEnvironment,
+		TLSClientConfig:    &tls.Config{},
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := d.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return &cappedConn{Conn: c, left: limit, err: tooLarge(limit)}, nil
+		},
+	}
+}
+
+// tooLarge is what a read past limit bytes of an answer returns.
+func tooLarge(limit int64) error {
+	return fmt.Errorf("the answer is larger than %d MiB, more than regcheck reads of a chart repository", limit>>20)
+}
+
+// cappedConn fails its reads once left bytes are read.
+type cappedConn struct {
+	net.Conn
+	left int64
+	err  error
+}
+
+func (c *cappedConn) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		return 0, c.err
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.Conn.Read(p)
+	c.left -= int64(n)
+	return n, err
+}
+
+// cappedBodies wraps rt so that reading a body past limit bytes fails.
+func cappedBodies(rt http.RoundTripper, limit int64) http.RoundTripper {
+	return roundTripper(func(req *http.Request) (*http.Response, error) {
+		resp, err := rt.RoundTrip(req)
+		if err == nil {
+			resp.Body = &cappedBody{ReadCloser: resp.Body, left: limit, err: tooLarge(limit)}
+		}
+		return resp, err
+	})
+}
+
+// cappedBody fails its reads once left bytes are read.
+type cappedBody struct {
+	io.ReadCloser
+	left int64
+	err  error
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, b.err
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+// timedOut says, of a fetch that ran into Timeout, which bound it was:
+// Helm's words for it are the HTTP client's.
+func (f *fetcher) timedOut(err error) error {
+	if f.Timeout > 0 && strings.Contains(err.Error(), "Client.Timeout exceeded") {
+		return fmt.Errorf("%w: no answer within %s (--timeout)", err, f.Timeout)
+	}
+	return err
 }
 
 // packaged is a chart package fetched, and its file name.

@@ -4,8 +4,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
@@ -252,5 +254,84 @@ func TestFindHelmPerTemplateFallback(t *testing.T) {
 				t.Errorf("notices %q: want one, at b.yaml, naming worker.tag and no marker", notes)
 			}
 		})
+	}
+}
+
+// TestFetchTimeout: a chart repository that never answers holds a fetch no
+// longer than Fetch.Timeout: the chart gets a notice naming the dependency
+// and the bound, and the rest of the tree is read (before: Helm's own
+// 120 s per dependency, past --timeout).
+func TestFetchTimeout(t *testing.T) {
+	t.Parallel()
+	hold := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-hold:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(hold)
+	helm := t.TempDir()
+	settings := cli.New()
+	settings.RepositoryConfig = filepath.Join(helm, "repositories.yaml")
+	settings.RepositoryCache = filepath.Join(helm, "cache")
+	settings.RegistryConfig = filepath.Join(helm, "registry.json")
+	dir := writeTree(t, map[string]string{
+		"app/Chart.yaml": "apiVersion: v2\nname: app\nversion: 0.1.0\ndependencies:\n- name: sub\n  version: ~0.2.0\n  repository: " + srv.URL + "\n",
+		"pod.yaml":       "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n    - name: c\n      image: reg.example.com/p:1\n",
+	})
+	tr := Find(dir, WithFetch(Fetch{Dir: t.TempDir(), Helm: settings, Timeout: 200 * time.Millisecond}))
+	var errs []string
+	for _, e := range tr.Errs {
+		errs = append(errs, e.Error())
+	}
+	want := "dependency sub (" + srv.URL + ") not rendered: "
+	if len(errs) != 1 || !strings.Contains(errs[0], want) || !strings.Contains(errs[0], "no answer within 200ms (--timeout)") {
+		t.Fatalf("errors %q; want one notice %q naming the bound", errs, want)
+	}
+	if !slices.Contains(tr.Plain, filepath.Join(dir, "pod.yaml")) {
+		t.Errorf("plain files %q: the rest of the tree is not read", tr.Plain)
+	}
+}
+
+// TestFetchMaxSize: a chart repository serving an endless index.yaml is
+// read to Fetch.MaxSize and no further: the chart gets a notice naming the
+// bound, and the rest of the tree is read (before: Helm's getter read it
+// into memory until the process ran out).
+func TestFetchMaxSize(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		line := []byte("  x-" + strings.Repeat("a", 100) + ": []\n")
+		if _, err := w.Write([]byte("apiVersion: v1\nentries:\n")); err != nil {
+			return
+		}
+		for r.Context().Err() == nil {
+			if _, err := w.Write(line); err != nil {
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	helm := t.TempDir()
+	settings := cli.New()
+	settings.RepositoryConfig = filepath.Join(helm, "repositories.yaml")
+	settings.RepositoryCache = filepath.Join(helm, "cache")
+	settings.RegistryConfig = filepath.Join(helm, "registry.json")
+	dir := writeTree(t, map[string]string{
+		"app/Chart.yaml": "apiVersion: v2\nname: app\nversion: 0.1.0\ndependencies:\n- name: sub\n  version: ~0.2.0\n  repository: " + srv.URL + "\n",
+		"pod.yaml":       "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n    - name: c\n      image: reg.example.com/p:1\n",
+	})
+	tr := Find(dir, WithFetch(Fetch{Dir: t.TempDir(), Helm: settings, MaxSize: 1 << 20}))
+	var errs []string
+	for _, e := range tr.Errs {
+		errs = append(errs, e.Error())
+	}
+	want := "dependency sub (" + srv.URL + ") not rendered: "
+	if len(errs) != 1 || !strings.Contains(errs[0], want) || !strings.Contains(errs[0], "larger than 1 MiB") {
+		t.Fatalf("errors %q; want one notice %q naming the bound", errs, want)
+	}
+	if !slices.Contains(tr.Plain, filepath.Join(dir, "pod.yaml")) {
+		t.Errorf("plain files %q: the rest of the tree is not read", tr.Plain)
 	}
 }

@@ -171,7 +171,7 @@ func (h *chartDir) run(c *chart.Chart, user map[string]any) (rendered, []byte, e
 	if err != nil {
 		return nil, nil, err
 	}
-	files, err := engine.Engine{}.RenderWithContext(context.Background(), c, vals)
+	files, err := engine.Engine{CustomTemplateFuncs: boundedFuncs()}.RenderWithContext(context.Background(), c, vals)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -5,7 +5,8 @@ import (
 	"crypto/x509"
 	"fmt"
 	"net/http"
-	"os"
+
+	"github.com/regcheck/regcheck/internal/inputfile"
 )
 
 // LoadRoots returns the system roots plus the CA certificates in the PEM
@@ -27,7 +28,7 @@ func LoadRoots(caFiles ...string) (*x509.CertPool, error) {
 // appendPEM adds the certificates of each PEM file to pool.
 func appendPEM(pool *x509.CertPool, files ...string) error {
 	for _, p := range files {
-		pem, err := os.ReadFile(p)
+		pem, err := inputfile.Read(p, inputfile.MaxConfig)
 		if err != nil {
 			return fmt.Errorf("reading CA file: %w", err)
 		}

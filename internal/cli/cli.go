@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/regcheck/regcheck/internal/printable"
+	"github.com/regcheck/regcheck/internal/redact"
 	"github.com/regcheck/regcheck/internal/version"
 )
 
@@ -94,7 +95,9 @@ func RunAs(ctx context.Context, s Streams, program string, args []string) int {
 	}
 	// The message may carry a registry's words or a file's name: no
 	// control character of theirs reaches the terminal.
-	msg := printable.Text(err.Error())
+	// Nor a password: every message goes through the one redaction rule
+	// (a flag's value, a path, a URL quoted by a library).
+	msg := printable.Text(redact.String(err.Error()))
 	if !strings.HasPrefix(msg, "regcheck") {
 		msg = "regcheck: " + msg
 	}

@@ -114,6 +114,9 @@ could not be read).`,
 }
 
 func runGCCheck(cmd *cobra.Command, s Streams, g *globals, f *gcCheckFlags) error {
+	if err := checkRegistryHost(f.host); err != nil {
+		return usageError(err)
+	}
 	if err := f.cleanup.conflicts(cmd); err != nil {
 		return usageError(err)
 	}

@@ -13,6 +13,8 @@ import (
 	"github.com/regcheck/regcheck/admission"
 	"github.com/regcheck/regcheck/cleanup"
 	"github.com/regcheck/regcheck/gc"
+	"github.com/regcheck/regcheck/internal/inputfile"
+	"github.com/regcheck/regcheck/internal/redact"
 	"github.com/regcheck/regcheck/results/gcresult"
 	"github.com/regcheck/regcheck/scan"
 	"github.com/regcheck/regcheck/types"
@@ -98,7 +100,7 @@ func parseAt(s string, now time.Time) (time.Time, error) {
 func (c *cleanupFlags) readPolicies() ([]cleanup.Policy, error) {
 	var out []cleanup.Policy
 	for _, f := range c.files {
-		data, err := os.ReadFile(f)
+		data, err := inputfile.Read(f, inputfile.MaxConfig)
 		if err != nil {
 			return nil, fmt.Errorf("--cleanup: %w", err)
 		}
@@ -122,7 +124,7 @@ func (c *cleanupFlags) readStates() ([]gc.CleanupState, error) {
 				repo, file = r, f
 			}
 		}
-		data, err := os.ReadFile(file)
+		data, err := inputfile.Read(file, inputfile.MaxExport)
 		if err != nil {
 			return nil, fmt.Errorf("--registry-state: %w", err)
 		}
@@ -130,6 +132,7 @@ func (c *cleanupFlags) readStates() ([]gc.CleanupState, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--registry-state: %w", err)
 		}
+		st.File = redact.String(st.File) // the reports and notes name it
 		out = append(out, gc.CleanupState{Repository: repo, State: st})
 	}
 	return out, nil

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -34,6 +35,15 @@ func TestGCCheckCleanupUsage(t *testing.T) {
 		return p
 	}
 	pod := write("pod.yaml", "kind: Pod\n")
+	fifo := filepath.Join(dir, "cleanup.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ecr := write("ecr.json", `{"rules":[{"rulePriority":1,"selection":{"tagStatus":"any","countType":"imageCountMoreThan","countNumber":1},"action":{"type":"expire"}}]}`)
+	big := write("versions.json", "")
+	if err := os.Truncate(big, 64<<20+1); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -46,6 +56,11 @@ func TestGCCheckCleanupUsage(t *testing.T) {
 		{"zero runs", []string{"--cleanup", pod, "--runs", "0"}, "at least 1"},
 		{"not a cleanup", []string{"--cleanup", pod, "reg.example/app:v1"}, "not a cleanup regcheck knows"},
 		{"missing file", []string{"--cleanup", filepath.Join(dir, "nope.yml"), "reg.example/app:v1"}, "no such file"},
+		// Before: a named pipe blocked forever, SIGTERM ignored; an export
+		// of 10^6 versions ran out of memory.
+		{"cleanup a named pipe", []string{"--cleanup", fifo, "reg.example/app:v1"}, "--cleanup: " + fifo + ": a named pipe, not a regular file"},
+		{"cleanup /dev/zero", []string{"--cleanup", "/dev/zero", "reg.example/app:v1"}, "--cleanup: /dev/zero: a character device, not a regular file"},
+		{"state larger than the cap", []string{"--cleanup", ecr, "--registry-state", big, "reg.example/app:v1"}, "--registry-state: " + big + ": larger than 64 MiB"},
 		{"bad time", []string{"--cleanup", pod, "--at", "tomorrow", "reg.example/app:v1"}, "--at \"tomorrow\""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

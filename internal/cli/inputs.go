@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -47,7 +48,7 @@ func (in inputs) renderOptions() []render.Option {
 // in the user cache folder, with Helm's own settings (its environment
 // variables and files), the hosts of --insecure-registry over plain
 // HTTP; nil with --offline or when there is no user cache folder.
-func chartFetch(g *globals, offline bool, insecure []string) *render.Fetch {
+func chartFetch(g *globals, offline bool, insecure []string, timeout time.Duration) *render.Fetch {
 	if offline {
 		return nil
 	}
@@ -56,7 +57,7 @@ func chartFetch(g *globals, offline bool, insecure []string) *render.Fetch {
 		g.logger.Debug("no chart cache: chart dependencies are not fetched", "err", err)
 		return nil
 	}
-	return &render.Fetch{Dir: filepath.Join(dir, "regcheck", "charts"), Insecure: insecure}
+	return &render.Fetch{Dir: filepath.Join(dir, "regcheck", "charts"), Insecure: insecure, Timeout: timeout}
 }
 
 // addOffline adds --offline to a command that renders charts.
@@ -207,7 +208,10 @@ func inputError(source string, err error) types.InputError {
 	if ie.Source == "-" {
 		ie.Source = "stdin"
 	}
-	ie.Message = types.Capped(ie.Message)
+	// Every message built from an input goes through the one redaction
+	// rule here, whoever built it (a remote base's or a repoURL's
+	// userinfo, quoted by render).
+	ie.Source, ie.Message = redact.String(ie.Source), types.Capped(redact.String(ie.Message))
 	return ie
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/regcheck/regcheck/inventory"
 	"github.com/regcheck/regcheck/mirrorsets"
 	"github.com/regcheck/regcheck/pullpath"
+	"github.com/regcheck/regcheck/types"
 )
 
 // kubeFlags are kubectl's flags for reaching a cluster.
@@ -137,12 +138,24 @@ func (k *kubeFlags) connect() (*kubeTarget, error) {
 // (said once in the log) or holds no mirror. A warning (a list that
 // failed) is said each time.
 func (t *kubeTarget) mirrorSets(ctx context.Context, logger *slog.Logger) (*pullpath.Config, error) {
+	cfg, _, err := t.readMirrorSets(ctx, logger)
+	return cfg, err
+}
+
+// readMirrorSets is mirrorSets with what could not be used as input
+// errors for the report: an object left out (its entry names a URL), or
+// the rendering CRI-O would refuse, which leaves every mirror set out and
+// the images walked from their registries.
+func (t *kubeTarget) readMirrorSets(ctx context.Context, logger *slog.Logger) (*pullpath.Config, []types.InputError, error) {
 	if t.dynamic == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	res := mirrorsets.List(ctx, t.dynamic, t.client.Discovery())
+	var problems []types.InputError
+	source := "mirror sets of cluster " + t.name
 	for _, w := range res.Warnings {
 		logger.Warn(w, "cluster", t.name)
+		problems = append(problems, types.InputError{Source: source, Message: w})
 	}
 	if !t.sayOnce(fmt.Sprint(res.NotServed, len(res.Sets.Objects))) {
 		logger = slog.New(slog.DiscardHandler)
@@ -151,20 +164,22 @@ func (t *kubeTarget) mirrorSets(ctx context.Context, logger *slog.Logger) (*pull
 		logger.Info("mirror set kinds not served: no mirrors from them", "cluster", t.name, "resources", res.NotServed)
 	}
 	if res.Sets.Empty() {
-		return nil, nil
+		return nil, problems, nil
 	}
 	data, err := mirrorsets.Render(res.Sets)
 	if err != nil {
-		return nil, fmt.Errorf("rendering the mirror sets of cluster %s: %w", t.name, err)
+		return nil, nil, fmt.Errorf("rendering the mirror sets of cluster %s: %w", t.name, err)
 	}
 	name := "registries.conf rendered from the mirror sets of cluster " + t.name
 	cfg, err := pullpath.ParseRegistriesConf(name, data)
 	if err != nil {
-		return nil, fmt.Errorf("reading the mirror sets of cluster %s: %w", t.name, err)
+		msg := fmt.Sprintf("%v: CRI-O would refuse the registries.conf the mirror sets render to; the images are walked from their registries", err)
+		logger.Warn(msg, "cluster", t.name)
+		return nil, append(problems, types.InputError{Source: source, Message: msg}), nil
 	}
 	logger.Info("walking as CRI-O through the cluster's mirror sets", "cluster", t.name, "objects", len(res.Sets.Objects))
 	logger.Debug("registries.conf rendered from the mirror sets", "cluster", t.name, "registries.conf", string(data))
-	return cfg, nil
+	return cfg, problems, nil
 }
 
 // sayOnce reports whether what differs from what was said last, and

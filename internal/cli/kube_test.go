@@ -10,6 +10,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	fakediscovery "k8s.io/client-go/discovery/fake"
@@ -62,5 +63,34 @@ func TestInventoryWorkloadKinds(t *testing.T) {
 	}
 	if len(notServed) != 1 || !strings.Contains(notServed[0], "level=INFO") || !strings.Contains(notServed[0], "tasks.tekton.dev") {
 		t.Errorf("not-served lines %q, want one at info naming tasks.tekton.dev", notServed)
+	}
+}
+
+// A mirror set entry that names a URL is an input error naming the object,
+// for the report; the other mirror sets are used (before: the rendered
+// registries.conf did not load, and scan --cluster wrote no report).
+func TestReadMirrorSetsURL(t *testing.T) {
+	t.Parallel()
+	client := fake.NewClientset()
+	client.Discovery().(*fakediscovery.FakeDiscovery).Resources = []*metav1.APIResourceList{
+		{GroupVersion: "config.openshift.io/v1", APIResources: []metav1.APIResource{{Name: "imagedigestmirrorsets", Kind: "ImageDigestMirrorSet"}}},
+	}
+	idms := schema.GroupVersionResource{Group: "config.openshift.io", Version: "v1", Resource: "imagedigestmirrorsets"}
+	obj := func(name, mirror string) runtime.Object {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "config.openshift.io/v1", "kind": "ImageDigestMirrorSet", "metadata": map[string]any{"name": name},
+			"spec": map[string]any{"imageDigestMirrors": []any{map[string]any{"source": "src.example/" + name, "mirrors": []any{mirror}}}},
+		}}
+	}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{idms: "ImageDigestMirrorSetList"},
+		obj("good", "m.example/good"), obj("bad", "https://m.example/bad"))
+	kt := &kubeTarget{client: client, dynamic: dyn, name: "test"}
+	cfg, problems, err := kt.readMirrorSets(context.Background(), slog.New(slog.DiscardHandler))
+	if err != nil || cfg == nil {
+		t.Fatalf("readMirrorSets: %v, %v; want the good mirror set's configuration", cfg, err)
+	}
+	want := `ImageDigestMirrorSet bad: spec.imageDigestMirrors[0]: mirrors[0] "https://m.example/bad" has a scheme`
+	if len(problems) != 1 || problems[0].Notice || !strings.HasPrefix(problems[0].Message, want) || problems[0].Source != "mirror sets of cluster test" {
+		t.Fatalf("problems %+v; want one input error starting %q", problems, want)
 	}
 }

@@ -196,7 +196,7 @@ func (f *pinFlags) config(cmd *cobra.Command, g *globals) (pin.Config, error) {
 		Check: f.check, Write: f.write, Update: f.update, AllowBroken: f.allowBroken,
 		PullPolicy: f.pullPolicy, Exclude: f.exclude, FollowSymlinks: f.followSymlinks,
 		HelmValues: helmValues(f.helmValues),
-		Fetch:      chartFetch(g, f.offline, f.registry.insecure),
+		Fetch:      chartFetch(g, f.offline, f.registry.insecure, f.registry.timeout),
 	}
 	if !slices.Contains(report.PinCheckFormats, f.output) {
 		return c, fmt.Errorf("-o %q: want %s", f.output, strings.Join(report.PinCheckFormats, ", "))

@@ -119,7 +119,7 @@ func runScan(cmd *cobra.Command, s Streams, g *globals, f *scanFlags) error {
 	if err := f.check(); err != nil {
 		return usageError(err)
 	}
-	f.fetch = chartFetch(g, f.offline, f.registry.insecure)
+	f.fetch = chartFetch(g, f.offline, f.registry.insecure, f.registry.timeout)
 	run, err := newScanRun(cmd.Context(), s, g, f)
 	if err != nil {
 		return usageError(err)
@@ -165,6 +165,8 @@ type scanRun struct {
 	opts      []scan.Option
 	scanner   *scan.Scanner
 	prog      *progress
+	// mirrorProblems are the cluster's mirror sets not used.
+	mirrorProblems []types.InputError
 }
 
 // newScanRun parses the flags into a run: the threshold, the renderer
@@ -219,6 +221,7 @@ func (r *scanRun) cluster(ctx context.Context) error {
 	if err != nil {
 		return &exitError{code: ExitIncomplete, err: err}
 	}
+	res.InputErrors = append(res.InputErrors, r.mirrorProblems...)
 	return r.finish(res)
 }
 
@@ -247,7 +250,8 @@ func (r *scanRun) clusterPullPath(ctx context.Context, kt *kubeTarget) error {
 		r.g.logger.Debug("mirror sets not read: --registries-config is the nodes' configuration")
 		return nil
 	}
-	cfg, err := kt.mirrorSets(ctx, r.g.logger)
+	cfg, problems, err := kt.readMirrorSets(ctx, r.g.logger)
+	r.mirrorProblems = problems
 	if err != nil || cfg == nil {
 		return err
 	}

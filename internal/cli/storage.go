@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/regcheck/regcheck/gc"
+	"github.com/regcheck/regcheck/internal/redact"
 	"github.com/regcheck/regcheck/scan"
 	"github.com/regcheck/regcheck/storage"
 	"github.com/regcheck/regcheck/types"
@@ -69,6 +70,15 @@ func (f *storageFlags) scanner(targets []types.Target, opts []scan.Option) (*sca
 // two registries by path alone would confuse ghcr.io/org/app with this
 // org/app, so several hosts without --registry are a usage error. what
 // names the targets in that message.
+// checkRegistryHost refuses a --registry that is not a host[:port] (a
+// URL, userinfo, a path), naming it redacted.
+func checkRegistryHost(host string) error {
+	if host != "" && strings.ContainsAny(host, "/@ ") {
+		return fmt.Errorf("--registry %q: a registry host[:port], not a URL nor a repository", redact.String(host))
+	}
+	return nil
+}
+
 func storageHost(host string, targets []types.Target, what string) (string, error) {
 	if host != "" {
 		return host, nil

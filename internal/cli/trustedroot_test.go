@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/regcheck/regcheck/admission"
@@ -22,19 +23,27 @@ func TestTrustedRootFlag(t *testing.T) {
 		t.Fatal(err)
 	}
 	missing := filepath.Join(dir, "missing.json")
+	fifo := filepath.Join(dir, "root.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		args []string
+		// has is more the message says, beside the flag.
+		has string
 	}{
-		{"scan, not a trusted root", []string{"scan", "--trusted-root", notRoot, "127.0.0.1:1/x:v1"}},
-		{"scan, missing", []string{"scan", "--trusted-root", missing, "127.0.0.1:1/x:v1"}},
-		{"pin, not a trusted root", []string{"pin", "--check", "--trusted-root", notRoot, dir}},
-		{"watch, missing", []string{"watch", "--trusted-root", missing, "--kubeconfig", missing}},
+		// Before: a named pipe blocked forever, SIGTERM ignored.
+		{"scan, a named pipe", []string{"scan", "--trusted-root", fifo, "127.0.0.1:1/x:v1"}, fifo + ": a named pipe, not a regular file"},
+		{"scan, not a trusted root", []string{"scan", "--trusted-root", notRoot, "127.0.0.1:1/x:v1"}, ""},
+		{"scan, missing", []string{"scan", "--trusted-root", missing, "127.0.0.1:1/x:v1"}, ""},
+		{"pin, not a trusted root", []string{"pin", "--check", "--trusted-root", notRoot, dir}, ""},
+		{"watch, missing", []string{"watch", "--trusted-root", missing, "--kubeconfig", missing}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
 			code := Run(context.Background(), Streams{In: strings.NewReader(""), Out: &out, Err: &errb}, tc.args)
-			if code != ExitUsage || !strings.Contains(errb.String(), "--trusted-root") {
+			if code != ExitUsage || !strings.Contains(errb.String(), "--trusted-root") || !strings.Contains(errb.String(), tc.has) {
 				t.Fatalf("exit %d, want %d naming --trusted-root:\n%s%s", code, ExitUsage, out.String(), errb.String())
 			}
 		})
