@@ -545,13 +545,18 @@ func (w *walker) valuesImage(base Image, img ref, p, field string, params map[st
 		} else if v, ok := w.get(img, k); ok && isValue(v.node) {
 			parts[k] = v
 		}
+		// An empty registry, tag or digest is absent, as a chart's
+		// template treats it ({{ with .Values.image.digest }}@{{ . }}).
+		if v, ok := parts[k]; ok && v.node.Value == "" {
+			delete(parts, k)
+		}
 	}
 	repo, ok := parts["repository"]
 	if !ok {
 		return false
 	}
 	r := repo.node.Value
-	if reg, ok := parts["registry"]; ok && reg.node.Value != "" {
+	if reg, ok := parts["registry"]; ok {
 		r = strings.TrimSuffix(reg.node.Value, "/") + "/" + r
 	}
 	at, part := parts["tag"], PartTag
