@@ -33,10 +33,11 @@ type kust struct {
 	raw       []byte
 	k         types.Kustomization // as written
 	component bool
-	entries   []entry  // images:, then imageTags:, as kustomize orders them
-	includes  []string // the kustomization folders it includes (absolute)
-	comps     []string // those of them it includes as components
-	outside   []string // the files it names outside its folder (absolute)
+	entries   []entry           // images:, then imageTags:, as kustomize orders them
+	includes  []string          // the kustomization folders it includes (absolute)
+	incRefs   map[string]string // each of includes as written
+	comps     []string          // those of them it includes as components
+	outside   []string          // the files it names outside its folder (absolute)
 	dropped   map[string]bool
 	problems  []*Error // its own: the references left out
 	err       *Error   // it could not be read
@@ -63,6 +64,7 @@ type kgraph struct {
 func (t *Tree) kustomize(root string, found []string, o *options) {
 	g := &kgraph{o: o, root: root, nodes: map[string]*kust{}}
 	g.walk(found)
+	g.settle()
 	included := map[string]bool{}
 	for _, d := range g.order {
 		for _, inc := range g.nodes[d].includes {
@@ -107,6 +109,7 @@ func (t *Tree) kustomize(root string, found []string, o *options) {
 		t.kfiles = append(t.kfiles, display(root, p))
 	}
 	slices.Sort(t.kfiles)
+	t.missedPatches(g, roots, files)
 	var mk markers
 	var items []markItem
 	plain, marked := g.filesystems(files, reach, &mk, &items)
@@ -128,6 +131,28 @@ func (g *kgraph) walk(found []string) {
 		g.nodes[d] = n
 		g.order = append(g.order, d)
 		queue = append(queue, n.includes...)
+	}
+}
+
+// settle leaves out of each kustomization the kustomizations it includes
+// that have nothing left to render (a base that held only a remote base,
+// not fetched), so that kustomize never reads a reference left out.
+func (g *kgraph) settle() {
+	for changed := true; changed; {
+		changed = false
+		for _, d := range g.order {
+			n := g.nodes[d]
+			for _, inc := range n.includes {
+				if b := g.nodes[inc]; b != nil && b.emptied && !n.dropped[n.incRefs[inc]] {
+					n.dropped[n.incRefs[inc]], changed = true, true
+				}
+			}
+			if n.err == nil && !n.emptied {
+				if _, err := n.prepare(g.o, nil); errors.Is(err, errEmptied) {
+					n.emptied, changed = true, true
+				}
+			}
+		}
 	}
 }
 
@@ -246,6 +271,10 @@ func (g *kgraph) ref(n *kust, s string, dirOK, component bool) {
 	switch {
 	case err == nil && fi.IsDir() && dirOK && kustomizationFile(p) != "":
 		n.includes = append(n.includes, p)
+		if n.incRefs == nil {
+			n.incRefs = map[string]string{}
+		}
+		n.incRefs[p] = s
 		if component {
 			n.comps = append(n.comps, p)
 		}
@@ -396,11 +425,12 @@ func (g *kgraph) filesystems(files map[string][]byte, dirs []string, mk *markers
 	for _, p := range slices.Sorted(maps.Keys(files)) {
 		data := files[p]
 		if n := kfiles[p]; n != nil && n.err == nil {
+			// What prepare refuses is never written as it is: it may
+			// name what kustomize would fetch.
 			b, err := n.prepare(g.o, nil)
 			if err != nil {
-				b = data
+				continue
 			}
-			n.emptied = errors.Is(err, errEmptied)
 			_ = plain.WriteFile(p, b)
 			mark := func(i int, img *types.Image) {
 				if i >= len(n.entries) {
@@ -409,11 +439,11 @@ func (g *kgraph) filesystems(files map[string][]byte, dirs []string, mk *markers
 				*items = append(*items, markItem{file: p, line: n.entries[i].line, col: n.entries[i].col, node: n, entry: i})
 				img.NewTag, img.Digest, img.TagSuffix = mk.next(len(*items)-1), "", ""
 			}
-			if b, err := n.prepare(g.o, mark); err == nil {
-				_ = marked.WriteFile(p, b)
-			} else {
-				_ = marked.WriteFile(p, data)
+			mb, err := n.prepare(g.o, mark)
+			if err != nil {
+				mb = b
 			}
+			_ = marked.WriteFile(p, mb)
 			continue
 		}
 		_ = plain.WriteFile(p, data)
@@ -544,7 +574,7 @@ func (n *kust) prepare(o *options, mark func(i int, img *types.Image)) ([]byte, 
 	k.Resources, k.Components = keep(k.Resources), keep(k.Components)
 	k.Generators, k.Transformers, k.Validators = keep(k.Generators), keep(k.Transformers), keep(k.Validators)
 	k.Crds, k.Configurations = keep(k.Crds), keep(k.Configurations)
-	k.Patches = slices.DeleteFunc(k.Patches, func(p types.Patch) bool { return n.dropped[p.Path] })
+	k.Patches = slices.DeleteFunc(k.Patches, func(p types.Patch) bool { return n.dropped[cmp.Or(p.Path, p.Patch)] })
 	k.Replacements = slices.DeleteFunc(k.Replacements, func(r types.ReplacementField) bool { return n.dropped[r.Path] })
 	if n.dropped[k.OpenAPI["path"]] {
 		delete(k.OpenAPI, "path")
