@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -20,7 +19,6 @@ import (
 	"helm.sh/helm/v4/pkg/cli"
 	"helm.sh/helm/v4/pkg/downloader"
 	"helm.sh/helm/v4/pkg/getter"
-	"helm.sh/helm/v4/pkg/registry"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/regcheck/regcheck/internal/redact"
@@ -167,10 +165,9 @@ func (f *fetcher) get(d *chart.Dependency, version string) ([]byte, string, erro
 	if settings == nil {
 		settings = cli.New()
 	}
-	rc, err := registry.NewClient(registry.ClientOptCredentialsFile(settings.RegistryConfig),
-		registry.ClientOptWriter(io.Discard), registry.ClientOptHTTPClient(&http.Client{Transport: plainHTTP(f.Insecure)}))
+	rc, err := f.registryClient()
 	if err != nil {
-		return nil, "", fmt.Errorf("helm registry client: %w", err)
+		return nil, "", err
 	}
 	var out bytes.Buffer
 	m := &downloader.Manager{
