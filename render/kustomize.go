@@ -39,10 +39,11 @@ type kust struct {
 	comps     []string          // those of them it includes as components
 	outside   []string          // the files it names outside its folder (absolute)
 	dropped   map[string]bool
-	problems  []*Error // its own: the references left out
-	err       *Error   // it could not be read
-	emptied   bool     // nothing is left once the references left out are
-	remote    bool     // a remote base was left out
+	problems  []*Error   // its own: the references left out
+	err       *Error     // it could not be read
+	emptied   bool       // nothing is left once the references left out are
+	remote    bool       // a remote base was left out
+	flux      *fluxBuild // what a Flux Kustomization adds to it, or nil
 }
 
 // entry is an images: entry and where its name: value is written.
@@ -57,12 +58,13 @@ type kgraph struct {
 	root  string // the tree's root, as given
 	nodes map[string]*kust
 	order []string // folders in the order read
+	flux  map[string]*fluxBuild
 }
 
 // kustomize renders the kustomization roots among found (absolute
 // folders) and adds them to t.
 func (t *Tree) kustomize(root string, found []string, o *options) {
-	g := &kgraph{o: o, root: root, nodes: map[string]*kust{}}
+	g := &kgraph{o: o, root: root, nodes: map[string]*kust{}, flux: fluxBuilds(o, root)}
 	g.walk(found)
 	g.settle()
 	included := map[string]bool{}
@@ -200,6 +202,11 @@ func (g *kgraph) read(dir string) *kust {
 	n.component = n.k.Kind == types.ComponentKind
 	n.entries = entries(raw, &n.k)
 	k := &n.k
+	if fb := g.flux[dir]; fb != nil {
+		n.flux = fb
+		k.Components = append(k.Components, fb.components...)
+		k.Patches = append(k.Patches, fb.patches...)
+	}
 	for _, s := range append(slices.Clone(k.Resources), k.Bases...) {
 		g.ref(n, s, true, false)
 	}
@@ -279,6 +286,11 @@ func (g *kgraph) ref(n *kust, s string, dirOK, component bool) {
 			n.comps = append(n.comps, p)
 		}
 		return
+	case (err == nil && fi.Mode().IsRegular() || overridden) && len(g.flux) > 0 && !g.inTree(p):
+		n.dropped[s] = true
+		n.problems = append(n.problems, &Error{File: display(g.root, n.file), Line: lineOf(n.raw, s),
+			Msg: fmt.Sprintf("%s is outside the tree read: left out of the render", s)})
+		return
 	case err == nil && fi.Mode().IsRegular(), overridden:
 		if rel, err := filepath.Rel(n.dir, p); err != nil || strings.HasPrefix(rel, "..") {
 			n.outside = append(n.outside, p)
@@ -297,6 +309,21 @@ func (g *kgraph) ref(n *kust, s string, dirOK, component bool) {
 		e.Msg = fmt.Sprintf("%s: no such file or folder; left out of the render", s)
 	}
 	n.problems = append(n.problems, e)
+}
+
+// inTree reports whether p is in the tree read (its root's folder): in a
+// tree Flux builds (one with a Flux Kustomization of it), loading is
+// confined to the repository, as kustomize-controller confines it.
+func (g *kgraph) inTree(p string) bool {
+	root, err := filepath.Abs(g.root)
+	if err != nil {
+		return false
+	}
+	if fi, err := os.Stat(root); err == nil && !fi.IsDir() {
+		root = filepath.Dir(root)
+	}
+	rel, err := filepath.Rel(root, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 // remote reports whether a kustomization reference names something
@@ -554,6 +581,10 @@ func (n *kust) prepare(o *options, mark func(i int, img *types.Image)) ([]byte, 
 	if err := k.Unmarshal(n.raw); err != nil {
 		return nil, err
 	}
+	if n.flux != nil {
+		k.Components = append(k.Components, n.flux.components...)
+		k.Patches = append(k.Patches, n.flux.patches...)
+	}
 	psm := k.PatchesStrategicMerge
 	k.PatchesStrategicMerge = nil
 	k.FixKustomization()
@@ -676,11 +707,14 @@ func (t *Tree) renderRoot(g *kgraph, dir string, plain, marked filesys.FileSyste
 	}
 	kfile := display(g.root, n.file)
 	defer t.recoverInput(kfile)
-	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	k := krusty.MakeKustomizer(g.buildOptions(dir))
 	res, err := k.Run(plain, dir)
 	var out []byte
 	if err == nil {
 		out, err = res.AsYaml()
+	}
+	if err == nil && n.flux != nil {
+		out = substitute(out, n.flux.vars)
 	}
 	if err != nil {
 		t.Errs = append(t.Errs, &Error{File: kfile, Msg: "kustomize: " + err.Error()})
@@ -696,6 +730,9 @@ func (t *Tree) renderRoot(g *kgraph, dir string, plain, marked filesys.FileSyste
 	var msites []yamlfile.Site
 	if mres, err := k.Run(marked, dir); err == nil {
 		if mout, err := mres.AsYaml(); err == nil {
+			if n.flux != nil {
+				mout = substitute(mout, n.flux.vars)
+			}
 			msites, _ = yamlfile.Sites(kfile, mout)
 		}
 	}
@@ -714,6 +751,9 @@ func (t *Tree) renderRoot(g *kgraph, dir string, plain, marked filesys.FileSyste
 			if j, ok := mk.only(tag); ok {
 				seen[j] = true
 				t.origin(g, &u, items[j])
+				if items[j].node == nil && substituted(n, items[j].ref) {
+					u.Origin.Edit, u.Origin.Why = nil, "set through a Flux postBuild substitution ("+items[j].ref+"): pin it where the variable is set"
+				}
 			}
 		}
 		app.Uses = append(app.Uses, u)

@@ -30,7 +30,7 @@ func (t *Tree) missedPatches(g *kgraph, roots []string, files map[string][]byte)
 			var mk markers
 			var items []markItem
 			plain, _ := g.filesystems(files, reach, &mk, &items)
-			_, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(plain, d)
+			_, err := krusty.MakeKustomizer(g.buildOptions(d)).Run(plain, d)
 			kind, name, ok := missedTarget(err)
 			if !ok || !t.dropPatches(g, reach, files, kind, name) {
 				break

@@ -285,6 +285,13 @@ func Find(root string, opts ...Option) *Tree {
 	}
 	if len(kdirs) > 0 {
 		t.kustomize(root, kdirs, &o)
+		// A file a kustomization names outside its folder (a patch of
+		// ../../patches) is read through it only.
+		t.Plain = slices.DeleteFunc(t.Plain, func(p string) bool {
+			abs, err := filepath.Abs(p)
+			_, read := t.files[abs]
+			return err == nil && read
+		})
 	}
 	for _, dir := range charts {
 		t.helm(dir, &o)
