@@ -297,6 +297,9 @@ func (g *kgraph) ref(n *kust, s string, dirOK, component bool) {
 		}
 		return
 	}
+	if remote(s) && g.o.remote {
+		return // kustomize fetches it (WithRemote)
+	}
 	n.dropped[s] = true
 	e := &Error{File: display(g.root, n.file), Line: lineOf(n.raw, s)}
 	switch {
@@ -475,6 +478,9 @@ func (g *kgraph) filesystems(files map[string][]byte, dirs []string, mk *markers
 		}
 		_ = plain.WriteFile(p, data)
 		_ = marked.WriteFile(p, markLiterals(p, data, mk, items))
+	}
+	if g.o.remote {
+		return newRemoteFS(plain.(*memFS)), newRemoteFS(marked.(*memFS))
 	}
 	return plain, marked
 }

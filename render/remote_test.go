@@ -2,6 +2,8 @@ package render
 
 import (
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -101,4 +103,47 @@ func TestRemoteBasesNotFetched(t *testing.T) {
 		"notice D/prod/kustomization.yaml:5: patch of ConfigMap app-config not applied: no such object without the remote base, which is not fetched",
 		"notice D/prod/kustomization.yaml:6: patch of ConfigMap remote-only not applied: no such object without the remote base, which is not fetched",
 	})
+}
+
+// TestRemoteBasesFetched: with WithRemote, kustomize's own loader fetches
+// a remote base (a git repository, here a local one by file://) and a
+// remote resource (an HTTP file, on loopback), and their images are
+// rendered with the local ones.
+func TestRemoteBasesFetched(t *testing.T) {
+	t.Parallel()
+	repo := writeTree(t, map[string]string{
+		"deploy/kustomization.yaml": "resources:\n- api.yaml\n",
+		"deploy/api.yaml":           deployment("api", "reg.example.com/api:1"),
+	})
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "."}, {"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "base"}} {
+		if out, err := exec.Command("git", append([]string{"-C", repo}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(deployment("worker", "reg.example.com/worker:2")))
+	}))
+	t.Cleanup(srv.Close)
+	dir := writeTree(t, map[string]string{
+		"prod/kustomization.yaml": "resources:\n- file://" + repo + "//deploy?ref=main\n- " + srv.URL + "/worker.yaml\n- pod.yaml\nimages:\n- name: reg.example.com/api\n  newTag: \"1.1\"\n",
+		"prod/pod.yaml":           "apiVersion: v1\nkind: Pod\nmetadata: {name: app}\nspec:\n  containers:\n  - name: app\n    image: reg.example.com/app:1\n",
+	})
+	for _, tc := range []struct {
+		name string
+		opts []Option
+		want []string
+	}{
+		// The images entry naming a whole reference is read as written.
+		{"not asked", nil, []string{"reg.example.com/app:1", "reg.example.com/api:1.1"}},
+		{"WithRemote", []Option{WithRemote()}, []string{"reg.example.com/api:1.1", "reg.example.com/worker:2", "reg.example.com/app:1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			imgs, _ := Images(dir, tc.opts...)
+			var got []string
+			for _, img := range imgs {
+				got = append(got, img.Ref)
+			}
+			check(t, "images", got, tc.want)
+		})
+	}
 }

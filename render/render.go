@@ -38,6 +38,7 @@ type options struct {
 	exclude func(rel string) bool
 	files   map[string][]byte // by absolute path
 	fetch   *fetcher          // nil: nothing fetched
+	remote  bool              // kustomize fetches remote bases (WithRemote)
 }
 
 // WithValues renders charts with these values files after each chart's

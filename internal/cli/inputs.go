@@ -31,6 +31,8 @@ type inputs struct {
 	// fetch says how chart dependencies are fetched; nil fetches none
 	// (--offline, or a command that fetches nothing).
 	fetch *render.Fetch
+	// fetchRemote lets kustomize fetch remote bases (--fetch-remote).
+	fetchRemote bool
 }
 
 // renderOptions are the options the charts and kustomizations under
@@ -39,6 +41,9 @@ func (in inputs) renderOptions() []render.Option {
 	opts := []render.Option{render.WithValues(helmValues(in.helmValues)...)}
 	if in.fetch != nil {
 		opts = append(opts, render.WithFetch(*in.fetch))
+	}
+	if in.fetchRemote {
+		opts = append(opts, render.WithRemote())
 	}
 	return opts
 }
@@ -57,6 +62,20 @@ func chartFetch(g *globals, offline bool, insecure []string) *render.Fetch {
 		return nil
 	}
 	return &render.Fetch{Dir: filepath.Join(dir, "regcheck", "charts"), Insecure: insecure}
+}
+
+// addFetchRemote adds --fetch-remote to a command that renders
+// kustomizations.
+func addFetchRemote(fl *pflag.FlagSet, into *bool) {
+	fl.BoolVar(into, "fetch-remote", false, "let kustomize fetch the remote bases and resources kustomizations name (git clone, HTTP GET), as kustomize build does; by default each is left out with a notice and the rest rendered")
+}
+
+// fetchConflict rejects --fetch-remote with --offline.
+func fetchConflict(offline, remote bool) error {
+	if offline && remote {
+		return errors.New("--fetch-remote and --offline: choose one")
+	}
+	return nil
 }
 
 // addOffline adds --offline to a command that renders charts.
