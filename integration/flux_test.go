@@ -133,7 +133,7 @@ func TestFluxTree(t *testing.T) {
 	for _, e := range errs {
 		notes = append(notes, e.Error())
 	}
-	outside := "HelmRelease web/web: chart ./charts/web not rendered; 0 image(s) read from spec.values by the common chart conventions (image.repository/tag/digest, image.registry), the chart's own defaults not known; ./charts/web of GitRepository other-repo is not in this tree"
+	outside := "HelmRelease web/web: chart ./charts/web not rendered; 0 image(s) read from spec.values (the chart's own defaults unknown); ./charts/web of GitRepository other-repo is not in this tree"
 	if !slices.ContainsFunc(notes, func(n string) bool { return strings.Contains(n, outside) }) {
 		t.Errorf("notices %q: want %q", notes, outside)
 	}
@@ -149,7 +149,7 @@ func TestFluxTree(t *testing.T) {
 	for _, e := range errs {
 		notes = append(notes, e.Error())
 	}
-	for _, n := range []string{"not known; metrics from http://", "not known; local from oci://", outside} {
+	for _, n := range []string{"unknown); metrics from http://", "unknown); local from oci://", outside} {
 		if !slices.ContainsFunc(notes, func(s string) bool { return strings.Contains(s, n) }) {
 			t.Errorf("offline: no notice %q in %q", n, notes)
 		}

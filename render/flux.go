@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -165,7 +166,7 @@ func (t *Tree) remoteChart(o *options, cs yamlfile.ChartSource, objs []object) s
 			return notice("%s %v", url, errOffline)
 		}
 		if data, err = o.fetch.oci(src); err != nil {
-			return notice("fetching %s: %v", url, err)
+			return notice("%s not fetched: %s", url, cause(err))
 		}
 	} else {
 		dep, why := chartRef(cs, objs)
@@ -178,7 +179,7 @@ func (t *Tree) remoteChart(o *options, cs yamlfile.ChartSource, objs []object) s
 		}
 		var err error
 		if data, _, err = o.fetch.get(dep, ""); err != nil {
-			return notice("fetching %s from %s: %v", name, url, err)
+			return notice("%s from %s not fetched: %s", name, url, cause(err))
 		}
 	}
 	c, err := loader.LoadArchive(bytes.NewReader(data))
@@ -264,4 +265,21 @@ func (t *Tree) withWhy(notes []error) {
 			n.Msg += "; " + t.why[n.Error()]
 		}
 	}
+}
+
+// helmNoIndex is Helm's error for a repository whose index it has not
+// fetched: its cache's file names, and advice (helm repo update) that is
+// wrong for an OCI source and not what to run for regcheck.
+var helmNoIndex = regexp.MustCompile(`no cached repository for \S+ found\. \(try 'helm repo update'\): open \S+: no such file or directory`)
+
+// cause is what a notice says of a fetch that failed: the network
+// error at its root when there is one (connection refused, no such
+// host), else err without Helm's cache file names.
+func cause(err error) string {
+	s := err.Error()
+	if i := strings.LastIndex(s, "dial tcp "); i >= 0 {
+		s = strings.TrimRight(s[i:], ")")
+		return s[strings.LastIndex(s, ": ")+2:] // the URL names the host
+	}
+	return helmNoIndex.ReplaceAllString(s, "the repository's index.yaml was not fetched")
 }
