@@ -23,6 +23,8 @@ type fluxBuild struct {
 	components []string      // spec.components, relative to spec.path
 	patches    []types.Patch // spec.patches
 	vars       map[string]string
+	file       string // the Flux Kustomization's, as shown
+	data       []byte
 }
 
 // fluxBuilds reads the Flux Kustomizations of the tree's files whose
@@ -68,6 +70,7 @@ func fluxBuilds(o *options, root string) map[string]*fluxBuild {
 		if err != nil || sigsyaml.Unmarshal(raw, &k) != nil {
 			continue
 		}
+		fb.file, fb.data = ob.file, ob.data
 		fb.components = append(fb.components, k.Spec.Components...)
 		fb.patches = append(fb.patches, k.Spec.Patches...)
 		for _, from := range k.Spec.PostBuild.SubstituteFrom {
@@ -83,6 +86,22 @@ func fluxBuilds(o *options, root string) map[string]*fluxBuild {
 		}
 	}
 	return out
+}
+
+// fluxFor is the Flux build of the kustomization in folder dir: the one
+// whose spec.path is dir, or a folder above it with no kustomization of
+// its own (Flux generates one that includes every manifest and
+// kustomization under it).
+func (g *kgraph) fluxFor(dir string) *fluxBuild {
+	if fb := g.flux[dir]; fb != nil {
+		return fb
+	}
+	for d := filepath.Dir(dir); d != filepath.Dir(d) && kustomizationFile(d) == ""; d = filepath.Dir(d) {
+		if fb := g.flux[d]; fb != nil {
+			return fb
+		}
+	}
+	return nil
 }
 
 // buildOptions are kustomize's options for the root in folder dir: for
@@ -123,6 +142,18 @@ func substitute(out []byte, vars map[string]string) []byte {
 		})
 	}
 	return []byte(strings.Join(docs, "\n---\n"))
+}
+
+// patchedBy points u, an image no literal or images entry sets, at the
+// line of the Flux Kustomization fb whose spec.patches writes it.
+func patchedBy(fb *fluxBuild, u *Use) {
+	if fb == nil || u.Origin.Kind != Untraced {
+		return
+	}
+	if l := lineOf(fb.data, u.Ref); l > 0 {
+		u.File, u.Line = fb.file, l
+		u.Origin.Why = "set by a patch of a Flux Kustomization (spec.patches): pin it there by hand"
+	}
 }
 
 // substituted reports whether a literal as written holds a variable a

@@ -51,7 +51,7 @@ func TestFindFluxBuild(t *testing.T) {
 	check(t, "uses", under(dir, uses(tr)), []string{
 		"D/patches/web-log.yaml:9 Deployment /web log reg.example.com/log:1 literal set-ref",
 		"D/apps/base/web.yaml:10 Deployment /web c0 reg.example.com/web:1.4 literal (set through a Flux postBuild substitution (${REGISTRY}/web:${TAG}): pin it where the variable is set)",
-		"D/apps/prod/kustomization.yaml:0 Deployment /web proxy reg.example.com/proxy:2 untraced (set by something pin does not follow (a JSON patch, an inline patch, a replacement, a generator): pin it there by hand)",
+		"D/clusters/prod/apps.yaml:15 Deployment /web proxy reg.example.com/proxy:2 untraced (set by a patch of a Flux Kustomization (spec.patches): pin it there by hand)",
 		"D/components/monitoring/exporter.yaml:10 Deployment /exporter c0 reg.example.com/exporter:0.9 literal (set through a Flux postBuild substitution (reg.example.com/exporter:${EXPORTER_TAG:=0.9}): pin it where the variable is set)",
 	})
 	check(t, "errors", under(dir, errs(tr)), nil)

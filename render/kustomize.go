@@ -202,7 +202,7 @@ func (g *kgraph) read(dir string) *kust {
 	n.component = n.k.Kind == types.ComponentKind
 	n.entries = entries(raw, &n.k)
 	k := &n.k
-	if fb := g.flux[dir]; fb != nil {
+	if fb := g.fluxFor(dir); fb != nil {
 		n.flux = fb
 		k.Components = append(k.Components, fb.components...)
 		k.Patches = append(k.Patches, fb.patches...)
@@ -762,6 +762,7 @@ func (t *Tree) renderRoot(g *kgraph, dir string, plain, marked filesys.FileSyste
 				}
 			}
 		}
+		patchedBy(n.flux, &u)
 		app.Uses = append(app.Uses, u)
 	}
 	if same {
