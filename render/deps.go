@@ -125,6 +125,10 @@ func (h *chartDir) local(d *chart.Dependency) error {
 		return fmt.Errorf("%s holds chart %s, not %s", display(h.t.Root, p), sub.Name(), d.Name)
 	}
 	prefix := "charts/" + d.Name + "/"
+	if h.localDirs == nil {
+		h.localDirs = map[string]string{}
+	}
+	h.localDirs["charts/"+d.Name] = display(h.t.Root, p)
 	for _, f := range sub.Raw {
 		h.raw = append(h.raw, &common.File{Name: prefix + f.Name, ModTime: f.ModTime, Data: f.Data})
 	}
