@@ -40,6 +40,10 @@ type Fetch struct {
 	// Insecure are the registry hosts (host[:port]) reached over plain
 	// HTTP. None by default.
 	Insecure []string
+	// Transport is the base of every request to an OCI registry (the
+	// CA certificates trusted): a scan's own. Nil is
+	// http.DefaultTransport.
+	Transport http.RoundTripper
 }
 
 // WithFetch fetches the dependencies of charts that are not in their
@@ -243,8 +247,10 @@ func readFetched(work, name string) ([]byte, string, error) {
 
 // plainHTTP is a transport that reaches the hosts named over plain HTTP,
 // as helm --plain-http does, and every other over HTTPS.
-func plainHTTP(hosts []string) http.RoundTripper {
-	base := http.DefaultTransport
+func plainHTTP(base http.RoundTripper, hosts []string) http.RoundTripper {
+	if base == nil {
+		base = http.DefaultTransport
+	}
 	if len(hosts) == 0 {
 		return base
 	}

@@ -107,7 +107,7 @@ func (f *fetcher) registryClient() (*registry.Client, error) {
 		settings = cli.New()
 	}
 	rc, err := registry.NewClient(registry.ClientOptCredentialsFile(settings.RegistryConfig),
-		registry.ClientOptWriter(io.Discard), registry.ClientOptHTTPClient(&http.Client{Transport: plainHTTP(f.Insecure)}))
+		registry.ClientOptWriter(io.Discard), registry.ClientOptHTTPClient(&http.Client{Transport: plainHTTP(f.Transport, f.Insecure)}))
 	if err != nil {
 		return nil, fmt.Errorf("helm registry client: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,6 +19,7 @@ import (
 	"github.com/regcheck/regcheck/imageref"
 	"github.com/regcheck/regcheck/internal/redact"
 	"github.com/regcheck/regcheck/render"
+	"github.com/regcheck/regcheck/scan"
 	"github.com/regcheck/regcheck/types"
 	"github.com/regcheck/regcheck/yamlfile"
 )
@@ -51,17 +53,22 @@ func (in inputs) renderOptions() []render.Option {
 // chartFetch is how chart dependencies are fetched: into regcheck/charts
 // in the user cache folder, with Helm's own settings (its environment
 // variables and files), the hosts of --insecure-registry over plain
-// HTTP; nil with --offline or when there is no user cache folder.
-func chartFetch(g *globals, offline bool, insecure []string) *render.Fetch {
+// HTTP, OCI registries trusted with the CA files of --ca-file; nil with
+// --offline or when there is no user cache folder.
+func chartFetch(g *globals, offline bool, r registryFlags) *render.Fetch {
 	if offline {
 		return nil
+	}
+	var base http.RoundTripper
+	if roots, err := scan.LoadRoots(r.caFiles...); err == nil && roots != nil {
+		base = scan.NewBaseTransport(roots, nil, 0)
 	}
 	dir, err := userCacheDir()
 	if err != nil {
 		g.logger.Debug("no chart cache: chart dependencies are not fetched", "err", err)
 		return nil
 	}
-	return &render.Fetch{Dir: filepath.Join(dir, "regcheck", "charts"), Insecure: insecure}
+	return &render.Fetch{Dir: filepath.Join(dir, "regcheck", "charts"), Insecure: r.insecure, Transport: base}
 }
 
 // addFetchRemote adds --fetch-remote to a command that renders

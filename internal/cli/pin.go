@@ -198,7 +198,7 @@ func (f *pinFlags) config(cmd *cobra.Command, g *globals) (pin.Config, error) {
 		Check: f.check, Write: f.write, Update: f.update, AllowBroken: f.allowBroken,
 		PullPolicy: f.pullPolicy, Exclude: f.exclude, FollowSymlinks: f.followSymlinks,
 		HelmValues:  helmValues(f.helmValues),
-		Fetch:       chartFetch(g, f.offline, f.registry.insecure),
+		Fetch:       chartFetch(g, f.offline, f.registry),
 		FetchRemote: f.fetchRemote,
 	}
 	if err := fetchConflict(f.offline, f.fetchRemote); err != nil {

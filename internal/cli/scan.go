@@ -120,7 +120,7 @@ func runScan(cmd *cobra.Command, s Streams, g *globals, f *scanFlags) error {
 	if err := f.check(); err != nil {
 		return usageError(err)
 	}
-	f.fetch = chartFetch(g, f.offline, f.registry.insecure)
+	f.fetch = chartFetch(g, f.offline, f.registry)
 	run, err := newScanRun(cmd.Context(), s, g, f)
 	if err != nil {
 		return usageError(err)
