@@ -216,6 +216,26 @@ func (g *kgraph) read(dir string) *kust {
 	for _, s := range slices.Concat(k.Generators, k.Transformers, k.Validators) {
 		g.ref(n, s, true, false)
 	}
+	files := fileRefs(k)
+	for _, s := range files {
+		g.ref(n, s, false, false)
+	}
+	for _, p := range k.PatchesStrategicMerge {
+		if s := string(p); !strings.Contains(s, "\n") {
+			g.ref(n, s, false, false)
+		}
+	}
+	if len(k.HelmCharts) > 0 || len(k.HelmChartInflationGenerator) > 0 {
+		n.problems = append(n.problems, &Error{File: display(g.root, n.file), Line: lineOf(raw, "helmCharts"), Notice: true,
+			Msg: "helmCharts: not rendered (kustomize runs the helm binary for them); render the chart's folder instead"})
+	}
+	return n
+}
+
+// fileRefs are the files a kustomization names (not its resources):
+// CRDs, configurations, its OpenAPI schema, patches, replacements, and
+// its generators' sources.
+func fileRefs(k *types.Kustomization) []string {
 	files := slices.Concat(k.Crds, k.Configurations)
 	if p := k.OpenAPI["path"]; p != "" {
 		files = append(files, p)
@@ -250,19 +270,7 @@ func (g *kgraph) read(dir string) *kust {
 			files = append(files, gen.EnvSource)
 		}
 	}
-	for _, s := range files {
-		g.ref(n, s, false, false)
-	}
-	for _, p := range k.PatchesStrategicMerge {
-		if s := string(p); !strings.Contains(s, "\n") {
-			g.ref(n, s, false, false)
-		}
-	}
-	if len(k.HelmCharts) > 0 || len(k.HelmChartInflationGenerator) > 0 {
-		n.problems = append(n.problems, &Error{File: display(g.root, n.file), Line: lineOf(raw, "helmCharts"), Notice: true,
-			Msg: "helmCharts: not rendered (kustomize runs the helm binary for them); render the chart's folder instead"})
-	}
-	return n
+	return files
 }
 
 // ref sorts one reference of n: a kustomization folder it includes (when
