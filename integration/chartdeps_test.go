@@ -43,6 +43,9 @@ type chartDepsRig struct {
 	repl     *strings.Replacer
 	host     string // the registry
 	settings *cli.EnvSettings
+	// appTemplate is the digest of app-template 4.2.0's manifest, pushed
+	// to charts/app-template and served by the HTTP repository too.
+	appTemplate string
 }
 
 func newChartDepsRig(t *testing.T) *chartDepsRig {
@@ -80,6 +83,17 @@ func newChartDepsRig(t *testing.T) *chartDepsRig {
 	if _, err := rc.Push(data, host+"/charts/local:0.1.0"); err != nil {
 		t.Fatalf("pushing local: %v", err)
 	}
+	// app-template: pushed as Helm pushes a chart, and in the HTTP
+	// repository, for Flux's three ways to a chart.
+	data, err = os.ReadFile(saveChart(t, filepath.Join(src, "app-template"), repoDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := rc.Push(data, host+"/charts/app-template:4.2.0")
+	if err != nil {
+		t.Fatalf("pushing app-template: %v", err)
+	}
+	r.appTemplate = res.Manifest.Digest
 	r.src, r.repl = src, repl
 	// metrics: packaged into the HTTP repository, with its index.
 	saveChart(t, filepath.Join(src, "metrics"), repoDir)

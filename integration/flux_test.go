@@ -4,6 +4,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -132,7 +133,7 @@ func TestFluxTree(t *testing.T) {
 	for _, e := range errs {
 		notes = append(notes, e.Error())
 	}
-	outside := "HelmRelease web/web: chart ./charts/web not rendered; 0 image(s) read from spec.values by the common chart conventions (image.repository/tag/digest, image.registry), the chart's own defaults not known; ./charts/web of GitRepository other-repo is not in this tree"
+	outside := "HelmRelease web/web: chart ./charts/web not rendered; 0 image(s) read from spec.values (the chart's own defaults unknown); ./charts/web of GitRepository other-repo is not in this tree"
 	if !slices.ContainsFunc(notes, func(n string) bool { return strings.Contains(n, outside) }) {
 		t.Errorf("notices %q: want %q", notes, outside)
 	}
@@ -148,7 +149,7 @@ func TestFluxTree(t *testing.T) {
 	for _, e := range errs {
 		notes = append(notes, e.Error())
 	}
-	for _, n := range []string{"not known; metrics from http://", "not known; local from oci://", outside} {
+	for _, n := range []string{"unknown); metrics from http://", "unknown); local from oci://", outside} {
 		if !slices.ContainsFunc(notes, func(s string) bool { return strings.Contains(s, n) }) {
 			t.Errorf("offline: no notice %q in %q", n, notes)
 		}
@@ -193,5 +194,78 @@ func TestFluxTreePin(t *testing.T) {
 		if n := len(rep.Changes); run == 1 && n != 2 || run == 2 && n != 0 {
 			t.Errorf("run %d: changes %v", run, rep.Changes)
 		}
+	}
+}
+
+// TestFluxOCISources: an app-template-style chart reached the ways Flux
+// reaches one (testdata/flux-oci): spec.chartRef to an OCIRepository by
+// tag (with Helm's layerSelector), by semver range and by digest, a
+// HelmRepository of type oci and an HTTP one. Each release renders as
+// Helm's engine renders the chart with its values (the chart's own
+// exporter image included), each image a release sets at its line; and
+// offline, one notice per release naming the chart's URL, its own
+// images still read from its values.
+func TestFluxOCISources(t *testing.T) {
+	r := newChartDepsRig(t)
+	root := t.TempDir()
+	copyTree(t, "testdata/flux-oci", root, strings.NewReplacer("127.0.0.1:5055", r.host, "http://127.0.0.1:5056", r.repl.Replace("http://127.0.0.1:5056"), "DIGEST", r.appTemplate))
+	releases := filepath.Join(root, "apps", "releases.yaml")
+	chart := filepath.Join(r.src, "app-template")
+	var want []string
+	wantAt := map[string]int{}
+	for _, name := range []string{"home", "media", "pinned", "tools", "http"} {
+		vals := releaseValues(t, releases, name)
+		want = append(want, fluxRelease(t, chart, vals)...)
+		var v struct {
+			Controllers map[string]struct {
+				Containers map[string]struct {
+					Image struct{ Repository, Tag string }
+				}
+			}
+		}
+		if err := sigsyaml.Unmarshal([]byte(vals), &v); err != nil {
+			t.Fatal(err)
+		}
+		img := v.Controllers["main"].Containers["app"].Image
+		wantAt[img.Repository+":"+img.Tag] = lineIn(t, releases, fmt.Sprintf("tag: %q", img.Tag))
+	}
+	slices.Sort(want)
+	if len(want) != 10 {
+		t.Fatalf("helm renders %v: want each release's image and the chart's exporter", want)
+	}
+
+	fetch := render.Fetch{Dir: t.TempDir(), Helm: r.settings, Insecure: []string{r.host}}
+	imgs, errs := render.Images(root, render.WithFetch(fetch))
+	var got []string
+	for _, img := range imgs {
+		got = append(got, img.Ref)
+		if line, ok := wantAt[img.Ref]; ok && (img.File != releases || img.Line != line) {
+			t.Errorf("%s at %s:%d, want %s:%d", img.Ref, img.File, img.Line, releases, line)
+		}
+	}
+	slices.Sort(got)
+	t.Logf("regcheck %d %v\nhelm     %d %v", len(got), got, len(want), want)
+	if !slices.Equal(got, want) {
+		t.Errorf("regcheck reads %v\nhelm renders   %v", got, want)
+	}
+	for _, e := range errs {
+		t.Errorf("fetched: notice %v, want none", e)
+	}
+
+	// Offline: one notice per release naming where its chart is, the
+	// images its values name still read.
+	imgs, errs = render.Images(root)
+	for _, name := range []string{"home", "media", "pinned"} {
+		n := fmt.Sprintf("HelmRelease %s: chart OCIRepository/app-template", name)
+		url := "oci://" + r.host + "/charts/app-template not fetched: offline"
+		if !slices.ContainsFunc(errs, func(e error) bool { return strings.Contains(e.Error(), n) && strings.Contains(e.Error(), url) }) {
+			t.Errorf("offline: no notice %q ... %q in %v", n, url, errs)
+		}
+	}
+	if len(errs) != 5 {
+		t.Errorf("offline: %d notices, want one per release: %v", len(errs), errs)
+	}
+	if len(imgs) != 5 {
+		t.Errorf("offline: images %v, want the 5 the releases' values name", imgs)
 	}
 }

@@ -33,6 +33,9 @@ func (c Config) renderOptions() []render.Option {
 	if c.Fetch != nil {
 		opts = append(opts, render.WithFetch(*c.Fetch))
 	}
+	if c.FetchRemote {
+		opts = append(opts, render.WithRemote())
+	}
 	return opts
 }
 

@@ -65,6 +65,9 @@ type Config struct {
 	// not in their charts/ folder (see render.WithFetch); nil fetches
 	// none.
 	Fetch *render.Fetch
+	// FetchRemote lets kustomize fetch the remote bases the trees'
+	// kustomizations name (see render.WithRemote); false fetches none.
+	FetchRemote bool
 	// Admission, when set, is applied to each tree walked, with the uses
 	// of its sites, before its pin is chosen (admission.Checker.Apply): a
 	// digest an enforcing image policy would refuse for a signature or

@@ -89,7 +89,7 @@ func (h *chartDir) markDependencies(c *chart.Chart, prefix string, refs []string
 		name := path.Join(prefix, "charts", sub.Name())
 		if data != nil {
 			why := fmt.Sprintf("set in the values of dependency %s: override it in %s's values under %s", sub.Name(), h.name, sub.Name())
-			m, err := markValues(filepath.Join(h.disp, filepath.FromSlash(name), "values.yaml"), data, refs, mk, keys, why)
+			m, err := markValues(h.shown(path.Join(name, "values.yaml")), data, refs, mk, keys, why)
 			if err != nil {
 				return err
 			}

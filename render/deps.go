@@ -25,7 +25,6 @@ import (
 	"helm.sh/helm/v4/pkg/cli"
 	"helm.sh/helm/v4/pkg/downloader"
 	"helm.sh/helm/v4/pkg/getter"
-	"helm.sh/helm/v4/pkg/registry"
 	repo "helm.sh/helm/v4/pkg/repo/v1"
 	sigsyaml "sigs.k8s.io/yaml"
 
@@ -57,6 +56,10 @@ type Fetch struct {
 	// file gives TLS settings of its own (a CA, a client certificate) is
 	// read with Helm's transport, bounded in time only.
 	MaxSize int64
+	// Transport is the base of every request to an OCI registry (the
+	// CA certificates trusted): a scan's own. Nil is
+	// http.DefaultTransport.
+	Transport http.RoundTripper
 }
 
 // DefaultMaxFetch is the default Fetch.MaxSize: the largest public
@@ -146,6 +149,10 @@ func (h *chartDir) local(d *chart.Dependency) error {
 		return fmt.Errorf("%s holds chart %s, not %s", display(h.t.Root, p), sub.Name(), d.Name)
 	}
 	prefix := "charts/" + d.Name + "/"
+	if h.localDirs == nil {
+		h.localDirs = map[string]string{}
+	}
+	h.localDirs["charts/"+d.Name] = display(h.t.Root, p)
 	for _, f := range sub.Raw {
 		h.raw = append(h.raw, &common.File{Name: prefix + f.Name, ModTime: f.ModTime, Data: f.Data})
 	}
@@ -186,10 +193,9 @@ func (f *fetcher) get(d *chart.Dependency, version string) ([]byte, string, erro
 	if settings == nil {
 		settings = cli.New()
 	}
-	rc, err := registry.NewClient(registry.ClientOptCredentialsFile(settings.RegistryConfig),
-		registry.ClientOptWriter(io.Discard), registry.ClientOptHTTPClient(&http.Client{Transport: cappedBodies(plainHTTP(f.Insecure), f.maxSize()), Timeout: f.Timeout}))
+	rc, err := f.registryClient()
 	if err != nil {
-		return nil, "", fmt.Errorf("helm registry client: %w", err)
+		return nil, "", err
 	}
 	var out bytes.Buffer
 	m := &downloader.Manager{
@@ -376,8 +382,10 @@ func readFetched(work, name string) ([]byte, string, error) {
 
 // plainHTTP is a transport that reaches the hosts named over plain HTTP,
 // as helm --plain-http does, and every other over HTTPS.
-func plainHTTP(hosts []string) http.RoundTripper {
-	base := http.DefaultTransport
+func plainHTTP(base http.RoundTripper, hosts []string) http.RoundTripper {
+	if base == nil {
+		base = http.DefaultTransport
+	}
 	if len(hosts) == 0 {
 		return base
 	}

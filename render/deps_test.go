@@ -49,6 +49,22 @@ func TestFindHelmDependenciesOffline(t *testing.T) {
 			"D/sub/values.yaml:1 Deployment /x c reg.example.com/sub:1 values",
 		},
 	}, {
+		// A file:// dependency's use names the file that holds the
+		// line, not a charts/ folder the tree does not have.
+		name: "file dependency's own values",
+		files: map[string]string{
+			"app/Chart.yaml":            chart("app", "- name: sub\n  version: 0.1.0\n  repository: file://../libs/sub\n"),
+			"libs/sub/Chart.yaml":       chart("sub", ""),
+			"libs/sub/values.yaml":      "tag: \"1\"\n",
+			"libs/sub/templates/x.yaml": deploy(`"reg.example.com/sub:{{ .Values.tag }}"`) + "---\n" + deploy("reg.example.com/lit:1"),
+		},
+		uses: []string{
+			"D/libs/sub/values.yaml:1 Deployment /x c reg.example.com/sub:1 values",
+			"D/libs/sub/templates/x.yaml:21 Deployment /x c reg.example.com/lit:1 template",
+			"D/libs/sub/values.yaml:1 Deployment /x c reg.example.com/sub:1 values",
+			"D/libs/sub/templates/x.yaml:21 Deployment /x c reg.example.com/lit:1 template",
+		},
+	}, {
 		name: "remote dependency, parent renders without it",
 		files: map[string]string{
 			"app/Chart.yaml":       chart("app", remote),

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -96,9 +97,9 @@ func findObject(objs []object, kind string, ref yamlfile.ObjectRef) *object {
 }
 
 // chartRef is the chart a HelmRelease's source object names, as a
-// dependency Helm's downloader fetches: a HelmRepository's URL and the
-// release's chart and version, or an OCIRepository's URL and tag or
-// semver range. "" why when it names one; else why not.
+// dependency Helm's downloader fetches: a HelmRepository's URL (HTTP, or
+// type: oci) and the release's chart and version. "" why when it names
+// one; else why not. An OCIRepository is fetched by fetcher.oci.
 func chartRef(cs yamlfile.ChartSource, objs []object) (*chart.Dependency, string) {
 	if cs.Kind == "Application" {
 		return appChartRef(cs)
@@ -116,17 +117,7 @@ func chartRef(cs yamlfile.ChartSource, objs []object) (*chart.Dependency, string
 		}
 		return &chart.Dependency{Name: cs.Chart, Version: cmpOr(cs.Version, "*"), Repository: url}, ""
 	case "OCIRepository":
-		ob := findObject(objs, "OCIRepository", cs.Source)
-		if ob == nil {
-			return nil, fmt.Sprintf("its OCIRepository %s is not in this tree", cs.Source.Name)
-		}
-		spec := child(ob.node, "spec")
-		url, r := scalar(spec, "url"), child(spec, "ref")
-		version := cmpOr(scalar(r, "tag"), cmpOr(scalar(r, "semver"), "*"))
-		if !strings.HasPrefix(url, "oci://") || scalar(r, "digest") != "" {
-			return nil, fmt.Sprintf("OCIRepository %s (%s): only an oci:// url with a tag or semver is fetched", cs.Source.Name, ob.file)
-		}
-		return &chart.Dependency{Name: path.Base(url), Version: version, Repository: path.Dir(url)}, ""
+		return nil, "an OCIRepository is fetched as Flux pulls it (see fetcher.oci)"
 	case "":
 		return nil, "it names no chart source"
 	}
@@ -159,25 +150,46 @@ func (t *Tree) remoteChart(o *options, cs yamlfile.ChartSource, objs []object) s
 		t.unrendered(cs, fmt.Sprintf(format, args...))
 		return ""
 	}
-	dep, why := chartRef(cs, objs)
-	if dep == nil {
-		return notice("%s", why)
-	}
-	if o.fetch == nil {
-		return notice("%s from %s %v", dep.Name, dep.Repository, errOffline)
-	}
-	data, _, err := o.fetch.get(dep, "")
-	if err != nil {
-		return notice("fetching %s from %s: %v", dep.Name, dep.Repository, err)
+	var data []byte
+	var name, url string
+	if cs.Kind == "HelmRelease" && cs.Source.Kind == "OCIRepository" {
+		ob := findObject(objs, "OCIRepository", cs.Source)
+		if ob == nil {
+			return notice("its OCIRepository %s is not in this tree", cs.Source.Name)
+		}
+		src, err := ociSourceOf(ob)
+		if err != nil {
+			return notice("%v", err)
+		}
+		name, url = path.Base(src.url), src.url
+		if o.fetch == nil {
+			return notice("%s %v", url, errOffline)
+		}
+		if data, err = o.fetch.oci(src); err != nil {
+			return notice("%s not fetched: %s", url, cause(err))
+		}
+	} else {
+		dep, why := chartRef(cs, objs)
+		if dep == nil {
+			return notice("%s", why)
+		}
+		name, url = dep.Name, dep.Repository
+		if o.fetch == nil {
+			return notice("%s from %s %v", name, url, errOffline)
+		}
+		var err error
+		if data, _, err = o.fetch.get(dep, ""); err != nil {
+			return notice("%s from %s not fetched: %s", name, url, cause(err))
+		}
 	}
 	c, err := loader.LoadArchive(bytes.NewReader(data))
 	if err != nil {
-		return notice("%s: %v", dep.Name, err)
+		return notice("%s: %v", name, err)
 	}
 	sum := sha256.Sum256(data)
 	dir := filepath.Join(o.fetch.Dir, "charts", hex.EncodeToString(sum[:8]))
 	if err := chartutil.SaveDir(c, dir); err != nil {
-		return notice("unpacking %s: %v", dep.Name, err)
+		return notice("unpacking %s: %v", name, err)
 	}
 	return filepath.Join(dir, c.Name())
 }
@@ -253,4 +265,21 @@ func (t *Tree) withWhy(notes []error) {
 			n.Msg += "; " + t.why[n.Error()]
 		}
 	}
+}
+
+// helmNoIndex is Helm's error for a repository whose index it has not
+// fetched: its cache's file names, and advice (helm repo update) that is
+// wrong for an OCI source and not what to run for regcheck.
+var helmNoIndex = regexp.MustCompile(`no cached repository for \S+ found\. \(try 'helm repo update'\): open \S+: no such file or directory`)
+
+// cause is what a notice says of a fetch that failed: the network
+// error at its root when there is one (connection refused, no such
+// host), else err without Helm's cache file names.
+func cause(err error) string {
+	s := err.Error()
+	if i := strings.LastIndex(s, "dial tcp "); i >= 0 {
+		s = strings.TrimRight(s[i:], ")")
+		return s[strings.LastIndex(s, ": ")+2:] // the URL names the host
+	}
+	return helmNoIndex.ReplaceAllString(s, "the repository's index.yaml was not fetched")
 }

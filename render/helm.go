@@ -32,7 +32,10 @@ type chartDir struct {
 	appVersion string
 	errs       []error  // the last run's: templates whose output is not YAML
 	missing    []string // dependencies left out (see dependencies), stubbed
-	apps       *[]*App  // where its App goes: Tree.Apps, or Tree.GitOps
+	// local are the file:// dependencies read from the tree: the folder
+	// of each (as shown), by its path in the chart (charts/NAME).
+	localDirs map[string]string
+	apps      *[]*App // where its App goes: Tree.Apps, or Tree.GitOps
 	// why is set when pin must not edit the chart's values.yaml: a chart
 	// fetched for a GitOps object, not in the tree.
 	why string
@@ -195,7 +198,18 @@ func (h *chartDir) run(c *chart.Chart, user map[string]any) (rendered, []byte, e
 
 // template is where a rendered template's source is, as shown.
 func (h *chartDir) template(name string) string {
-	return filepath.Join(h.disp, filepath.FromSlash(strings.TrimPrefix(name, h.name+"/")))
+	return h.shown(strings.TrimPrefix(name, h.name+"/"))
+}
+
+// shown is where the chart's file name (a path in the chart) is, as
+// shown: in the folder of a file:// dependency for one of its files.
+func (h *chartDir) shown(name string) string {
+	for in, dir := range h.localDirs {
+		if rest, ok := strings.CutPrefix(name, in+"/"); ok {
+			return filepath.Join(dir, filepath.FromSlash(rest))
+		}
+	}
+	return filepath.Join(h.disp, filepath.FromSlash(name))
 }
 
 // render renders the chart three times: as it is; with its values marked,

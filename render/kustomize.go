@@ -33,15 +33,17 @@ type kust struct {
 	raw       []byte
 	k         types.Kustomization // as written
 	component bool
-	entries   []entry  // images:, then imageTags:, as kustomize orders them
-	includes  []string // the kustomization folders it includes (absolute)
-	comps     []string // those of them it includes as components
-	outside   []string // the files it names outside its folder (absolute)
+	entries   []entry           // images:, then imageTags:, as kustomize orders them
+	includes  []string          // the kustomization folders it includes (absolute)
+	incRefs   map[string]string // each of includes as written
+	comps     []string          // those of them it includes as components
+	outside   []string          // the files it names outside its folder (absolute)
 	dropped   map[string]bool
-	problems  []*Error // its own: the references left out
-	err       *Error   // it could not be read
-	emptied   bool     // nothing is left once the references left out are
-	remote    bool     // a remote base was left out
+	problems  []*Error   // its own: the references left out
+	err       *Error     // it could not be read
+	emptied   bool       // nothing is left once the references left out are
+	remote    bool       // a remote base was left out
+	flux      *fluxBuild // what a Flux Kustomization adds to it, or nil
 }
 
 // entry is an images: entry and where its name: value is written.
@@ -56,13 +58,15 @@ type kgraph struct {
 	root  string // the tree's root, as given
 	nodes map[string]*kust
 	order []string // folders in the order read
+	flux  map[string]*fluxBuild
 }
 
 // kustomize renders the kustomization roots among found (absolute
 // folders) and adds them to t.
 func (t *Tree) kustomize(root string, found []string, o *options) {
-	g := &kgraph{o: o, root: root, nodes: map[string]*kust{}}
+	g := &kgraph{o: o, root: root, nodes: map[string]*kust{}, flux: fluxBuilds(o, root)}
 	g.walk(found)
+	g.settle()
 	included := map[string]bool{}
 	for _, d := range g.order {
 		for _, inc := range g.nodes[d].includes {
@@ -107,6 +111,7 @@ func (t *Tree) kustomize(root string, found []string, o *options) {
 		t.kfiles = append(t.kfiles, display(root, p))
 	}
 	slices.Sort(t.kfiles)
+	t.missedPatches(g, roots, files)
 	var mk markers
 	var items []markItem
 	plain, marked := g.filesystems(files, reach, &mk, &items)
@@ -128,6 +133,28 @@ func (g *kgraph) walk(found []string) {
 		g.nodes[d] = n
 		g.order = append(g.order, d)
 		queue = append(queue, n.includes...)
+	}
+}
+
+// settle leaves out of each kustomization the kustomizations it includes
+// that have nothing left to render (a base that held only a remote base,
+// not fetched), so that kustomize never reads a reference left out.
+func (g *kgraph) settle() {
+	for changed := true; changed; {
+		changed = false
+		for _, d := range g.order {
+			n := g.nodes[d]
+			for _, inc := range n.includes {
+				if b := g.nodes[inc]; b != nil && b.emptied && !n.dropped[n.incRefs[inc]] {
+					n.dropped[n.incRefs[inc]], changed = true, true
+				}
+			}
+			if n.err == nil && !n.emptied {
+				if _, err := n.prepare(g.o, nil); errors.Is(err, errEmptied) {
+					n.emptied, changed = true, true
+				}
+			}
+		}
 	}
 }
 
@@ -175,6 +202,11 @@ func (g *kgraph) read(dir string) *kust {
 	n.component = n.k.Kind == types.ComponentKind
 	n.entries = entries(raw, &n.k)
 	k := &n.k
+	if fb := g.fluxFor(dir); fb != nil {
+		n.flux = fb
+		k.Components = append(k.Components, fb.components...)
+		k.Patches = append(k.Patches, fb.patches...)
+	}
 	for _, s := range append(slices.Clone(k.Resources), k.Bases...) {
 		g.ref(n, s, true, false)
 	}
@@ -184,6 +216,26 @@ func (g *kgraph) read(dir string) *kust {
 	for _, s := range slices.Concat(k.Generators, k.Transformers, k.Validators) {
 		g.ref(n, s, true, false)
 	}
+	files := fileRefs(k)
+	for _, s := range files {
+		g.ref(n, s, false, false)
+	}
+	for _, p := range k.PatchesStrategicMerge {
+		if s := string(p); !strings.Contains(s, "\n") {
+			g.ref(n, s, false, false)
+		}
+	}
+	if len(k.HelmCharts) > 0 || len(k.HelmChartInflationGenerator) > 0 {
+		n.problems = append(n.problems, &Error{File: display(g.root, n.file), Line: lineOf(raw, "helmCharts"), Notice: true,
+			Msg: "helmCharts: not rendered (kustomize runs the helm binary for them); render the chart's folder instead"})
+	}
+	return n
+}
+
+// fileRefs are the files a kustomization names (not its resources):
+// CRDs, configurations, its OpenAPI schema, patches, replacements, and
+// its generators' sources.
+func fileRefs(k *types.Kustomization) []string {
 	files := slices.Concat(k.Crds, k.Configurations)
 	if p := k.OpenAPI["path"]; p != "" {
 		files = append(files, p)
@@ -218,19 +270,7 @@ func (g *kgraph) read(dir string) *kust {
 			files = append(files, gen.EnvSource)
 		}
 	}
-	for _, s := range files {
-		g.ref(n, s, false, false)
-	}
-	for _, p := range k.PatchesStrategicMerge {
-		if s := string(p); !strings.Contains(s, "\n") {
-			g.ref(n, s, false, false)
-		}
-	}
-	if len(k.HelmCharts) > 0 || len(k.HelmChartInflationGenerator) > 0 {
-		n.problems = append(n.problems, &Error{File: display(g.root, n.file), Line: lineOf(raw, "helmCharts"), Notice: true,
-			Msg: "helmCharts: not rendered (kustomize runs the helm binary for them); render the chart's folder instead"})
-	}
-	return n
+	return files
 }
 
 // ref sorts one reference of n: a kustomization folder it includes (when
@@ -246,15 +286,27 @@ func (g *kgraph) ref(n *kust, s string, dirOK, component bool) {
 	switch {
 	case err == nil && fi.IsDir() && dirOK && kustomizationFile(p) != "":
 		n.includes = append(n.includes, p)
+		if n.incRefs == nil {
+			n.incRefs = map[string]string{}
+		}
+		n.incRefs[p] = s
 		if component {
 			n.comps = append(n.comps, p)
 		}
+		return
+	case (err == nil && fi.Mode().IsRegular() || overridden) && len(g.flux) > 0 && !g.inTree(p):
+		n.dropped[s] = true
+		n.problems = append(n.problems, &Error{File: display(g.root, n.file), Line: lineOf(n.raw, s),
+			Msg: fmt.Sprintf("%s is outside the tree read: left out of the render", s)})
 		return
 	case err == nil && fi.Mode().IsRegular(), overridden:
 		if rel, err := filepath.Rel(n.dir, p); err != nil || strings.HasPrefix(rel, "..") {
 			n.outside = append(n.outside, p)
 		}
 		return
+	}
+	if remote(s) && g.o.remote {
+		return // kustomize fetches it (WithRemote)
 	}
 	n.dropped[s] = true
 	e := &Error{File: display(g.root, n.file), Line: lineOf(n.raw, s)}
@@ -268,6 +320,21 @@ func (g *kgraph) ref(n *kust, s string, dirOK, component bool) {
 		e.Msg = fmt.Sprintf("%s: no such file or folder; left out of the render", s)
 	}
 	n.problems = append(n.problems, e)
+}
+
+// inTree reports whether p is in the tree read (its root's folder): in a
+// tree Flux builds (one with a Flux Kustomization of it), loading is
+// confined to the repository, as kustomize-controller confines it.
+func (g *kgraph) inTree(p string) bool {
+	root, err := filepath.Abs(g.root)
+	if err != nil {
+		return false
+	}
+	if fi, err := os.Stat(root); err == nil && !fi.IsDir() {
+		root = filepath.Dir(root)
+	}
+	rel, err := filepath.Rel(root, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 // remote reports whether a kustomization reference names something
@@ -396,11 +463,12 @@ func (g *kgraph) filesystems(files map[string][]byte, dirs []string, mk *markers
 	for _, p := range slices.Sorted(maps.Keys(files)) {
 		data := files[p]
 		if n := kfiles[p]; n != nil && n.err == nil {
+			// What prepare refuses is never written as it is: it may
+			// name what kustomize would fetch.
 			b, err := n.prepare(g.o, nil)
 			if err != nil {
-				b = data
+				continue
 			}
-			n.emptied = errors.Is(err, errEmptied)
 			_ = plain.WriteFile(p, b)
 			mark := func(i int, img *types.Image) {
 				if i >= len(n.entries) {
@@ -409,15 +477,18 @@ func (g *kgraph) filesystems(files map[string][]byte, dirs []string, mk *markers
 				*items = append(*items, markItem{file: p, line: n.entries[i].line, col: n.entries[i].col, node: n, entry: i})
 				img.NewTag, img.Digest, img.TagSuffix = mk.next(len(*items)-1), "", ""
 			}
-			if b, err := n.prepare(g.o, mark); err == nil {
-				_ = marked.WriteFile(p, b)
-			} else {
-				_ = marked.WriteFile(p, data)
+			mb, err := n.prepare(g.o, mark)
+			if err != nil {
+				mb = b
 			}
+			_ = marked.WriteFile(p, mb)
 			continue
 		}
 		_ = plain.WriteFile(p, data)
 		_ = marked.WriteFile(p, markLiterals(p, data, mk, items))
+	}
+	if g.o.remote {
+		return newRemoteFS(plain.(*memFS)), newRemoteFS(marked.(*memFS))
 	}
 	return plain, marked
 }
@@ -524,6 +595,10 @@ func (n *kust) prepare(o *options, mark func(i int, img *types.Image)) ([]byte, 
 	if err := k.Unmarshal(n.raw); err != nil {
 		return nil, err
 	}
+	if n.flux != nil {
+		k.Components = append(k.Components, n.flux.components...)
+		k.Patches = append(k.Patches, n.flux.patches...)
+	}
 	psm := k.PatchesStrategicMerge
 	k.PatchesStrategicMerge = nil
 	k.FixKustomization()
@@ -544,7 +619,7 @@ func (n *kust) prepare(o *options, mark func(i int, img *types.Image)) ([]byte, 
 	k.Resources, k.Components = keep(k.Resources), keep(k.Components)
 	k.Generators, k.Transformers, k.Validators = keep(k.Generators), keep(k.Transformers), keep(k.Validators)
 	k.Crds, k.Configurations = keep(k.Crds), keep(k.Configurations)
-	k.Patches = slices.DeleteFunc(k.Patches, func(p types.Patch) bool { return n.dropped[p.Path] })
+	k.Patches = slices.DeleteFunc(k.Patches, func(p types.Patch) bool { return n.dropped[cmp.Or(p.Path, p.Patch)] })
 	k.Replacements = slices.DeleteFunc(k.Replacements, func(r types.ReplacementField) bool { return n.dropped[r.Path] })
 	if n.dropped[k.OpenAPI["path"]] {
 		delete(k.OpenAPI, "path")
@@ -646,11 +721,14 @@ func (t *Tree) renderRoot(g *kgraph, dir string, plain, marked filesys.FileSyste
 	}
 	kfile := display(g.root, n.file)
 	defer t.recoverInput(kfile)
-	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	k := krusty.MakeKustomizer(g.buildOptions(dir))
 	res, err := k.Run(plain, dir)
 	var out []byte
 	if err == nil {
 		out, err = res.AsYaml()
+	}
+	if err == nil && n.flux != nil {
+		out = substitute(out, n.flux.vars)
 	}
 	if err != nil {
 		t.Errs = append(t.Errs, &Error{File: kfile, Msg: "kustomize: " + err.Error()})
@@ -666,6 +744,9 @@ func (t *Tree) renderRoot(g *kgraph, dir string, plain, marked filesys.FileSyste
 	var msites []yamlfile.Site
 	if mres, err := k.Run(marked, dir); err == nil {
 		if mout, err := mres.AsYaml(); err == nil {
+			if n.flux != nil {
+				mout = substitute(mout, n.flux.vars)
+			}
 			msites, _ = yamlfile.Sites(kfile, mout)
 		}
 	}
@@ -684,8 +765,12 @@ func (t *Tree) renderRoot(g *kgraph, dir string, plain, marked filesys.FileSyste
 			if j, ok := mk.only(tag); ok {
 				seen[j] = true
 				t.origin(g, &u, items[j])
+				if items[j].node == nil && substituted(n, items[j].ref) {
+					u.Origin.Edit, u.Origin.Why = nil, "set through a Flux postBuild substitution ("+items[j].ref+"): pin it where the variable is set"
+				}
 			}
 		}
+		patchedBy(n.flux, &u)
 		app.Uses = append(app.Uses, u)
 	}
 	if same {

@@ -38,6 +38,7 @@ type options struct {
 	exclude func(rel string) bool
 	files   map[string][]byte // by absolute path
 	fetch   *fetcher          // nil: nothing fetched
+	remote  bool              // kustomize fetches remote bases (WithRemote)
 }
 
 // WithValues renders charts with these values files after each chart's
@@ -285,6 +286,13 @@ func Find(root string, opts ...Option) *Tree {
 	}
 	if len(kdirs) > 0 {
 		t.kustomize(root, kdirs, &o)
+		// A file a kustomization names outside its folder (a patch of
+		// ../../patches) is read through it only.
+		t.Plain = slices.DeleteFunc(t.Plain, func(p string) bool {
+			abs, err := filepath.Abs(p)
+			_, read := t.files[abs]
+			return err == nil && read
+		})
 	}
 	for _, dir := range charts {
 		t.helm(dir, &o)

@@ -424,7 +424,7 @@ func TestInputErrorsEveryFormat(t *testing.T) {
 	checks := map[string]func(t *testing.T, out string){
 		"table": func(t *testing.T, out string) {
 			for _, want := range []string{
-				"\nINPUTS NOT READ\n  error    k8s/broken.yaml:3: did not find expected ',' or ']'\n  notice   k8s/chart/templates/deploy.yaml: skipped: Helm template\n",
+				"\nINPUTS NOT READ (1) AND SKIPPED (1)\n  error    k8s/broken.yaml:3: did not find expected ',' or ']'\n  notice   k8s/chart/templates/deploy.yaml: skipped: Helm template\n",
 				"; 1 input not read, 1 skipped\n",
 			} {
 				if !strings.Contains(out, want) {

@@ -42,15 +42,21 @@ func Table(w io.Writer, r *types.Result) error {
 		}
 	}
 	notRead, skipped := 0, 0
+	for _, ie := range r.InputErrors {
+		if ie.Notice {
+			skipped++
+		} else {
+			notRead++
+		}
+	}
 	if len(r.InputErrors) > 0 {
-		fmt.Fprintf(w, "\nINPUTS NOT READ\n")
+		// Headed with what the summary line counts: errors not read,
+		// notices skipped.
+		fmt.Fprintf(w, "\nINPUTS NOT READ (%d) AND SKIPPED (%d)\n", notRead, skipped)
 		for _, ie := range r.InputErrors {
 			level := "error"
 			if ie.Notice {
 				level = "notice"
-				skipped++
-			} else {
-				notRead++
 			}
 			fmt.Fprintf(w, "  %-8s %s: %s\n", level, printable.Text(inputLocation(ie)), printable.Text(ie.Message))
 		}

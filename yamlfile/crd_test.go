@@ -47,9 +47,18 @@ func TestParseCustomKinds(t *testing.T) {
 		}, []string{
 			`gitops.yaml:10: HelmRelease apps/podinfo: spec.valuesFrom (ConfigMaps and Secrets in the cluster) not read`,
 			`gitops.yaml:26: HelmRelease apps/podinfo: spec.values.notag.image.repository has no tag: the chart's default (its appVersion) is not known; not read`,
-			`gitops.yaml:6: HelmRelease apps/podinfo: chart podinfo not rendered; 3 image(s) read from spec.values by the common chart conventions (image.repository/tag/digest, image.registry), the chart's own defaults not known`,
-			`gitops.yaml:33: Application argocd/guestbook: spec.sources[0] (https://charts.example.com guestbook) not rendered; 3 image(s) read from its Helm values by the common chart conventions (image.repository/tag/digest, image.registry), the chart's own defaults not known`,
+			`gitops.yaml:6: HelmRelease apps/podinfo: chart podinfo not rendered; 3 image(s) read from spec.values (the chart's own defaults unknown)`,
+			`gitops.yaml:33: Application argocd/guestbook: spec.sources[0] (https://charts.example.com guestbook) not rendered; 3 image(s) read from its Helm values (the chart's own defaults unknown)`,
 			`gitops.yaml:51: Application argocd/guestbook: spec.sources[1] (https://git.example.com/apps.git overlays/prod) not rendered; 2 image(s) read from kustomize.images`,
+		}},
+		// An empty registry, tag or digest is absent, as the chart's
+		// template treats it: never "redis:8.2.1-debian-12-r0@".
+		{"helm-empty.yaml", []string{
+			`13:12 HelmRelease apps/redis image spec.values "docker.io/bitnami/redis:8.2.1-debian-12-r0"`,
+			`24:14 HelmRelease apps/redis exporter.image spec.values "oliver006/redis_exporter:v1.76.0"`,
+		}, []string{
+			`helm-empty.yaml:18: HelmRelease apps/redis: spec.values.operator.image.repository has no tag: the chart's default (its appVersion) is not known; not read`,
+			`helm-empty.yaml:6: HelmRelease apps/redis: chart redis not rendered; 2 image(s) read from spec.values (the chart's own defaults unknown)`,
 		}},
 	}
 	for _, tt := range tests {

@@ -174,7 +174,7 @@ func (w *walker) helmRelease(base Image, obj ref) {
 		found = w.values(base, vals, "spec.values", nil)
 		cs.Values = w.laidOut(cs.Values, vals)
 	}
-	w.note(at, "%s %s: chart %s not rendered; %d image(s) read from spec.values by the common chart conventions (image.repository/tag/digest, image.registry), the chart's own defaults not known",
+	w.note(at, "%s %s: chart %s not rendered; %d image(s) read from spec.values (the chart's own defaults unknown)",
 		base.Kind, objName(base), chart, found)
 	cs.Notice = w.notes[len(w.notes)-1].(*Notice)
 	w.charts = append(w.charts, cs)
@@ -280,7 +280,7 @@ func (w *walker) appSource(base Image, src ref, name string) {
 	}
 	found += w.values(base, ref{node: &yaml.Node{Kind: yaml.MappingNode}}, name+".helm.parameters", params, seen)
 	cs.Values = w.parameterDocs(cs.Values, h, &cs)
-	w.note(src.node, "%s %s: %s (%s) not rendered; %d image(s) read from its Helm values by the common chart conventions (image.repository/tag/digest, image.registry), the chart's own defaults not known",
+	w.note(src.node, "%s %s: %s (%s) not rendered; %d image(s) read from its Helm values (the chart's own defaults unknown)",
 		base.Kind, objName(base), name, what, found)
 	cs.Notice = w.notes[len(w.notes)-1].(*Notice)
 	w.charts = append(w.charts, cs)
@@ -545,13 +545,18 @@ func (w *walker) valuesImage(base Image, img ref, p, field string, params map[st
 		} else if v, ok := w.get(img, k); ok && isValue(v.node) {
 			parts[k] = v
 		}
+		// An empty registry, tag or digest is absent, as a chart's
+		// template treats it ({{ with .Values.image.digest }}@{{ . }}).
+		if v, ok := parts[k]; ok && v.node.Value == "" {
+			delete(parts, k)
+		}
 	}
 	repo, ok := parts["repository"]
 	if !ok {
 		return false
 	}
 	r := repo.node.Value
-	if reg, ok := parts["registry"]; ok && reg.node.Value != "" {
+	if reg, ok := parts["registry"]; ok {
 		r = strings.TrimSuffix(reg.node.Value, "/") + "/" + r
 	}
 	at, part := parts["tag"], PartTag

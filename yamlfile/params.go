@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -83,6 +84,10 @@ type scope struct {
 	owner    string // "Task build", for notices
 	defaults map[string]value
 	passes   []pass
+	// named, for a Task, is the scope of its name: the values TaskRuns
+	// and Pipelines pass to a Task of that name (its passes), which
+	// apply to each Task so named, each with its own defaults.
+	named *scope
 	// pipeline, for a taskSpec embedded in a Pipeline, names it: its
 	// parameters propagate to the taskSpec's steps, those the taskSpec
 	// does not declare (https://tekton.dev/docs/pipelines/pipelineruns/#propagated-parameters).
@@ -160,7 +165,11 @@ func (p *params) resolve(img Image, sc *scope) ([]Image, string) {
 	keys, exprs := paramKeys(img.Ref)
 	var sets []map[string]value
 	sets = append(sets, sc.defaults)
-	for _, ps := range append(sc.passes, p.propagated(img, sc, keys, exprs)...) {
+	passes := slices.Clone(sc.passes)
+	if sc.named != nil {
+		passes = append(passes, sc.named.passes...)
+	}
+	for _, ps := range append(passes, p.propagated(img, sc, keys, exprs)...) {
 		sets = append(sets, p.expand(ps)...)
 	}
 	var out []Image
@@ -269,8 +278,9 @@ func (p *params) object(file string, obj *yaml.Node) {
 func (p *params) tekton(file, kind, name string, spec *yaml.Node) {
 	switch kind {
 	case "Task", "ClusterTask":
-		sc := p.task(name)
-		sc.owner = kind + " " + name
+		// Its own scope: Tasks of one name (a catalog's versions, each
+		// in its file) keep their own defaults.
+		sc := &scope{owner: kind + " " + name, named: p.task(name)}
 		p.taskSpec(file, sc, spec)
 	case "TaskRun":
 		values := paramValues(file, child(spec, "params"), "value", "params.")

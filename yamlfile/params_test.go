@@ -39,6 +39,13 @@ func TestResolveParams(t *testing.T) {
 			[]string{"tekton/task.yaml"},
 			[]string{"tekton/task.yaml:8:16 gcr.io/kaniko-project/executor:v1.23.0", "tekton/task.yaml:20:14 docker.io/library/busybox:1.36"},
 			[]string{"tekton/task.yaml:16: tag", "tekton/task.yaml:18: nodefault"}},
+		{"Tekton: Tasks of one name in two versions' files, each with its own default",
+			[]string{"versions/0.1/git-cli.yaml", "versions/0.4/git-cli.yaml"},
+			[]string{
+				"versions/0.1/git-cli.yaml:10:16 cgr.dev/chainguard/git:2.40.1",
+				"versions/0.4/git-cli.yaml:10:16 cgr.dev/chainguard/git:2.45.2",
+			},
+			nil},
 		{"Tekton: a PipelineRun's params propagate to an embedded taskSpec that does not declare them",
 			[]string{"propagated/run.yaml"},
 			[]string{

@@ -8,17 +8,18 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/regcheck/regcheck/imageref"
 	"github.com/regcheck/regcheck/internal/redact"
 	"github.com/regcheck/regcheck/render"
+	"github.com/regcheck/regcheck/scan"
 	"github.com/regcheck/regcheck/types"
 	"github.com/regcheck/regcheck/yamlfile"
 )
@@ -32,6 +33,8 @@ type inputs struct {
 	// fetch says how chart dependencies are fetched; nil fetches none
 	// (--offline, or a command that fetches nothing).
 	fetch *render.Fetch
+	// fetchRemote lets kustomize fetch remote bases (--fetch-remote).
+	fetchRemote bool
 }
 
 // renderOptions are the options the charts and kustomizations under
@@ -41,23 +44,45 @@ func (in inputs) renderOptions() []render.Option {
 	if in.fetch != nil {
 		opts = append(opts, render.WithFetch(*in.fetch))
 	}
+	if in.fetchRemote {
+		opts = append(opts, render.WithRemote())
+	}
 	return opts
 }
 
 // chartFetch is how chart dependencies are fetched: into regcheck/charts
 // in the user cache folder, with Helm's own settings (its environment
 // variables and files), the hosts of --insecure-registry over plain
-// HTTP; nil with --offline or when there is no user cache folder.
-func chartFetch(g *globals, offline bool, insecure []string, timeout time.Duration) *render.Fetch {
+// HTTP, OCI registries trusted with the CA files of --ca-file; nil with
+// --offline or when there is no user cache folder.
+func chartFetch(g *globals, offline bool, r registryFlags) *render.Fetch {
 	if offline {
 		return nil
+	}
+	var base http.RoundTripper
+	if roots, err := scan.LoadRoots(r.caFiles...); err == nil && roots != nil {
+		base = scan.NewBaseTransport(roots, nil, 0)
 	}
 	dir, err := userCacheDir()
 	if err != nil {
 		g.logger.Debug("no chart cache: chart dependencies are not fetched", "err", err)
 		return nil
 	}
-	return &render.Fetch{Dir: filepath.Join(dir, "regcheck", "charts"), Insecure: insecure, Timeout: timeout}
+	return &render.Fetch{Dir: filepath.Join(dir, "regcheck", "charts"), Insecure: r.insecure, Transport: base, Timeout: r.timeout}
+}
+
+// addFetchRemote adds --fetch-remote to a command that renders
+// kustomizations.
+func addFetchRemote(fl *pflag.FlagSet, into *bool) {
+	fl.BoolVar(into, "fetch-remote", false, "let kustomize fetch the remote bases and resources kustomizations name (git clone, HTTP GET), as kustomize build does; by default each is left out with a notice and the rest rendered")
+}
+
+// fetchConflict rejects --fetch-remote with --offline.
+func fetchConflict(offline, remote bool) error {
+	if offline && remote {
+		return errors.New("--fetch-remote and --offline: choose one")
+	}
+	return nil
 }
 
 // addOffline adds --offline to a command that renders charts.

@@ -205,7 +205,7 @@ func TestScanInputErrors(t *testing.T) {
 			t.Fatalf("exit %d\n%s%s", code, out, errs)
 		}
 		for _, want := range []string{
-			"\nINPUTS NOT READ\n",
+			"\nINPUTS NOT READ (1) AND SKIPPED (2)\n",
 			"  notice   " + fifo + ": skipped: a named pipe, not a regular file\n",
 			"  notice   " + zero + ": skipped: a character device, not a regular file\n",
 			"  error    " + bad + ":2: ",

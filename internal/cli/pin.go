@@ -37,6 +37,7 @@ type pinFlags struct {
 	followSymlinks bool
 	helmValues     []string
 	offline        bool
+	fetchRemote    bool
 	policies       policyFlags
 }
 
@@ -145,6 +146,7 @@ else failed.`,
 	fl.BoolVar(&f.followSymlinks, "follow-symlinks", false, "with --write, also write through symlinks that resolve outside the PATH they were found under")
 	addHelmValues(fl, &f.helmValues)
 	addOffline(fl, &f.offline)
+	addFetchRemote(fl, &f.fetchRemote)
 	f.registry.addTo(fl, true)
 	return cmd
 }
@@ -195,8 +197,12 @@ func (f *pinFlags) config(cmd *cobra.Command, g *globals) (pin.Config, error) {
 	c := pin.Config{
 		Check: f.check, Write: f.write, Update: f.update, AllowBroken: f.allowBroken,
 		PullPolicy: f.pullPolicy, Exclude: f.exclude, FollowSymlinks: f.followSymlinks,
-		HelmValues: helmValues(f.helmValues),
-		Fetch:      chartFetch(g, f.offline, f.registry.insecure, f.registry.timeout),
+		HelmValues:  helmValues(f.helmValues),
+		Fetch:       chartFetch(g, f.offline, f.registry),
+		FetchRemote: f.fetchRemote,
+	}
+	if err := fetchConflict(f.offline, f.fetchRemote); err != nil {
+		return c, err
 	}
 	if !slices.Contains(report.PinCheckFormats, f.output) {
 		return c, fmt.Errorf("-o %q: want %s", f.output, strings.Join(report.PinCheckFormats, ", "))

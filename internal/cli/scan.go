@@ -62,7 +62,7 @@ format, with how much was left out.
 
 A folder with a kustomization is read as kustomize builds it: each
 kustomization no other one in the tree includes is rendered (in memory;
-remote bases are not fetched, a notice says so), and each image's use
+remote bases are fetched only with --fetch-remote, else a notice says so), and each image's use
 points at the line that sets it: the images: entry that names it last, or
 the manifest's image:. A folder with a Chart.yaml is rendered with Helm's
 engine from its values.yaml and each --helm-values file, and each use
@@ -102,6 +102,7 @@ nothing at or above --fail-on found).`,
 	fl.StringVar(&f.imagesFrom, "images-from", "", "file with one image reference per line (# comments; - for stdin)")
 	addHelmValues(fl, &f.helmValues)
 	addOffline(fl, &f.offline)
+	addFetchRemote(fl, &f.fetchRemote)
 	fl.StringVarP(&f.output, "output", "o", "table", "output format: "+strings.Join(outputFormats(), ", "))
 	fl.StringVar(&f.failOn, "fail-on", "broken", "exit 1 when a finding is at least this bad: broken, high, at-risk, info or never")
 	f.registry.addTo(fl, true)
@@ -119,7 +120,7 @@ func runScan(cmd *cobra.Command, s Streams, g *globals, f *scanFlags) error {
 	if err := f.check(); err != nil {
 		return usageError(err)
 	}
-	f.fetch = chartFetch(g, f.offline, f.registry.insecure, f.registry.timeout)
+	f.fetch = chartFetch(g, f.offline, f.registry)
 	run, err := newScanRun(cmd.Context(), s, g, f)
 	if err != nil {
 		return usageError(err)
@@ -134,6 +135,9 @@ func runScan(cmd *cobra.Command, s Streams, g *globals, f *scanFlags) error {
 // check rejects flags that do not go together.
 func (f *scanFlags) check() error {
 	if err := f.validate(); err != nil {
+		return err
+	}
+	if err := fetchConflict(f.offline, f.fetchRemote); err != nil {
 		return err
 	}
 	if err := f.policies.load(); err != nil {
