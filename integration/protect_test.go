@@ -194,3 +194,77 @@ func applyTwice(t *testing.T, base []string, predicted int) {
 		t.Fatal("second --apply changed the audit file")
 	}
 }
+
+// listTags is the registry's tag list of repo, sorted.
+func listTags(t *testing.T, host, repo string) []string {
+	t.Helper()
+	r, err := name.NewRepository(host+"/"+repo, name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tags, err := remote.List(r, remote.WithTransport(http.DefaultTransport))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(tags)
+	return tags
+}
+
+// TestProtectDistribution3 holds protect to distribution 3.1.2: without
+// protect its real GC breaks what gc-check predicts (the digest pins no
+// tag reaches); protect tags only those (a kept index keeps its children
+// under 3.x), and after the real GC scan says 0 broken. --release, once a
+// pin is no longer in use, removes exactly that audited tag by name: the
+// tag lists before and after differ by it alone, the manifest stays until
+// the next GC collects it.
+func TestProtectDistribution3(t *testing.T) {
+	t.Run("without", func(t *testing.T) {
+		r, refs := seedProtect(t, registry.V3)
+		predicted := predictBroken(t, r.Root, "distribution-3", writeRefs(t, refs))
+		collect(t, r)
+		if broken := scanBroken(t, refs); len(predicted) == 0 || !slices.Equal(broken, predicted) {
+			t.Fatalf("the real GC broke %v; gc-check predicted %v", broken, predicted)
+		}
+		t.Logf("without protect the real GC broke %d in-use images: %v", len(predicted), predicted)
+	})
+	t.Run("with, then release", func(t *testing.T) {
+		r, refs := seedProtect(t, registry.V3)
+		h, audit := r.Host(), filepath.Join(t.TempDir(), "audit.json")
+		base := []string{"--storage", r.Root, "--gc-model", "distribution-3", "--delete-untagged", "--audit", audit, "--owner", "prod"}
+		rep := protectJSON(t, cli.ExitClean, append(base, "--apply", "--images-from", writeRefs(t, refs))...)
+		pins := refs[len(refs)-2:] // gc/retag@old and gc/single@digest-only
+		if rep.Proof.BreakBefore != 2 || rep.Proof.BreakAfter != 0 || rep.Counts.Tags != 2 || rep.Counts.Written != 2 {
+			t.Fatalf("--apply: proof %+v counts %+v; want the 2 pins tagged, 0 breaking after", rep.Proof, rep.Counts)
+		}
+		var retagKeep string
+		for _, k := range rep.Keep {
+			if k.Tag != "" && !slices.ContainsFunc(pins, func(p string) bool { return strings.HasSuffix(p, k.Repository+"@"+k.Digest) }) {
+				t.Fatalf("tagged %s@%s, which 3.x keeps without a tag", k.Repository, k.Digest)
+			}
+			if k.Tag != "" && k.Repository == "gc/retag" {
+				retagKeep = k.Tag
+			}
+		}
+		beforeRetag, beforeSingle := listTags(t, h, "gc/retag"), listTags(t, h, "gc/single")
+		rel := protectJSON(t, cli.ExitClean, append(base, "--release", "--images-from", writeRefs(t, refs[:len(refs)-2]), pins[1])...)
+		if len(rel.Released) != 1 || !rel.Released[0].Removed || rel.Released[0].Tag != retagKeep {
+			t.Fatalf("--release: %+v; want %s removed alone", rel.Released, retagKeep)
+		}
+		if got, want := listTags(t, h, "gc/retag"), slices.DeleteFunc(slices.Clone(beforeRetag), func(s string) bool { return s == retagKeep }); !slices.Equal(got, want) || len(got) != len(beforeRetag)-1 {
+			t.Fatalf("gc/retag tags after --release %v, before %v; want only %s gone", got, beforeRetag, retagKeep)
+		}
+		if got := listTags(t, h, "gc/single"); !slices.Equal(got, beforeSingle) {
+			t.Fatalf("gc/single tags after --release %v, before %v; want unchanged", got, beforeSingle)
+		}
+		if !serves(t, h, "gc/retag", strings.SplitN(pins[0], "@", 2)[1]) {
+			t.Fatal("--release deleted the manifest, not only its tag")
+		}
+		collect(t, r)
+		if broken := scanBroken(t, append(slices.Clone(refs[:len(refs)-2]), pins[1])); len(broken) != 0 {
+			t.Fatalf("after the real GC scan says %v broken", broken)
+		}
+		if serves(t, h, "gc/retag", strings.SplitN(pins[0], "@", 2)[1]) {
+			t.Fatal("the released pin survived the GC: its shield was not released")
+		}
+	})
+}

@@ -48,26 +48,30 @@ func Plan(s *storage.Storage, opts Options, targets []types.Target) (*protectres
 	if opts.Owner == "" {
 		opts.Owner = "default"
 	}
-	if _, err := TagName(opts.Prefix, opts.Owner, "sha256:"+strings.Repeat("0", 64)); err != nil {
+	own, err := keepTags(opts.Prefix, opts.Owner)
+	if err != nil {
 		return nil, err
 	}
+	// The plan and the proof are made over the storage without keep-tags:
+	// what the in-use set needs, not what was already written.
+	bare := s.WithoutTags(func(_, tag string) bool { return own(tag) })
 	rep := &protectresult.Report{SchemaVersion: protectresult.SchemaVersion, Model: string(opts.Model), DeleteUntagged: opts.DeleteUntagged,
 		Storage: s.Root, Owner: opts.Owner, Keep: []protectresult.Kept{}, Unprotected: []protectresult.Unprotected{}}
-	before, _, err := gc.Check(s, opts.gc(), targets)
+	before, _, err := gc.Check(bare, opts.gc(), targets)
 	if err != nil {
 		rep.Incomplete = append(rep.Incomplete, err.Error())
 	}
 	if before == nil {
 		return rep, fmt.Errorf("predicting the collector: %w", err)
 	}
-	keep, faults := keepSet(s, opts, targets)
+	keep, faults := keepSet(bare, opts, targets)
 	rep.Incomplete = append(rep.Incomplete, faults...)
-	shield, err := chooseShield(s, opts, keep)
+	shield, err := chooseShield(bare, s, opts, keep)
 	if err != nil {
 		return rep, err
 	}
 	rep.Keep = shield
-	after, _, err := gc.Check(s.WithTags(tagLinks(shield)), opts.gc(), targets)
+	after, _, err := gc.Check(bare.WithTags(tagLinks(shield)), opts.gc(), targets)
 	if after == nil {
 		return rep, fmt.Errorf("predicting the collector over the shield: %w", err)
 	}
@@ -77,6 +81,23 @@ func Plan(s *storage.Storage, opts Options, targets []types.Target) (*protectres
 		return rep, errors.New("the in-use set is incomplete: " + strings.Join(rep.Incomplete, "; "))
 	}
 	return rep, nil
+}
+
+// keepTags reports whether a tag is a keep-tag of any owner: the prefix,
+// an owner, '-', then 16 hex digits. Each owner's plan is made without
+// any of them, so that one owner's release never unshields another's
+// images.
+func keepTags(prefix, owner string) (func(string) bool, error) {
+	if _, err := TagName(prefix, owner, "sha256:"+strings.Repeat("0", shortDigest)); err != nil {
+		return nil, err
+	}
+	return func(tag string) bool {
+		rest, ok := strings.CutPrefix(tag, prefix)
+		if !ok || len(rest) < shortDigest+2 || rest[len(rest)-shortDigest-1] != '-' {
+			return false
+		}
+		return strings.Trim(rest[len(rest)-shortDigest:], "0123456789abcdef") == ""
+	}, nil
 }
 
 // keepSet walks each in-use image over the storage as it is and returns

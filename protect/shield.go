@@ -15,16 +15,19 @@ import (
 // leaves whatever it named untagged. On 3.x only what the 3.x collector
 // would delete gets one, decided by its model: tag the outermost deleted
 // manifest (its children are marked through it), simulate again, repeat.
-func chooseShield(s *storage.Storage, opts Options, keep []keptNode) ([]protectresult.Kept, error) {
+//
+// s is the storage without this owner's keep-tags; now is as it is, which
+// says which tags are already there.
+func chooseShield(s, now *storage.Storage, opts Options, keep []keptNode) ([]protectresult.Kept, error) {
 	tagged := map[int]bool{}
 	if opts.Model == gcresult.Distribution28 {
 		for i := range keep {
 			tagged[i] = true
 		}
-		return kept(s, opts, keep, tagged)
+		return kept(now, opts, keep, tagged)
 	}
 	for range len(keep) + 1 {
-		ks, err := kept(s, opts, keep, tagged)
+		ks, err := kept(now, opts, keep, tagged)
 		if err != nil {
 			return nil, err
 		}
@@ -47,7 +50,7 @@ func chooseShield(s *storage.Storage, opts Options, keep []keptNode) ([]protectr
 			return ks, nil
 		}
 	}
-	return kept(s, opts, keep, tagged)
+	return kept(now, opts, keep, tagged)
 }
 
 // kept is the keep set with the tags of the manifests tagged marks, and

@@ -438,3 +438,22 @@ func (s *Storage) WithTags(tags []TagLink) *Storage {
 type TagLink struct {
 	Repository, Tag, Digest string
 }
+
+// WithoutTags returns a copy of s without the tags drop names, as if their
+// folders under _manifests/tags had been removed. s is not changed, nor is
+// anything on disk.
+func (s *Storage) WithoutTags(drop func(repository, tag string) bool) *Storage {
+	out := s.Without(nil)
+	for name, repo := range out.Repositories {
+		var order []string
+		for _, t := range repo.TagOrder {
+			if drop(name, t) {
+				delete(repo.Tags, t)
+				continue
+			}
+			order = append(order, t)
+		}
+		repo.TagOrder = order
+	}
+	return out
+}
