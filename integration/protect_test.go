@@ -148,8 +148,10 @@ func TestProtectDistribution28(t *testing.T) {
 				t.Fatal("gc-check predicts nothing breaks: the seed does not reproduce the incident")
 			}
 			base := []string{"--storage", r.Root, "--gc-model", "distribution-2.8", "--delete-untagged", "--images-from", from}
+			audit := filepath.Join(t.TempDir(), "audit.json")
 			if shield {
-				applyTwice(t, base, len(predicted))
+				refuseIncomplete(t, r.Host(), append(base, "--apply", "--audit", audit, "-f", filepath.Join(t.TempDir(), "gone.yaml")))
+				applyTwice(t, append(base, "--audit", audit), len(predicted))
 			}
 			collect(t, r)
 			broken := scanBroken(t, refs)
@@ -157,6 +159,7 @@ func TestProtectDistribution28(t *testing.T) {
 				if len(broken) != 0 {
 					t.Fatalf("after protect --apply and the real GC, scan says %d broken: %v", len(broken), broken)
 				}
+				releaseFromStorage(t, r.Host(), base, audit, refs)
 				return
 			}
 			if !slices.Equal(broken, predicted) {
@@ -167,13 +170,46 @@ func TestProtectDistribution28(t *testing.T) {
 	}
 }
 
+// refuseIncomplete runs protect --apply on an in-use set that could not
+// be read whole: exit 3, no tag written, no audit file.
+func refuseIncomplete(t *testing.T, host string, args []string) {
+	t.Helper()
+	before := listTags(t, host, "gc/multiarch")
+	if code, _ := protectCLI(t, append([]string{"protect"}, args...)...); code != cli.ExitIncomplete {
+		t.Fatalf("--apply on an incomplete in-use set: exit %d, want %d", code, cli.ExitIncomplete)
+	}
+	if got := listTags(t, host, "gc/multiarch"); !slices.Equal(got, before) {
+		t.Fatalf("--apply on an incomplete in-use set wrote tags: %v, before %v", got, before)
+	}
+	if _, err := os.Stat(args[len(args)-3]); err == nil {
+		t.Fatal("--apply on an incomplete in-use set wrote the audit file")
+	}
+}
+
+// releaseFromStorage drops the retag pin from the in-use set and runs
+// --release on 2.8: docker/distribution 2.x refuses DELETE by tag, so the
+// tag's folder is removed from the storage; exactly that tag goes.
+func releaseFromStorage(t *testing.T, host string, base []string, audit string, refs []string) {
+	t.Helper()
+	before := listTags(t, host, "gc/retag")
+	in := append(slices.Clone(refs[:len(refs)-2]), refs[len(refs)-1])
+	rep := protectJSON(t, cli.ExitClean, append(append([]string{}, base[:len(base)-1]...), writeRefs(t, in), "--release", "--audit", audit, "--owner", "prod")...)
+	if len(rep.Released) != 1 || !rep.Released[0].Removed || rep.Released[0].Repository != "gc/retag" {
+		t.Fatalf("--release: %+v; want the gc/retag pin's keep-tag removed alone", rep.Released)
+	}
+	after := listTags(t, host, "gc/retag")
+	if want := slices.DeleteFunc(slices.Clone(before), func(s string) bool { return s == rep.Released[0].Tag }); !slices.Equal(after, want) || len(after) != len(before)-1 {
+		t.Fatalf("gc/retag tags after --release %v, before %v", after, before)
+	}
+}
+
 // applyTwice runs protect --apply: the proof says 0 would break over the
 // shield and breakBefore is gc-check's count; a second run writes nothing
 // and leaves the audit file as it was.
 func applyTwice(t *testing.T, base []string, predicted int) {
 	t.Helper()
-	audit := filepath.Join(t.TempDir(), "audit.json")
-	args := append(append([]string{}, base...), "--apply", "--audit", audit, "--owner", "prod")
+	audit := base[len(base)-1]
+	args := append(append([]string{}, base...), "--apply", "--owner", "prod")
 	rep := protectJSON(t, cli.ExitClean, args...)
 	if rep.Proof.BreakBefore != predicted || rep.Proof.BreakAfter != 0 || rep.Counts.Written == 0 || rep.Counts.Written != rep.Counts.Tags {
 		t.Fatalf("first --apply: proof %+v counts %+v; want %d before, 0 after, every tag written", rep.Proof, rep.Counts, predicted)

@@ -5,8 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
+	"regexp"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -70,9 +69,13 @@ type StorageUntagger struct {
 
 var _ Untagger = StorageUntagger{}
 
+// repoGrammar is the distribution spec's repository name grammar: it has
+// no "..", so a name cannot leave the storage.
+var repoGrammar = regexp.MustCompile(`^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*$`)
+
 // Untag removes the tag's folder; the manifest and its other tags stay.
 func (s StorageUntagger) Untag(_ context.Context, repository, tag string) error {
-	if _, err := name.NewRepository(repository, name.StrictValidation); err != nil || !tagGrammar.MatchString(tag) || slices.Contains(strings.Split(repository, "/"), "..") {
+	if !repoGrammar.MatchString(repository) || !tagGrammar.MatchString(tag) {
 		return fmt.Errorf("removing tag %s:%s: not a repository and tag", repository, tag)
 	}
 	dir := filepath.Join(s.Root, "repositories", filepath.FromSlash(repository), "_manifests", "tags", tag)
