@@ -27,7 +27,7 @@ garbage collector keep every in-use image (arguments, -f, --images-from,
 runs, over the storage with the tags added, printed beside the plan.
 
 The keep set is every in-use manifest: the image, each index's children
-(for the nodes' platforms with --platform), each digest pin. The shield:
+(every child, whatever the nodes' platforms), each digest pin. The shield:
 
   distribution-2.8  a keep-tag in the repository that uses it on the index,
                     on every child and on each digest pin (a child tagged
