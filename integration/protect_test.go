@@ -136,8 +136,11 @@ func protectJSON(t *testing.T, wantCode int, args ...string) protectresult.Repor
 
 // TestProtectDistribution28 is the seed incident: docker/distribution
 // 2.8.3's own garbage-collect --delete-untagged, run without protect,
-// breaks exactly what gc-check predicts; after protect --apply, scan says
-// nothing in use is broken. A second --apply writes nothing.
+// breaks exactly what gc-check predicts (scan and containerd's ctr content
+// fetch, per platform, agree); after protect --apply, neither finds
+// anything in use broken. A second --apply writes nothing; --apply on an
+// incomplete in-use set writes nothing; --release removes the tag's
+// folder from the storage.
 func TestProtectDistribution28(t *testing.T) {
 	for _, shield := range []bool{false, true} {
 		t.Run(map[bool]string{false: "without", true: "with"}[shield], func(t *testing.T) {
@@ -155,15 +158,16 @@ func TestProtectDistribution28(t *testing.T) {
 			}
 			collect(t, r)
 			broken := scanBroken(t, refs)
+			failed := fetchFailures(t, refs)
 			if shield {
-				if len(broken) != 0 {
-					t.Fatalf("after protect --apply and the real GC, scan says %d broken: %v", len(broken), broken)
+				if len(broken) != 0 || len(failed) != 0 {
+					t.Fatalf("after protect --apply and the real GC, scan says %d broken: %v; fetches failed: %v", len(broken), broken, failed)
 				}
 				releaseFromStorage(t, r.Host(), base, audit, refs)
 				return
 			}
-			if !slices.Equal(broken, predicted) {
-				t.Fatalf("the real GC broke %v; gc-check predicted %v", broken, predicted)
+			if !slices.Equal(broken, predicted) || !slices.Equal(failed, predicted) {
+				t.Fatalf("the real GC broke %v (fetches failed for %v); gc-check predicted %v", broken, failed, predicted)
 			}
 			t.Logf("without protect the real GC broke %d in-use images: %v", len(broken), broken)
 		})
@@ -258,8 +262,9 @@ func TestProtectDistribution3(t *testing.T) {
 		r, refs := seedProtect(t, registry.V3)
 		predicted := predictBroken(t, r.Root, "distribution-3", writeRefs(t, refs))
 		collect(t, r)
-		if broken := scanBroken(t, refs); len(predicted) == 0 || !slices.Equal(broken, predicted) {
-			t.Fatalf("the real GC broke %v; gc-check predicted %v", broken, predicted)
+		broken, failed := scanBroken(t, refs), fetchFailures(t, refs)
+		if len(predicted) == 0 || !slices.Equal(broken, predicted) || !slices.Equal(failed, predicted) {
+			t.Fatalf("the real GC broke %v (fetches failed for %v); gc-check predicted %v", broken, failed, predicted)
 		}
 		t.Logf("without protect the real GC broke %d in-use images: %v", len(predicted), predicted)
 	})
@@ -296,11 +301,54 @@ func TestProtectDistribution3(t *testing.T) {
 			t.Fatal("--release deleted the manifest, not only its tag")
 		}
 		collect(t, r)
-		if broken := scanBroken(t, append(slices.Clone(refs[:len(refs)-2]), pins[1])); len(broken) != 0 {
-			t.Fatalf("after the real GC scan says %v broken", broken)
+		inUse := append(slices.Clone(refs[:len(refs)-2]), pins[1])
+		if broken, failed := scanBroken(t, inUse), fetchFailures(t, inUse); len(broken) != 0 || len(failed) != 0 {
+			t.Fatalf("after the real GC scan says %v broken; fetches failed for %v", broken, failed)
 		}
 		if serves(t, h, "gc/retag", strings.SplitN(pins[0], "@", 2)[1]) {
 			t.Fatal("the released pin survived the GC: its shield was not released")
 		}
 	})
+}
+
+// fetchFailures pulls every platform of each ref (an index's children but
+// its attestations; linux/amd64 for an image) with containerd's ctr
+// content fetch where containerd can run, and returns the refs for which
+// some platform failed, sorted.
+func fetchFailures(t *testing.T, refs []string) []string {
+	t.Helper()
+	pull := cleanupPuller(t)
+	var failed []string
+	for _, ref := range refs {
+		r, err := name.ParseReference(ref, name.Insecure)
+		if err != nil {
+			t.Fatal(err)
+		}
+		platforms := []string{"linux/amd64"} // and for a manifest gone: ctr is asked too
+		if desc, err := remote.Get(r, remote.WithTransport(http.DefaultTransport)); err == nil && desc.MediaType.IsIndex() {
+			idx, err := desc.ImageIndex()
+			if err != nil {
+				t.Fatal(err)
+			}
+			im, err := idx.IndexManifest()
+			if err != nil {
+				t.Fatal(err)
+			}
+			platforms = nil
+			for _, c := range im.Manifests {
+				if c.Platform != nil && c.Platform.OS != "unknown" {
+					platforms = append(platforms, c.Platform.String())
+				}
+			}
+		}
+		for _, p := range platforms {
+			if err := pull(ref, p); err != nil {
+				t.Logf("fetch %s %s: %v", p, ref, err)
+				failed = append(failed, ref)
+				break
+			}
+		}
+	}
+	sort.Strings(failed)
+	return failed
 }
