@@ -202,6 +202,12 @@ func (rule harborRule) selectTags(cands []harborCandidate) []harborCandidate {
 // selects is one doublestar tag selector over one artifact's tags.
 func (s harborSelector) selects(tags []string) bool {
 	if len(tags) == 0 {
+		// tagSelectExclude returns the negation of the untagged extra
+		// (which defaults to false for excludes): excludes with untagged
+		// true leaves untagged artifacts unselected, so not retained.
+		if s.Decoration == "excludes" {
+			return !s.untagged()
+		}
 		return s.untagged()
 	}
 	for _, t := range tags {

@@ -124,6 +124,18 @@ func TestHarborRun(t *testing.T) {
 			deleted: []string{"sha256:u"},
 		},
 		{
+			name: "excludes with untagged true does not select untagged artifacts: they go", cites: "src/lib/selector/selectors/doublestar tagSelectExclude returns !untagged",
+			rules:   []string{hrule("always", -1, tagSel("excludes", "dev-*", "true"))},
+			imgs:    []img{{d: "sha256:t", tags: []string{"v1"}, pushed: 9}, {d: "sha256:u", pushed: 9}},
+			deleted: []string{"sha256:u"},
+		},
+		{
+			name: "excludes without extras selects untagged artifacts: they stay", cites: "src/lib/selector/selectors/doublestar New: untagged defaults to false for excludes; tagSelectExclude returns !untagged",
+			rules:   []string{hrule("always", -1, tagSel("excludes", "dev-*", ""))},
+			imgs:    []img{{d: "sha256:t", tags: []string{"v1"}, pushed: 9}, {d: "sha256:u", pushed: 9}},
+			deleted: nil,
+		},
+		{
 			name: "a matches selector without extras keeps untagged (Harbor's upgrade default)", cites: "src/lib/selector/selectors/doublestar New: untagged defaults to true for matches",
 			rules:   []string{hrule("always", -1, tagSel("matches", "**", ""))},
 			imgs:    []img{{d: "sha256:t", tags: []string{"v1"}, pushed: 9}, {d: "sha256:u", pushed: 9}},

@@ -405,3 +405,55 @@ func dropLink(ls []Link, d string) []Link {
 	}
 	return out
 }
+
+// WithTags returns a copy of s in which each tag names its digest, as if
+// the tag had been pushed: _manifests/tags/<tag>/current/link and
+// index/<digest>. A repository that does not hold the digest's revision
+// is left as it is. s is not changed, nor is anything on disk.
+func (s *Storage) WithTags(tags []TagLink) *Storage {
+	out := s.Without(nil)
+	for _, tl := range tags {
+		repo := out.Repositories[tl.Repository]
+		if repo == nil || repo.Revisions[tl.Digest] == "" {
+			continue
+		}
+		t := repo.Tags[tl.Tag]
+		if t == nil {
+			t = &Tag{Name: tl.Tag, Index: map[string]bool{}}
+			repo.Tags[tl.Tag] = t
+			repo.TagOrder = append(repo.TagOrder, tl.Tag)
+			sort.Strings(repo.TagOrder)
+		}
+		if t.Index == nil {
+			t.Index = map[string]bool{}
+		}
+		t.Current = tl.Digest
+		t.Index[tl.Digest] = true
+		repo.HasTags, repo.HasManifests = true, true
+	}
+	return out
+}
+
+// TagLink is a tag in a repository naming a digest.
+type TagLink struct {
+	Repository, Tag, Digest string
+}
+
+// WithoutTags returns a copy of s without the tags drop names, as if their
+// folders under _manifests/tags had been removed. s is not changed, nor is
+// anything on disk.
+func (s *Storage) WithoutTags(drop func(repository, tag string) bool) *Storage {
+	out := s.Without(nil)
+	for name, repo := range out.Repositories {
+		var order []string
+		for _, t := range repo.TagOrder {
+			if drop(name, t) {
+				delete(repo.Tags, t)
+				continue
+			}
+			order = append(order, t)
+		}
+		repo.TagOrder = order
+	}
+	return out
+}

@@ -159,6 +159,7 @@ func runGCCheck(cmd *cobra.Command, s Streams, g *globals, f *gcCheckFlags) erro
 		return err
 	}
 	rep, _, err := gc.Check(st, gc.Options{Model: model, ModelAssumed: assumed, DeleteUntagged: f.deleteUntagged, Host: host, Policies: policies}, targets)
+	protectAdvice(rep, f)
 	return gcCheckReport(s, g, rep, err, render, incomplete)
 }
 
@@ -285,4 +286,18 @@ func gcCheckTargets(cmd *cobra.Command, s Streams, g *globals, f *gcCheckFlags) 
 		}
 	}
 	return targets, policies, incomplete, nil
+}
+
+// protectAdvice names regcheck protect, in gc-check's storage mode, when
+// the run would break an in-use image: it writes the keep-tags that make
+// the run keep them, and proves it.
+func protectAdvice(rep *gcresult.Report, f *gcCheckFlags) {
+	if rep == nil || len(rep.WouldBreak) == 0 || rep.ModelAssumed {
+		return
+	}
+	du := ""
+	if f.deleteUntagged {
+		du = " --delete-untagged"
+	}
+	rep.Advice = append(rep.Advice, fmt.Sprintf("regcheck protect --storage %s --gc-model %s%s (the same in-use flags) plans the keep-tags that make this run keep every in-use image and proves it; --apply --audit FILE writes them (push rights); see docs/protect.md", f.storage, rep.Model, du))
 }

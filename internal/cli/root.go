@@ -68,7 +68,7 @@ pull. It is read-only against registries and clusters.`,
 	root.PersistentFlags().BoolVarP(&g.quiet, "quiet", "q", false, "no progress line, and only errors on stderr")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
 	root.AddCommand(newScanCmd(s, g), newPinCmd(s, g), newVersionCmd(s), newGCCheckCmd(s, g), newRecordCmd(s, g))
-	root.AddCommand(newRescueCmd(s, g))
+	root.AddCommand(newRescueCmd(s, g), newProtectCmd(s, g))
 	root.AddCommand(newWatchCmd(s, g))
 	for _, c := range root.Commands() {
 		incompleteOnFailure(c)
