@@ -5,7 +5,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -136,25 +135,7 @@ func pullEverything(ref string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := img.RawConfigFile(); err != nil {
-		return err
-	}
-	layers, err := img.Layers()
-	if err != nil {
-		return err
-	}
-	for _, l := range layers {
-		rc, err := l.Compressed()
-		if err != nil {
-			return err
-		}
-		_, err = io.Copy(io.Discard, rc)
-		rc.Close()
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return pullBlobs(img)
 }
 
 // frontVerdicts scans refs through a host with a new Scanner and no cache,

@@ -517,6 +517,11 @@ func ggcrPull(ref, platform string) error {
 	if err != nil {
 		return err
 	}
+	return pullBlobs(img)
+}
+
+// pullBlobs reads img's config and every layer, as a pull does.
+func pullBlobs(img v1.Image) error {
 	if _, err := img.RawConfigFile(); err != nil {
 		return err
 	}
